@@ -1,0 +1,64 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// One set of compiler settings for every Swift target (STYLE.md B1.3).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "siwa",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "siwa", targets: ["siwa"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries of the platform, one module map each.
+        .systemLibrary(name: "CFastCGI", pkgConfig: "fcgi", providers: [.apt(["libfcgi-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMariaDB", pkgConfig: "libmariadb", providers: [.apt(["libmariadb-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+
+        // Wrappers: the only importers of their C module.
+        .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: swiftSettings),
+        .target(name: "JOSE", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "MariaDB", dependencies: ["CMariaDB"], swiftSettings: swiftSettings),
+
+        // Application.
+        .target(
+            name: "Server",
+            dependencies: [
+                "FastCGI", "JOSE", "MariaDB",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "siwa",
+            dependencies: [
+                "Server", "FastCGI", "MariaDB", "JOSE",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Tests that need no server.
+        .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: swiftSettings),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE"], swiftSettings: swiftSettings),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "FastCGI"], swiftSettings: swiftSettings),
+        // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["MariaDB", "Server", "FastCGI"],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import CFastCGI
+
+/// One worker thread's FastCGI request slot: accepts a connection, reads a `Request`, writes a `Response`.
+///
+/// Owns a heap-allocated `FCGX_Request`: libfcgi keeps pointers into it (`reqDataPtr` in its streams),
+/// so it must never move. Confined to the thread that created it; not `Sendable`.
+final class Connection {
+    private let request: UnsafeMutablePointer<FCGX_Request>
+    private let capturedHeaders: [(param: [UInt8], name: String)]
+    private let maxBodyBytes: Int
+    private var bodyBuffer: [UInt8]
+
+    /// - Parameters:
+    ///   - listener: the shared listening socket (borrowed).
+    ///   - headerNames: the request headers to copy into `Request.headers`.
+    ///   - maxBodyBytes: the hard limit on a request body.
+    init(listener: Listener, headerNames: [String], maxBodyBytes: Int) {
+        request = UnsafeMutablePointer<FCGX_Request>.allocate(capacity: 1)
+        request.initialize(to: FCGX_Request())
+        FCGX_InitRequest(request, listener.descriptor, 0)
+        capturedHeaders = headerNames.map { name in
+            let param = "HTTP_" + name.uppercased().replacingDashes()
+            return (param: Array(param.utf8), name: name.lowercased())
+        }
+        self.maxBodyBytes = maxBodyBytes
+        bodyBuffer = [UInt8](repeating: 0, count: 16 * 1024)
+    }
+
+    deinit {
+        FCGX_Free(request, 1)
+        request.deinitialize(count: 1)
+        request.deallocate()
+    }
+
+    /// Blocks until nginx hands over the next request. Returns false when the listener was shut down.
+    func accept() -> Bool {
+        FCGX_Accept_r(request) >= 0
+    }
+
+    /// Finishes the current request: flushes output and closes the connection to nginx.
+    func finish() {
+        FCGX_Finish_r(request)
+    }
+
+    /// Reads the parameters and the body of the accepted request.
+    /// - Throws: `FastCGIError(.bodyTooLarge)` beyond `maxBodyBytes`, `.bodyUnreadable` on a short body.
+    func readRequest() throws -> Request {
+        var method = "GET", path = "/", query = "", remote = "", declaredLength = -1
+        var headers = HTTPHeaders()
+        var uri: String?
+        var cursor = request.pointee.envp
+        while let entry = cursor?.pointee {
+            cursor = cursor! + 1
+            let raw = UnsafeRawPointer(entry).assumingMemoryBound(to: UInt8.self)
+            guard let equals = strchr(entry, Int32(UInt8(ascii: "="))) else { continue }
+            let nameLength = UnsafeRawPointer(equals) - UnsafeRawPointer(entry)
+            let name = UnsafeBufferPointer(start: raw, count: nameLength)
+            let value = { String(cString: equals + 1) }
+            if name.starts(with: "HTTP_".utf8) {
+                if let header = capturedHeaders.first(where: { $0.param.elementsEqual(name) }) {
+                    headers.add(header.name, value())
+                }
+            } else if name.elementsEqual("REQUEST_METHOD".utf8) {
+                method = value()
+            } else if name.elementsEqual("DOCUMENT_URI".utf8) {
+                path = value()
+            } else if name.elementsEqual("REQUEST_URI".utf8) {
+                uri = value()
+            } else if name.elementsEqual("QUERY_STRING".utf8) {
+                query = value()
+            } else if name.elementsEqual("REMOTE_ADDR".utf8) {
+                remote = value()
+            } else if name.elementsEqual("CONTENT_LENGTH".utf8) {
+                declaredLength = Int(value()) ?? -1
+            } else if name.elementsEqual("CONTENT_TYPE".utf8) {
+                headers.add("content-type", value())
+            }
+        }
+        if path == "/", let uri {
+            path = String(uri.prefix { $0 != "?" })
+        }
+        if declaredLength > maxBodyBytes {
+            throw FastCGIError(.bodyTooLarge, reason: "declared \(declaredLength) bytes")
+        }
+        let body = try readBody(expected: declaredLength)
+        return Request(method: method, path: path, query: query, headers: headers, remoteAddress: remote, body: body)
+    }
+
+    /// Reads the body until end of stream, never more than `maxBodyBytes`.
+    private func readBody(expected: Int) throws -> [UInt8] {
+        var body: [UInt8] = []
+        if expected > 0 { body.reserveCapacity(expected) }
+        while true {
+            let count = bodyBuffer.withUnsafeMutableBytes { buffer in
+                FCGX_GetStr(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), request.pointee.in)
+            }
+            if count <= 0 { break }
+            guard body.count + Int(count) <= maxBodyBytes else {
+                throw FastCGIError(.bodyTooLarge, reason: "more than \(maxBodyBytes) bytes")
+            }
+            body.append(contentsOf: bodyBuffer[0..<Int(count)])
+        }
+        if expected >= 0 && body.count != expected {
+            throw FastCGIError(.bodyUnreadable, reason: "read \(body.count) of \(expected) bytes")
+        }
+        return body
+    }
+
+    /// Writes `response` to nginx. Write errors (nginx gave up on the client) are ignored.
+    func write(_ response: Response) {
+        let out = request.pointee.out
+        let header = response.headerBlock()
+        header.withUnsafeBytes { bytes in
+            _ = FCGX_PutStr(bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(bytes.count), out)
+        }
+        if !response.body.isEmpty {
+            response.body.withUnsafeBytes { bytes in
+                _ = FCGX_PutStr(bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(bytes.count), out)
+            }
+        }
+    }
+}
+
+extension String {
+    /// `X-Request-Id` -> `X_REQUEST_ID`, the CGI spelling of a header name.
+    fileprivate func replacingDashes() -> String {
+        String(map { $0 == "-" ? "_" : $0 })
+    }
+}

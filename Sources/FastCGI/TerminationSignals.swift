@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// Graceful stop on SIGTERM and SIGINT.
+///
+/// libfcgi installs its own SIGTERM handler that only sets a flag, so a libfcgi process would not stop
+/// (MEASURED.md §5). Instead the signals are blocked in every thread and one thread takes them with
+/// `sigwait`, then runs the stop action (normally `Listener.shutdown()`).
+package enum TerminationSignals {
+    /// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts afterwards, and
+    /// ignores SIGPIPE (a client that went away must not kill the process). Call first in `main`.
+    package static func block() {
+        var set = terminationSet()
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Starts a thread that waits for SIGTERM or SIGINT and then calls `action` with the signal number.
+    /// - Throws: `FastCGIError(.threadStart)`.
+    package static func onTermination(_ action: @escaping @Sendable (Int32) -> Void) throws {
+        let thread = try JoinableThread {
+            var set = terminationSet()
+            var received: Int32 = 0
+            while sigwait(&set, &received) != 0 {}
+            action(received)
+        }
+        thread.detach()
+    }
+
+    private static func terminationSet() -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        return set
+    }
+}

@@ -1,0 +1,140 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import CFastCGI
+
+/// The application side of a worker thread: turns requests into responses.
+///
+/// One instance per worker thread, created on that thread, so it may own thread-confined resources
+/// such as a database connection. It is never shared and need not be `Sendable`.
+package protocol RequestHandler: AnyObject {
+    /// Answers one request. Must not throw: the application maps its own errors to responses.
+    func respond(to request: Request) -> Response
+    /// Answers a request that could not be read (body over the limit, short body).
+    func respond(toUnreadableRequest error: FastCGIError) -> Response
+    /// Releases what the handler owns (explicitly, before the thread ends).
+    func close()
+}
+
+/// How the worker pool reads requests.
+package struct WorkerPoolConfiguration: Sendable {
+    /// Number of worker threads, each serving one request at a time.
+    package var threads: Int
+    /// Request headers copied into `Request.headers` (others are not converted, to save time).
+    package var headerNames: [String]
+    /// Hard limit on a request body; larger bodies are answered through `respond(toUnreadableRequest:)`.
+    package var maxBodyBytes: Int
+
+    package init(threads: Int, headerNames: [String], maxBodyBytes: Int) {
+        self.threads = threads
+        self.headerNames = headerNames
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+/// Calls `FCGX_Init` (libfcgi's process-wide set-up). Call once, in `main`, before any worker starts.
+package func initializeFastCGI() {
+    FCGX_Init()
+}
+
+/// A fixed pool of worker threads accepting FastCGI requests from one listener.
+///
+/// Each thread blocks in `accept()`, reads the whole request, calls its own `RequestHandler`, writes
+/// the response and closes the connection. `run()` returns when every thread has stopped, which
+/// happens after `Listener.shutdown()` once the queued connections are served.
+package final class WorkerPool: Sendable {
+    private let listener: Listener
+    private let configuration: WorkerPoolConfiguration
+    private let makeHandler: @Sendable (Int) -> any RequestHandler
+
+    /// - Parameters:
+    ///   - listener: the socket to accept on.
+    ///   - configuration: thread count and request limits.
+    ///   - makeHandler: builds the handler of worker `n`, called on that worker's thread.
+    package init(
+        listener: Listener,
+        configuration: WorkerPoolConfiguration,
+        makeHandler: @escaping @Sendable (Int) -> any RequestHandler
+    ) {
+        self.listener = listener
+        self.configuration = configuration
+        self.makeHandler = makeHandler
+    }
+
+    /// Starts the workers and blocks until all of them have stopped.
+    /// - Throws: `FastCGIError(.threadStart)` if a thread cannot be created (the others are stopped).
+    package func run() throws {
+        var threads: [JoinableThread] = []
+        for index in 0..<configuration.threads {
+            do {
+                threads.append(try JoinableThread { [self] in self.serve(worker: index) })
+            } catch {
+                listener.shutdown()
+                threads.forEach { $0.join() }
+                throw error
+            }
+        }
+        threads.forEach { $0.join() }
+    }
+
+    private func serve(worker index: Int) {
+        let connection = Connection(
+            listener: listener,
+            headerNames: configuration.headerNames,
+            maxBodyBytes: configuration.maxBodyBytes
+        )
+        let handler = makeHandler(index)
+        defer { handler.close() }
+        while true {
+            guard connection.accept() else {
+                if listener.isStopping { return }
+                // A failed accept that is not a shutdown (EMFILE, ECONNABORTED): back off briefly.
+                usleep(10_000)
+                continue
+            }
+            let response: Response
+            do {
+                response = handler.respond(to: try connection.readRequest())
+            } catch let error as FastCGIError {
+                response = handler.respond(toUnreadableRequest: error)
+            } catch {
+                response = handler.respond(toUnreadableRequest: FastCGIError(.bodyUnreadable, reason: "\(error)"))
+            }
+            connection.write(response)
+            connection.finish()
+        }
+    }
+}
+
+/// Boxes a thread body so it can cross `pthread_create`'s C boundary (+1 retained, released by the thread).
+private final class ThreadBody: Sendable {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+}
+
+/// A POSIX thread running a Swift closure; join it, or detach it, exactly once.
+package struct JoinableThread: Sendable {
+    private let thread: pthread_t
+
+    /// Starts a thread running `body`.
+    /// - Throws: `FastCGIError(.threadStart)` with the `pthread_create` result.
+    package init(_ body: @escaping @Sendable () -> Void) throws {
+        let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, context)
+        guard result == 0 else {
+            Unmanaged<ThreadBody>.fromOpaque(context).release()
+            throw FastCGIError(.threadStart, reason: "pthread_create failed", errno: result)
+        }
+        self.thread = thread
+    }
+
+    /// Waits until the thread has finished.
+    package func join() { pthread_join(thread, nil) }
+
+    /// Lets the thread run on without being joined.
+    package func detach() { pthread_detach(thread) }
+}

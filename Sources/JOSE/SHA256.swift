@@ -1,0 +1,35 @@
+internal import COpenSSL
+
+/// SHA-256 through OpenSSL's one-shot `EVP_Digest`.
+package enum SHA256 {
+    /// The 32-byte digest of `bytes`.
+    package static func hash<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let ok = bytes.withContiguousStorageIfAvailable { input in
+            EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha256(), nil)
+        } ?? Array(bytes).withUnsafeBytes { input in
+            EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha256(), nil)
+        }
+        // EVP_Digest with SHA-256 only fails on allocation failure.
+        precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed")
+        return digest
+    }
+
+    /// The lowercase hexadecimal SHA-256 of `bytes` (64 characters).
+    package static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+        hexString(hash(bytes))
+    }
+}
+
+/// Lowercase hexadecimal of `bytes`.
+package func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 0x0f)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}

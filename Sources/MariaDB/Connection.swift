@@ -1,0 +1,210 @@
+internal import CMariaDB
+
+/// Calls `mysql_library_init` (not thread-safe). Call once, in `main`, before any thread connects.
+package func initializeMariaDBLibrary() {
+    _ = CMariaDB_library_init()
+}
+
+/// One MariaDB connection with its cache of prepared statements.
+///
+/// Owns the `MYSQL` handle; close it with `close()`. Confined to one thread (one connection per
+/// worker thread); not `Sendable`.
+///
+/// Reconnection is explicit (MEASURED.md §4; `MYSQL_OPT_RECONNECT` would silently roll back an open
+/// transaction). When the server goes away the connection is dropped and re-opened, and its statements
+/// prepared again, on the next call. A read is retried once at once. A write is retried once only when
+/// the library reports that the statement never reached the server; a write inside a transaction is
+/// never retried: the transaction fails with `.connectionLost`.
+package final class Connection {
+    private let configuration: Configuration
+    private var handle: UnsafeMutablePointer<MYSQL>?
+    private var statements: [String: PreparedStatement] = [:]
+    private var inTransaction = false
+
+    /// Session settings applied on every (re)connect: UTC times and strict data checks.
+    private static let initCommand =
+        "SET SESSION time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
+        + "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+
+    /// Creates a connection.
+    /// - Parameters:
+    ///   - configuration: where and how to connect.
+    ///   - connectNow: connect at once (and throw when the server is down), or on first use.
+    /// - Throws: `MariaDBError(.connectionLost)` when `connectNow` and the server cannot be reached.
+    package init(configuration: Configuration, connectNow: Bool = true) throws {
+        self.configuration = configuration
+        if connectNow { try connect() }
+    }
+
+    deinit {
+        assert(handle == nil, "Connection deinitialised without close()")
+        disconnect()
+    }
+
+    /// Whether the connection currently holds an open handle (it may still find the server gone).
+    package var isOpen: Bool { handle != nil }
+
+    /// Closes the connection and its statements. Further calls reconnect.
+    package func close() {
+        disconnect()
+    }
+
+    /// Runs a reading statement and returns its rows. Retried once if the connection was lost outside
+    /// a transaction.
+    /// - Throws: `MariaDBError`.
+    package func query(_ sql: String, _ binds: any DatabaseValueConvertible...) throws -> [Row] {
+        try query(sql, binds: binds)
+    }
+
+    /// `query(_:_:)` with the binds as an array.
+    package func query(_ sql: String, binds: [any DatabaseValueConvertible]) throws -> [Row] {
+        try perform(sql, binds.map(\.databaseValue), retryAnyLoss: true).rows
+    }
+
+    /// Runs a changing statement (INSERT, UPDATE, DELETE, DDL) and returns what it changed.
+    /// - Throws: `MariaDBError`.
+    package func execute(_ sql: String, _ binds: any DatabaseValueConvertible...) throws -> ExecutionResult {
+        try execute(sql, binds: binds)
+    }
+
+    /// `execute(_:_:)` with the binds as an array.
+    package func execute(_ sql: String, binds: [any DatabaseValueConvertible]) throws -> ExecutionResult {
+        try perform(sql, binds.map(\.databaseValue), retryAnyLoss: false).result
+    }
+
+    /// Runs SQL text without binds over the text protocol, several statements when the configuration
+    /// allows them (migrations). Result sets are discarded.
+    /// - Throws: `MariaDBError` of the first failing statement.
+    package func run(_ sql: String) throws {
+        let mysql = try connected()
+        let status = sql.withCString { mysql_real_query(mysql, $0, UInt(sql.utf8.count)) }
+        guard status == 0 else { throw failure(mysql) }
+        while true {
+            if let result = mysql_store_result(mysql) {
+                mysql_free_result(result)
+            } else if mysql_field_count(mysql) != 0 {
+                throw failure(mysql)
+            }
+            let next = mysql_next_result(mysql)
+            if next == -1 { return }
+            if next > 0 { throw failure(mysql) }
+        }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    /// - Throws: what `body` throws, or `MariaDBError` from BEGIN/COMMIT; `.misuse` when nested.
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
+        guard !inTransaction else { throw MariaDBError(.misuse, message: "nested transaction") }
+        try command("START TRANSACTION", retryable: true)
+        inTransaction = true
+        do {
+            let value = try body()
+            try command("COMMIT", retryable: false)
+            inTransaction = false
+            return value
+        } catch {
+            inTransaction = false
+            if let handle { mysql_rollback(handle) }
+            throw error
+        }
+    }
+
+    // MARK: - Internals
+
+    private func perform(_ sql: String, _ values: [Value], retryAnyLoss: Bool) throws -> (rows: [Row], result: ExecutionResult) {
+        do {
+            return try statement(for: sql).execute(values)
+        } catch let error as MariaDBError where error.code == .connectionLost {
+            disconnect()
+            guard !inTransaction, retryAnyLoss || Connection.neverReachedServer(error) else { throw error }
+            return try statement(for: sql).execute(values)
+        }
+    }
+
+    private func command(_ sql: String, retryable: Bool) throws {
+        do {
+            try run(sql)
+        } catch let error as MariaDBError where error.code == .connectionLost {
+            disconnect()
+            guard retryable, !inTransaction else { throw error }
+            try run(sql)
+        }
+    }
+
+    /// Errors after which the statement cannot have been executed: the connection was refused, the
+    /// request could not be written (2006), or the server forgot the statement after a restart (1243).
+    private static func neverReachedServer(_ error: MariaDBError) -> Bool {
+        [2002, 2003, 2006, 1243].contains(error.errno)
+    }
+
+    private func statement(for sql: String) throws -> PreparedStatement {
+        if let statement = statements[sql] { return statement }
+        let statement = try PreparedStatement(connection: try connected(), sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    private func connected() throws -> UnsafeMutablePointer<MYSQL> {
+        if let handle { return handle }
+        if inTransaction {
+            throw MariaDBError(.connectionLost, errno: 2006, message: "connection lost inside a transaction")
+        }
+        try connect()
+        return handle!
+    }
+
+    private func connect() throws {
+        guard let mysql = mysql_init(nil) else {
+            fatalError("mysql_init failed: out of memory")
+        }
+        var connectTimeout = UInt32(configuration.connectTimeout)
+        var ioTimeout = UInt32(configuration.readWriteTimeout)
+        var reconnect: my_bool = 0
+        mysql_options(mysql, MYSQL_OPT_CONNECT_TIMEOUT, &connectTimeout)
+        mysql_options(mysql, MYSQL_OPT_READ_TIMEOUT, &ioTimeout)
+        mysql_options(mysql, MYSQL_OPT_WRITE_TIMEOUT, &ioTimeout)
+        mysql_options(mysql, MYSQL_OPT_RECONNECT, &reconnect)
+        _ = "utf8mb4".withCString { mysql_options(mysql, MYSQL_SET_CHARSET_NAME, $0) }
+        _ = Connection.initCommand.withCString { mysql_options(mysql, MYSQL_INIT_COMMAND, $0) }
+
+        let flags: UInt = configuration.allowsMultipleStatements ? UInt(CLIENT_MULTI_STATEMENTS) : 0
+        var host: String?, port: UInt32 = 0, socket: String?
+        switch configuration.endpoint {
+        case .unixSocket(let path): socket = path; host = "localhost"
+        case .tcp(let name, let number): host = name; port = UInt32(number)
+        }
+        let connected = withOptionalCString(host) { host in
+            withOptionalCString(socket) { socket in
+                withOptionalCString(configuration.password) { password in
+                    withOptionalCString(configuration.database) { database in
+                        mysql_real_connect(mysql, host, configuration.user, password, database, port, socket, flags)
+                    }
+                }
+            }
+        }
+        guard connected != nil else {
+            let error = failure(mysql)
+            mysql_close(mysql)
+            // Every connect failure means "the database is unavailable" to the caller.
+            throw MariaDBError(.connectionLost, errno: error.errno, sqlState: error.sqlState, message: error.message)
+        }
+        handle = mysql
+    }
+
+    private func disconnect() {
+        statements.removeAll()
+        if let handle { mysql_close(handle) }
+        handle = nil
+    }
+
+    private func failure(_ mysql: UnsafeMutablePointer<MYSQL>, file: String = #fileID, line: Int = #line) -> MariaDBError {
+        MariaDBError(
+            errno: mysql_errno(mysql), sqlState: String(cString: mysql_sqlstate(mysql)),
+            message: String(cString: mysql_error(mysql)), file: file, line: line)
+    }
+}
+
+private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString(body)
+}

@@ -1,0 +1,68 @@
+/// A MariaDB failure with the server's or client library's error number and SQLSTATE.
+///
+/// `description` names only the code; bound values and SQL are never included (they can hold tokens).
+package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringConvertible {
+    package enum Code: Sendable, Equatable {
+        /// The server cannot be reached or the connection broke (2002, 2003, 2006, 2013, 1243, ...).
+        /// The connection reconnects on its next use.
+        case connectionLost
+        /// A unique key already holds this value (1062).
+        case duplicateEntry
+        /// The transaction was chosen as a deadlock victim (1213); the caller may retry it whole.
+        case deadlock
+        /// A row lock was not granted in time (1205).
+        case lockWaitTimeout
+        /// The statement failed on the server (syntax, constraint, data too long, ...).
+        case statementFailed
+        /// A result column could not be decoded as the requested Swift type.
+        case typeMismatch
+        /// A transaction was open when the connection broke: its changes are lost.
+        case transactionLost
+        /// The API was misused (nested transaction, wrong bind count).
+        case misuse
+    }
+
+    package let code: Code
+    /// `mysql_errno`, or 0 when the error did not come from the library.
+    package let errno: UInt32
+    /// `mysql_sqlstate`, such as `23000`.
+    package let sqlState: String
+    /// The library's message; may quote values, so it goes to `debugDescription` only.
+    package let message: String
+    package let file: String
+    package let line: Int
+
+    package init(
+        _ code: Code, errno: UInt32 = 0, sqlState: String = "HY000", message: String = "",
+        file: String = #fileID, line: Int = #line
+    ) {
+        self.code = code
+        self.errno = errno
+        self.sqlState = sqlState
+        self.message = message
+        self.file = file
+        self.line = line
+    }
+
+    /// Maps a library error number to a code (`errmsg.h`, `mysqld_error.h`).
+    package init(errno: UInt32, sqlState: String, message: String, file: String = #fileID, line: Int = #line) {
+        let code: Code =
+            switch errno {
+            case 2002, 2003, 2005, 2006, 2013, 2055, 1243, 1927, 1053, 4031: .connectionLost
+            case 1062: .duplicateEntry
+            case 1213: .deadlock
+            case 1205: .lockWaitTimeout
+            default: .statementFailed
+            }
+        self.init(code, errno: errno, sqlState: sqlState, message: message, file: file, line: line)
+    }
+
+    package var description: String { "MariaDBError.\(code) (\(errno)/\(sqlState))" }
+
+    package var debugDescription: String { "MariaDBError.\(code) (\(errno)/\(sqlState)): \(message) [\(file):\(line)]" }
+}
+
+extension MariaDBError: Equatable {
+    /// Errors compare by code only.
+    package static func == (lhs: MariaDBError, rhs: MariaDBError) -> Bool { lhs.code == rhs.code }
+}

@@ -1,0 +1,238 @@
+internal import CMariaDB
+
+/// A server-side prepared statement with its result bindings.
+///
+/// Owns the `MYSQL_STMT` (closed in `deinit` with `mysql_stmt_close`) and the `MYSQL_BIND` array and
+/// column buffers the library writes into on fetch, so their addresses stay stable. Confined to the
+/// connection's thread; `Connection` is its only user.
+final class PreparedStatement {
+    private let statement: UnsafeMutablePointer<MYSQL_STMT>
+    let parameterCount: Int
+    private let kinds: [ColumnKind]
+    private let columnNames: ColumnNames
+    private let results: UnsafeMutablePointer<MYSQL_BIND>
+    private let lengths: UnsafeMutablePointer<UInt>
+    private let nulls: UnsafeMutablePointer<my_bool>
+    private let truncations: UnsafeMutablePointer<my_bool>
+    private let buffers: [UnsafeMutableRawPointer]
+    private let capacities: [Int]
+
+    private enum ColumnKind {
+        case signed, unsigned, double, text, blob
+    }
+
+    /// Prepares `sql` on `connection` (borrowed; must outlive the statement).
+    /// - Throws: `MariaDBError` from `mysql_stmt_prepare`.
+    init(connection: UnsafeMutablePointer<MYSQL>, sql: String) throws {
+        guard let statement = mysql_stmt_init(connection) else {
+            throw MariaDBError(
+                errno: mysql_errno(connection), sqlState: String(cString: mysql_sqlstate(connection)),
+                message: String(cString: mysql_error(connection)))
+        }
+        let prepared = sql.withCString { mysql_stmt_prepare(statement, $0, UInt(sql.utf8.count)) }
+        guard prepared == 0 else {
+            let error = PreparedStatement.error(of: statement)
+            mysql_stmt_close(statement)
+            throw error
+        }
+        self.statement = statement
+        parameterCount = Int(mysql_stmt_param_count(statement))
+
+        var kinds: [ColumnKind] = []
+        var names: [String] = []
+        var capacities: [Int] = []
+        if let metadata = mysql_stmt_result_metadata(statement) {
+            let count = Int(mysql_num_fields(metadata))
+            let fields = mysql_fetch_fields(metadata)!
+            for index in 0..<count {
+                let field = fields[index]
+                names.append(String(cString: field.name))
+                let kind = PreparedStatement.kind(of: field)
+                kinds.append(kind)
+                switch kind {
+                case .signed, .unsigned, .double: capacities.append(8)
+                case .text, .blob: capacities.append(max(16, min(Int(field.length), 512)))
+                }
+            }
+            mysql_free_result(metadata)
+        }
+        self.kinds = kinds
+        self.columnNames = ColumnNames(names)
+        self.capacities = capacities
+        let count = kinds.count
+        results = .allocate(capacity: max(count, 1))
+        results.initialize(repeating: MYSQL_BIND(), count: max(count, 1))
+        lengths = .allocate(capacity: max(count, 1))
+        lengths.initialize(repeating: 0, count: max(count, 1))
+        nulls = .allocate(capacity: max(count, 1))
+        nulls.initialize(repeating: 0, count: max(count, 1))
+        truncations = .allocate(capacity: max(count, 1))
+        truncations.initialize(repeating: 0, count: max(count, 1))
+        buffers = capacities.map { UnsafeMutableRawPointer.allocate(byteCount: $0, alignment: 8) }
+        for index in 0..<count {
+            results[index].buffer_type =
+                switch kinds[index] {
+                case .signed, .unsigned: MYSQL_TYPE_LONGLONG
+                case .double: MYSQL_TYPE_DOUBLE
+                case .text: MYSQL_TYPE_STRING
+                case .blob: MYSQL_TYPE_BLOB
+                }
+            results[index].is_unsigned = kinds[index] == .unsigned ? 1 : 0
+            results[index].buffer = buffers[index]
+            results[index].buffer_length = UInt(capacities[index])
+            results[index].length = lengths + index
+            results[index].is_null = nulls + index
+            results[index].error = truncations + index
+        }
+        if count > 0 && mysql_stmt_bind_result(statement, results) != 0 {
+            throw PreparedStatement.error(of: statement)
+        }
+    }
+
+    deinit {
+        mysql_stmt_close(statement)
+        buffers.forEach { $0.deallocate() }
+        results.deallocate()
+        lengths.deallocate()
+        nulls.deallocate()
+        truncations.deallocate()
+    }
+
+    /// Binds `values`, executes, and reads the whole result set.
+    /// - Returns: the rows (empty for statements without a result) and what the statement changed.
+    /// - Throws: `MariaDBError` with the statement's errno and SQLSTATE.
+    func execute(_ values: [Value]) throws -> (rows: [Row], result: ExecutionResult) {
+        guard values.count == parameterCount else {
+            throw MariaDBError(.misuse, message: "expected \(parameterCount) binds, got \(values.count)")
+        }
+        try withParameterBinds(values) { binds in
+            if parameterCount > 0 && mysql_stmt_bind_param(statement, binds) != 0 {
+                throw PreparedStatement.error(of: statement)
+            }
+            if mysql_stmt_execute(statement) != 0 {
+                throw PreparedStatement.error(of: statement)
+            }
+        }
+        guard !kinds.isEmpty else {
+            let result = ExecutionResult(
+                affectedRows: mysql_stmt_affected_rows(statement), lastInsertID: mysql_stmt_insert_id(statement))
+            return ([], result)
+        }
+        defer { mysql_stmt_free_result(statement) }
+        guard mysql_stmt_store_result(statement) == 0 else {
+            throw PreparedStatement.error(of: statement)
+        }
+        var rows: [Row] = []
+        rows.reserveCapacity(Int(mysql_stmt_num_rows(statement)))
+        while true {
+            let status = mysql_stmt_fetch(statement)
+            if status == MYSQL_NO_DATA { break }
+            guard status == 0 || status == MYSQL_DATA_TRUNCATED else {
+                throw PreparedStatement.error(of: statement)
+            }
+            rows.append(Row(values: try (0..<kinds.count).map(readColumn), columns: columnNames))
+        }
+        return (rows, ExecutionResult(affectedRows: 0, lastInsertID: 0))
+    }
+
+    private func readColumn(_ index: Int) throws -> Value {
+        if nulls[index] != 0 { return .null }
+        switch kinds[index] {
+        case .signed:
+            return .int(buffers[index].load(as: Int64.self))
+        case .unsigned:
+            let value = buffers[index].load(as: UInt64.self)
+            return value <= UInt64(Int64.max) ? .int(Int64(value)) : .uint(value)
+        case .double:
+            return .double(buffers[index].load(as: Double.self))
+        case .text, .blob:
+            let length = Int(lengths[index])
+            var bytes: [UInt8]
+            if length <= capacities[index] {
+                bytes = Array(UnsafeRawBufferPointer(start: buffers[index], count: length))
+            } else {
+                // The column is longer than its buffer: fetch it again into a buffer of its full length.
+                bytes = [UInt8](repeating: 0, count: length)
+                try bytes.withUnsafeMutableBytes { target in
+                    var bind = MYSQL_BIND()
+                    var fetched: UInt = 0
+                    bind.buffer_type = results[index].buffer_type
+                    bind.buffer = target.baseAddress
+                    bind.buffer_length = UInt(length)
+                    try withUnsafeMutablePointer(to: &fetched) { fetchedLength in
+                        bind.length = fetchedLength
+                        if mysql_stmt_fetch_column(statement, &bind, UInt32(index), 0) != 0 {
+                            throw PreparedStatement.error(of: statement)
+                        }
+                    }
+                }
+            }
+            return kinds[index] == .blob ? .blob(bytes) : .text(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    /// Builds the parameter `MYSQL_BIND` array and buffers, valid only inside `body`.
+    private func withParameterBinds(_ values: [Value], _ body: (UnsafeMutablePointer<MYSQL_BIND>) throws -> Void) throws {
+        let binds = UnsafeMutablePointer<MYSQL_BIND>.allocate(capacity: max(values.count, 1))
+        binds.initialize(repeating: MYSQL_BIND(), count: max(values.count, 1))
+        var storage: [UnsafeMutableRawPointer] = []
+        defer {
+            storage.forEach { $0.deallocate() }
+            binds.deallocate()
+        }
+        func store<T>(_ value: T, type: enum_field_types, index: Int) {
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.size, alignment: 8)
+            buffer.storeBytes(of: value, as: T.self)
+            storage.append(buffer)
+            binds[index].buffer_type = type
+            binds[index].buffer = buffer
+            binds[index].buffer_length = UInt(MemoryLayout<T>.size)
+        }
+        func store(bytes: some Collection<UInt8>, type: enum_field_types, index: Int) {
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+            UnsafeMutableRawBufferPointer(start: buffer, count: bytes.count).copyBytes(from: bytes)
+            storage.append(buffer)
+            binds[index].buffer_type = type
+            binds[index].buffer = buffer
+            binds[index].buffer_length = UInt(bytes.count)
+        }
+        for (index, value) in values.enumerated() {
+            switch value {
+            case .null: binds[index].buffer_type = MYSQL_TYPE_NULL
+            case .int(let int): store(int, type: MYSQL_TYPE_LONGLONG, index: index)
+            case .uint(let uint):
+                store(uint, type: MYSQL_TYPE_LONGLONG, index: index)
+                binds[index].is_unsigned = 1
+            case .double(let double): store(double, type: MYSQL_TYPE_DOUBLE, index: index)
+            case .text(let text): store(bytes: text.utf8, type: MYSQL_TYPE_STRING, index: index)
+            case .blob(let bytes): store(bytes: bytes, type: MYSQL_TYPE_BLOB, index: index)
+            }
+        }
+        try body(binds)
+    }
+
+    private static func kind(of field: MYSQL_FIELD) -> ColumnKind {
+        let unsigned = field.flags & UInt32(UNSIGNED_FLAG) != 0
+        switch field.type {
+        case MYSQL_TYPE_TINY, MYSQL_TYPE_SHORT, MYSQL_TYPE_LONG, MYSQL_TYPE_LONGLONG, MYSQL_TYPE_INT24,
+            MYSQL_TYPE_YEAR, MYSQL_TYPE_BIT:
+            return unsigned ? .unsigned : .signed
+        case MYSQL_TYPE_FLOAT, MYSQL_TYPE_DOUBLE:
+            return .double
+        case MYSQL_TYPE_TINY_BLOB, MYSQL_TYPE_MEDIUM_BLOB, MYSQL_TYPE_LONG_BLOB, MYSQL_TYPE_BLOB,
+            MYSQL_TYPE_STRING, MYSQL_TYPE_VAR_STRING, MYSQL_TYPE_VARCHAR:
+            // Character set 63 is `binary`: BINARY, VARBINARY and BLOB columns.
+            return field.charsetnr == 63 ? .blob : .text
+        default:
+            // DECIMAL, DATE, DATETIME, TIMESTAMP, JSON: the library converts them to text.
+            return .text
+        }
+    }
+
+    /// The statement's error, read right after the failing call (STYLE.md rule 11).
+    static func error(of statement: UnsafeMutablePointer<MYSQL_STMT>, file: String = #fileID, line: Int = #line) -> MariaDBError {
+        MariaDBError(
+            errno: mysql_stmt_errno(statement), sqlState: String(cString: mysql_stmt_sqlstate(statement)),
+            message: String(cString: mysql_stmt_error(statement)), file: file, line: line)
+    }
+}

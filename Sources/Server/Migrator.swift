@@ -1,0 +1,135 @@
+import Foundation
+import JOSE
+package import MariaDB
+
+/// One migration file, `sql/NNNN_name.sql`.
+package struct Migration: Sendable, Equatable {
+    package let version: Int
+    package let name: String
+    package let sql: String
+    /// Lowercase hex SHA-256 of the file's bytes.
+    package let checksum: String
+
+    package var fileName: String { String(format: "%04d_%@.sql", version, name) }
+}
+
+/// Problems that stop `siwa migrate` before it changes anything.
+package struct MigrationError: Error, CustomStringConvertible {
+    package let problems: [String]
+    package var description: String { "migrations refused:\n" + problems.map { "  - \($0)" }.joined(separator: "\n") }
+}
+
+/// Applies `sql/NNNN_name.sql` files once each, in order, recording each in `schema_migrations`
+/// with its checksum; refuses to run when an applied file has changed or disappeared.
+///
+/// MariaDB commits DDL implicitly, so a migration cannot be rolled back as a whole: keep one schema
+/// change per file. Concurrent runs are serialised with a named lock.
+package struct Migrator: Sendable {
+    package let migrations: [Migration]
+
+    /// Loads the migrations of `directory`.
+    /// - Throws: `MigrationError` for badly named files or duplicate versions.
+    package init(directory: String) throws {
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".sql") }
+        } catch {
+            throw MigrationError(problems: ["cannot read the migrations directory \(directory)"])
+        }
+        var problems: [String] = []
+        var migrations: [Migration] = []
+        for file in files.sorted() {
+            guard let migration = Migrator.parse(fileName: file, directory: directory) else {
+                problems.append("\(file): expected a name like 0001_create_users.sql")
+                continue
+            }
+            if migrations.contains(where: { $0.version == migration.version }) {
+                problems.append("\(file): version \(migration.version) is used twice")
+            }
+            migrations.append(migration)
+        }
+        if !problems.isEmpty { throw MigrationError(problems: problems) }
+        self.migrations = migrations.sorted { $0.version < $1.version }
+    }
+
+    private static func parse(fileName: String, directory: String) -> Migration? {
+        let stem = fileName.dropLast(4)
+        let parts = stem.split(separator: "_", maxSplits: 1)
+        guard parts.count == 2, parts[0].count == 4, let version = Int(parts[0]), version > 0,
+            parts[1].allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }),
+            let data = FileManager.default.contents(atPath: directory + "/" + fileName)
+        else { return nil }
+        return Migration(
+            version: version, name: String(parts[1]), sql: String(decoding: data, as: UTF8.self),
+            checksum: SHA256.hex(Array(data)))
+    }
+
+    /// The applied versions and their checksums.
+    package func applied(on connection: Connection) throws -> [Int: String] {
+        try connection.run(Migrator.createTable)
+        var applied: [Int: String] = [:]
+        for row in try connection.query("SELECT version, checksum FROM schema_migrations") {
+            applied[try row.decode(at: 0)] = try row.decode(String.self, at: 1)
+        }
+        return applied
+    }
+
+    /// Applies every pending migration in order.
+    /// - Parameter connection: a connection that allows multiple statements.
+    /// - Returns: the migrations applied by this call.
+    /// - Throws: `MigrationError` when an applied file changed, disappeared, or a pending file is older
+    ///   than an applied one; `MariaDBError` when a statement fails (naming the file in the log).
+    package func migrate(on connection: Connection, log: (String) -> Void = { _ in }) throws -> [Migration] {
+        guard try connection.query("SELECT GET_LOCK('siwa.migrate', 60)").first?.decode(Int?.self, at: 0) == 1 else {
+            throw MigrationError(problems: ["another migration run holds the lock"])
+        }
+        defer { _ = try? connection.query("SELECT RELEASE_LOCK('siwa.migrate')") }
+
+        let applied = try applied(on: connection)
+        try verify(applied: applied)
+        var done: [Migration] = []
+        for migration in migrations where applied[migration.version] == nil {
+            log("applying \(migration.fileName)")
+            do {
+                try connection.run(migration.sql)
+            } catch {
+                throw MigrationError(problems: ["\(migration.fileName) failed: \(String(reflecting: error))"])
+            }
+            _ = try connection.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
+                migration.version, migration.name, migration.checksum)
+            done.append(migration)
+        }
+        return done
+    }
+
+    /// Checks the recorded migrations against the files.
+    /// - Throws: `MigrationError` naming every changed, missing or out-of-order file.
+    package func verify(applied: [Int: String]) throws {
+        var problems: [String] = []
+        for (version, checksum) in applied.sorted(by: { $0.key < $1.key }) {
+            guard let migration = migrations.first(where: { $0.version == version }) else {
+                problems.append(String(format: "migration %04d was applied but its file is missing", version))
+                continue
+            }
+            if migration.checksum != checksum {
+                problems.append("\(migration.fileName) changed after it was applied (add a new migration instead)")
+            }
+        }
+        if let newest = applied.keys.max() {
+            for migration in migrations where applied[migration.version] == nil && migration.version < newest {
+                problems.append("\(migration.fileName) is older than the applied version \(newest)")
+            }
+        }
+        if !problems.isEmpty { throw MigrationError(problems: problems) }
+    }
+
+    private static let createTable = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INT UNSIGNED NOT NULL PRIMARY KEY,
+            name VARCHAR(255) NOT NULL,
+            checksum CHAR(64) NOT NULL,
+            applied_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
+        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+        """
+}

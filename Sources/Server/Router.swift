@@ -1,0 +1,57 @@
+package import FastCGI
+
+/// Maps a method and a path to a handler. Path patterns are literal segments and `{name}` parameters.
+package struct Router: Sendable {
+    /// A handler: the request, its path parameters, and the worker's context.
+    package typealias Handler = @Sendable (Request, [String: String], WorkerContext) throws -> Response
+
+    private struct Route: Sendable {
+        let method: String
+        let segments: [Substring]
+        let handler: Handler
+    }
+
+    private var routes: [Route] = []
+
+    package init() {}
+
+    /// Adds a route. `pattern` such as `/auth/sessions/{id}`.
+    package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
+        routes.append(Route(method: method, segments: pattern.split(separator: "/"), handler: handler))
+    }
+
+    /// Finds the handler of `request`.
+    /// - Throws: `HTTPError` 404 when no route has this path, 405 when none has this method.
+    package func match(_ request: Request) throws -> (Handler, [String: String]) {
+        let segments = request.path.split(separator: "/")
+        var allowed: [String] = []
+        for route in routes {
+            guard let parameters = Router.parameters(route.segments, segments) else { continue }
+            if route.method == request.method { return (route.handler, parameters) }
+            allowed.append(route.method)
+        }
+        if allowed.isEmpty { throw HTTPError.notFound }
+        throw MethodNotAllowed(allowed: allowed)
+    }
+
+    private static func parameters(_ pattern: [Substring], _ path: [Substring]) -> [String: String]? {
+        guard pattern.count == path.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (expected, actual) in zip(pattern, path) {
+            if expected.first == "{" && expected.last == "}" {
+                parameters[String(expected.dropFirst().dropLast())] = String(actual)
+            } else if expected != actual {
+                return nil
+            }
+        }
+        return parameters
+    }
+}
+
+/// 405 with the methods the path accepts.
+package struct MethodNotAllowed: ClientFacingError {
+    package let allowed: [String]
+    package var status: Int { 405 }
+    package var publicCode: String { "method_not_allowed" }
+    package var publicMessage: String { "Use \(allowed.joined(separator: " or ")) for this path" }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import MariaDB
+import Server
+
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply the pending sql/NNNN_name.sql migrations, once each, in order.")
+
+    @Option(help: "Directory of the migration files (default: SIWA_MIGRATIONS_DIR).")
+    var dir: String?
+
+    @Flag(help: "Only list the migrations and whether each is applied.")
+    var status = false
+
+    func run() throws {
+        let config = try loadConfiguration()
+        initializeMariaDBLibrary()
+        var database = config.database
+        database.allowsMultipleStatements = true
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        let migrator = try Migrator(directory: dir ?? config.migrationsDirectory)
+        if status {
+            let applied = try migrator.applied(on: connection)
+            for migration in migrator.migrations {
+                print("\(applied[migration.version] == nil ? "pending" : "applied") \(migration.fileName)")
+            }
+            try migrator.verify(applied: applied)
+            return
+        }
+        let done = try migrator.migrate(on: connection) { print($0) }
+        print(done.isEmpty ? "up to date (\(migrator.migrations.count) migrations)" : "applied \(done.count) migration(s)")
+    }
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Server
+
+@main
+struct Siwa: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "siwa",
+        abstract: "A Sign in with Apple backend: a FastCGI application behind nginx.",
+        subcommands: [Serve.self, Migrate.self, ShowConfig.self]
+    )
+}
+
+/// Reads the configuration from the environment, or prints every problem and exits with EX_CONFIG.
+func loadConfiguration() throws -> AppConfig {
+    do {
+        return try AppConfig(environment: ProcessInfo.processInfo.environment)
+    } catch let error as ConfigurationError {
+        FileHandle.standardError.write(Data((error.description + "\n").utf8))
+        throw ExitCode(78)
+    }
+}
+
+/// Sends logs to standard error at the configured level.
+func makeLogger(_ config: AppConfig, label: String) -> Logger {
+    LoggingSystem.bootstrap(StreamLogHandler.standardError)
+    var logger = Logger(label: label)
+    logger.logLevel = config.logLevel
+    return logger
+}
+
+struct ShowConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config", abstract: "Validate the configuration and print it, secrets redacted.")
+
+    func run() throws {
+        let config = try loadConfiguration()
+        print(config.redactedSummary(environment: ProcessInfo.processInfo.environment))
+    }
+}
