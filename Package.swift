@@ -49,14 +49,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Test helpers: a FastCGI client that plays nginx's part.
+        .target(name: "SIWATestSupport", swiftSettings: swiftSettings),
+
         // Tests that need no server.
-        .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: swiftSettings),
+        .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE"], swiftSettings: swiftSettings),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "FastCGI"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "SIWATestSupport"],
+            swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MariaDB", "Server", "FastCGI"],
+            dependencies: ["MariaDB", "Server", "FastCGI", "SIWATestSupport"],
             swiftSettings: swiftSettings
         ),
     ],

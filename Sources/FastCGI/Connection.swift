@@ -75,6 +75,9 @@ final class Connection {
                 remote = value()
             } else if name.elementsEqual("CONTENT_LENGTH".utf8) {
                 declaredLength = Int(value()) ?? -1
+            } else if name.elementsEqual("REQUEST_ID".utf8) {
+                // nginx's $request_id (fastcgi_param REQUEST_ID): clients cannot set it.
+                headers.add("x-request-id", value())
             } else if name.elementsEqual("CONTENT_TYPE".utf8) {
                 headers.add("content-type", value())
             }

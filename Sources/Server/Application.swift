@@ -9,7 +9,8 @@ package final class Application: Sendable {
     package let logger: Logger
 
     /// Request headers the handlers read; only these are copied out of the FastCGI parameters.
-    package static let headerNames = ["authorization", "cookie", "origin", "x-request-id", "user-agent", "accept"]
+    /// (`x-request-id` comes from nginx's `REQUEST_ID` parameter, never from the client.)
+    package static let headerNames = ["authorization", "cookie", "origin", "user-agent", "accept"]
 
     /// - Parameters:
     ///   - config: the validated configuration.

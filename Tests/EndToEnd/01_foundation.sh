@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The foundation through nginx: health, routing, JSON errors, limits, headers, static file.
+set -euo pipefail
+. "$(dirname "$0")/assert.sh"
+
+request GET /health
+expect_status 200 "health"
+expect_body '{"database":"ok","status":"ok"}' "health"
+for header in "strict-transport-security: max-age=" "x-content-type-options: nosniff" \
+    "x-frame-options: DENY" "referrer-policy: no-referrer" "content-security-policy: default-src 'self'" \
+    "content-type: application/json" "cache-control: no-store"; do
+    expect_header "$header" "health headers"
+done
+pass "GET /health is 200 with the database ok and the security headers"
+
+request GET /auth/nothing-here
+expect_status 404 "unknown route"
+expect_body '{"error":"not_found","message":"No such resource"}' "unknown route"
+request POST /health
+expect_status 405 "wrong method"
+expect_header "allow: GET" "wrong method"
+pass "unknown routes get a JSON 404, wrong methods a JSON 405 with Allow"
+
+head -c 2000000 /dev/zero >"$E2E_TMP/big"
+request POST /sync --data-binary @"$E2E_TMP/big" -H 'Content-Type: application/json'
+expect_status 413 "body over nginx's limit"
+expect_body '{"error":"payload_too_large","message":"The request body is too large"}' "body over nginx's limit"
+head -c 100000 /dev/zero >"$E2E_TMP/medium"
+request POST /webhook/apple --data-binary @"$E2E_TMP/medium"
+expect_status 413 "webhook body over its 64k limit"
+pass "bodies over the limits get a JSON 413"
+
+request GET /.well-known/apple-developer-domain-association.txt
+expect_status 200 "domain association file"
+grep -q "apple-developer-domain-association" <<<"$BODY" || fail "domain association file content: $BODY"
+pass "the Apple domain association file is served"
+
+# limit_req on /auth: 50 r/s with a burst of 20, so 200 requests at once exceed it.
+seq 200 | xargs -P 50 -I{} curl -ks -o /dev/null -w '%{http_code}\n' "$E2E_URL/auth/x" >"$E2E_TMP/rates"
+limited=$(grep -c '^429$' "$E2E_TMP/rates" || true)
+[ "$limited" -gt 0 ] || fail "no request was rate limited: $(sort "$E2E_TMP/rates" | uniq -c)"
+sleep 1
+for _ in $(seq 100); do
+    request GET /auth/x
+    [ "$STATUS" = 429 ] && break
+done
+expect_status 429 "rate limit"
+expect_body '{"error":"rate_limited","message":"Too many requests; retry shortly"}' "rate limit"
+sleep 1
+request GET /health
+expect_status 200 "health is not rate limited"
+pass "/auth is rate limited with a JSON 429 ($limited of 200 burst requests limited); /health is not"

@@ -1,0 +1,21 @@
+# Assertions for the end-to-end checks. Sourced. Each failure prints what differed and exits 1.
+# E2E_URL (https://localhost:PORT), E2E_TMP (the test directory) and E2E_BIN come from scripts/test.
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "  ok: $*"; }
+
+# request METHOD PATH [curl args...]: sets STATUS, BODY and HEADERS.
+request() {
+    local method=$1 path=$2
+    shift 2
+    local out
+    out=$(curl -ks -X "$method" -D "$E2E_TMP/headers" -o "$E2E_TMP/body" -w '%{http_code}' "$@" "$E2E_URL$path") || true
+    STATUS=$out
+    BODY=$(cat "$E2E_TMP/body")
+    HEADERS=$(tr -d '\r' <"$E2E_TMP/headers")
+}
+
+expect_status() { [ "$STATUS" = "$1" ] || fail "$2: expected status $1, got $STATUS ($BODY)"; }
+expect_body() { [ "$BODY" = "$1" ] || fail "$2: expected body $1, got $BODY"; }
+expect_header() { grep -qi "^$1" <<<"$HEADERS" || fail "$2: missing header $1 in: $HEADERS"; }

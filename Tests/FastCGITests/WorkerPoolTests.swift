@@ -1,0 +1,114 @@
+import FastCGI
+import Foundation
+import SIWATestSupport
+import Synchronization
+import Testing
+
+/// Answers with the request's fields as text, or sleeps first when asked to.
+private final class EchoHandler: RequestHandler {
+    func respond(to request: Request) -> Response {
+        if request.path == "/slow" { usleep(200_000) }
+        let text = [
+            request.method, request.path, request.query, request.headers["authorization"] ?? "-",
+            request.headers["x-not-captured"] ?? "-", request.headers["content-type"] ?? "-",
+            String(decoding: request.body, as: UTF8.self),
+        ].joined(separator: "|")
+        return Response(status: 200, contentType: "text/plain", headers: [("X-Echo", "1")], body: Array(text.utf8))
+    }
+
+    func respond(toUnreadableRequest error: FastCGIError) -> Response {
+        Response(status: error.code == .bodyTooLarge ? 413 : 400, body: Array("\(error.code)".utf8))
+    }
+
+    func close() {}
+}
+
+/// A worker pool on a socket in a fresh temporary directory, stopped by `stop()`.
+private final class RunningPool: Sendable {
+    let socketPath: String
+    let listener: Listener
+    private let thread: JoinableThread
+
+    init(threads: Int, maxBodyBytes: Int = 1024) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fcgi-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        socketPath = directory + "/test.sock"
+        initializeFastCGI()
+        let listener = try Listener(path: socketPath, mode: 0o600, backlog: 128)
+        self.listener = listener
+        let pool = WorkerPool(
+            listener: listener,
+            configuration: WorkerPoolConfiguration(
+                threads: threads, headerNames: ["authorization", "content-type"], maxBodyBytes: maxBodyBytes)
+        ) { _ in EchoHandler() }
+        thread = try JoinableThread { try? pool.run() }
+    }
+
+    var client: FastCGIClient { FastCGIClient(socketPath: socketPath) }
+
+    func stop() {
+        listener.shutdown()
+        thread.join()
+    }
+}
+
+@Suite struct WorkerPoolTests {
+    @Test("A request's method, path, query, captured headers and body reach the handler")
+    func readsRequest() throws {
+        let pool = try RunningPool(threads: 2)
+        defer { pool.stop() }
+        let answer = try pool.client.send(
+            method: "POST", uri: "/auth/apple?x=1&y=2",
+            headers: ["Authorization": "Bearer abc", "X-Not-Captured": "secret", "Content-Type": "application/json"],
+            body: Array(#"{"a":1}"#.utf8))
+        #expect(answer.status == 200)
+        #expect(answer.headers["x-echo"] == "1")
+        #expect(answer.headers["content-length"] == String(answer.body.count))
+        #expect(answer.text == #"POST|/auth/apple|x=1&y=2|Bearer abc|-|application/json|{"a":1}"#)
+    }
+
+    @Test("A body over the limit is refused with 413, whether declared or only sent")
+    func bodyLimit() throws {
+        let pool = try RunningPool(threads: 1, maxBodyBytes: 1024)
+        defer { pool.stop() }
+        let declared = try pool.client.send(method: "POST", uri: "/", body: [], declaredLength: 5000)
+        #expect(declared.status == 413)
+        let undeclared = try pool.client.send(
+            method: "POST", uri: "/", body: [UInt8](repeating: 65, count: 4000), declaredLength: 100)
+        #expect(undeclared.status == 413)
+        let exact = try pool.client.send(method: "POST", uri: "/", body: [UInt8](repeating: 65, count: 1024))
+        #expect(exact.status == 200)
+        // The worker keeps serving after refusing.
+        #expect(try pool.client.send(method: "GET", uri: "/after").status == 200)
+    }
+
+    @Test("Shutdown finishes the requests in flight and queued, then the pool stops")
+    func gracefulStop() throws {
+        let pool = try RunningPool(threads: 4)
+        let statuses = Mutex<[Int]>([])
+        var clients: [JoinableThread] = []
+        for _ in 0..<12 {
+            clients.append(try JoinableThread {
+                let status = (try? pool.client.send(method: "GET", uri: "/slow").status) ?? -1
+                statuses.withLock { $0.append(status) }
+            })
+        }
+        usleep(50_000)
+        let started = Date()
+        pool.stop()
+        clients.forEach { $0.join() }
+        #expect(statuses.withLock { $0 } == [Int](repeating: 200, count: 12))
+        // 12 requests of 200 ms on 4 threads: about 600 ms of queued work was finished, not dropped.
+        #expect(Date().timeIntervalSince(started) >= 0.3)
+        #expect(throws: FastCGIClient.ClientError.self) { try pool.client.send(method: "GET", uri: "/") }
+    }
+
+    @Test("The header block starts with Status and carries the content type and length")
+    func headerBlock() {
+        let response = Response(status: 201, headers: [("Location", "/x")], body: Array("{}".utf8))
+        #expect(
+            String(decoding: response.headerBlock(), as: UTF8.self)
+                == "Status: 201 Created\r\nContent-Type: application/json\r\nContent-Length: 2\r\nLocation: /x\r\n\r\n")
+        #expect(String(decoding: Response(status: 204).headerBlock(), as: UTF8.self) == "Status: 204 No Content\r\n\r\n")
+    }
+}

@@ -1,0 +1,137 @@
+import MariaDB
+import Testing
+
+@Suite struct ConnectionTests {
+    let database: TestDatabase
+
+    init() throws { database = try TestDatabase() }
+
+    private func withTable(_ body: (Connection) throws -> Void) throws {
+        let connection = try database.connect()
+        defer {
+            connection.close()
+            database.drop()
+        }
+        try connection.run("""
+            CREATE TABLE items (
+                id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL UNIQUE,
+                score DOUBLE NULL, big BIGINT UNSIGNED NULL, note TEXT NULL, raw VARBINARY(64) NULL,
+                flag TINYINT(1) NOT NULL DEFAULT 0, at DATETIME(3) NULL
+            ) ENGINE=InnoDB
+            """)
+        try body(connection)
+    }
+
+    @Test("Values round-trip with their types, NULL included, through prepared statements")
+    func roundTrip() throws {
+        try withTable { connection in
+            let inserted = try connection.execute(
+                "INSERT INTO items (name, score, big, note, raw, flag, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "café 🍎", 2.5, UInt64.max, String?.none, [UInt8]([0, 255, 10]), true, "2026-11-21 10:00:00.123")
+            #expect(inserted.affectedRows == 1)
+            #expect(inserted.lastInsertID == 1)
+            let row = try #require(try connection.query("SELECT id, name, score, big, note, raw, flag, at FROM items WHERE name = ?", "café 🍎").first)
+            #expect(try row.decode(Int.self, at: 0) == 1)
+            #expect(try row.decode(String.self, column: "name") == "café 🍎")
+            #expect(try row.decode(Double.self, at: 2) == 2.5)
+            #expect(try row.decode(UInt64.self, at: 3) == UInt64.max)
+            #expect(try row.decode(String?.self, at: 4) == nil)
+            #expect(try row.decode([UInt8].self, at: 5) == [0, 255, 10])
+            #expect(try row.decode(Bool.self, at: 6))
+            #expect(try row.decode(String.self, at: 7) == "2026-11-21 10:00:00.123")
+            #expect(throws: MariaDBError(.typeMismatch)) { try row.decode(Int.self, at: 4) }
+            #expect(throws: MariaDBError(.typeMismatch)) { try row.decode(Int.self, at: 1) }
+        }
+    }
+
+    @Test("A value longer than the column buffer is read completely")
+    func longValue() throws {
+        try withTable { connection in
+            let note = String(repeating: "0123456789", count: 6_000)
+            _ = try connection.execute("INSERT INTO items (name, note) VALUES (?, ?)", "long", note)
+            let rows = try connection.query("SELECT note, name FROM items")
+            #expect(try rows[0].decode(String.self, at: 0) == note)
+            #expect(try rows[0].decode(String.self, at: 1) == "long")
+        }
+    }
+
+    @Test("Server errors map to codes with errno and SQLSTATE")
+    func errors() throws {
+        try withTable { connection in
+            _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "a")
+            do {
+                _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "a")
+                Issue.record("expected a duplicate key error")
+            } catch let error as MariaDBError {
+                #expect(error.code == .duplicateEntry)
+                #expect(error.errno == 1062)
+                #expect(error.sqlState == "23000")
+                #expect(!error.description.contains("'a'"))
+            }
+            #expect(throws: MariaDBError(.statementFailed)) { try connection.query("SELEKT 1") }
+            #expect(throws: MariaDBError(.misuse)) { try connection.query("SELECT ?", 1, 2) }
+            // Strict mode: too long a value is an error, not a silent truncation.
+            #expect(throws: MariaDBError(.statementFailed)) {
+                try connection.execute("INSERT INTO items (name) VALUES (?)", String(repeating: "x", count: 65))
+            }
+        }
+    }
+
+    @Test("A transaction commits when its body returns and rolls back when it throws")
+    func transactions() throws {
+        struct Abort: Error {}
+        try withTable { connection in
+            try connection.transaction {
+                _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "kept")
+            }
+            #expect(throws: Abort.self) {
+                try connection.transaction {
+                    _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "dropped")
+                    throw Abort()
+                }
+            }
+            #expect(throws: MariaDBError(.misuse)) {
+                try connection.transaction { try connection.transaction {} }
+            }
+            let names = try connection.query("SELECT name FROM items ORDER BY name").map { try $0.decode(String.self, at: 0) }
+            #expect(names == ["kept"])
+        }
+    }
+
+    @Test("After the server drops the connection, the next read reconnects and re-prepares by itself")
+    func reconnectsForReads() throws {
+        try withTable { connection in
+            _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "a")
+            let before: Int = try connection.query("SELECT CONNECTION_ID()")[0].decode(at: 0)
+            try database.kill(connection)
+            #expect(try connection.query("SELECT name FROM items").count == 1)
+            let after: Int = try connection.query("SELECT CONNECTION_ID()")[0].decode(at: 0)
+            #expect(before != after)
+        }
+    }
+
+    @Test("A transaction whose connection is lost fails with connectionLost and leaves nothing written")
+    func lostTransaction() throws {
+        try withTable { connection in
+            #expect(throws: MariaDBError(.connectionLost)) {
+                try connection.transaction {
+                    _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "half")
+                    try database.kill(connection)
+                    _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "written")
+                }
+            }
+            let count: Int = try connection.query("SELECT COUNT(*) FROM items")[0].decode(at: 0)
+            #expect(count == 0)
+        }
+    }
+
+    @Test("Opening and closing connections and statements many times keeps the client's memory flat")
+    func openCloseLoop() throws {
+        defer { database.drop() }
+        for index in 0..<200 {
+            let connection = try database.connect()
+            _ = try connection.query("SELECT ?, ?", index, "text \(index)")
+            connection.close()
+        }
+    }
+}

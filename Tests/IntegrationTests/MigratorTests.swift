@@ -1,0 +1,91 @@
+import Foundation
+import MariaDB
+import Server
+import Testing
+
+@Suite struct MigratorTests {
+    let database: TestDatabase
+    let directory: String
+
+    init() throws {
+        database = try TestDatabase()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sql-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    private func write(_ name: String, _ sql: String) throws {
+        try sql.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
+    }
+
+    @Test("Each file is applied once, in order, with its checksum; a changed file stops the next run")
+    func appliesOnceAndDetectsChanges() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer {
+            connection.close()
+            database.drop()
+        }
+        try write("0002_second.sql", "ALTER TABLE a ADD COLUMN b INT NULL;")
+        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);\nINSERT INTO a VALUES (1);")
+        let first = try Migrator(directory: directory).migrate(on: connection)
+        #expect(first.map(\.fileName) == ["0001_first.sql", "0002_second.sql"])
+        #expect(try Migrator(directory: directory).migrate(on: connection).isEmpty)
+        let recorded = try connection.query("SELECT version, checksum FROM schema_migrations ORDER BY version")
+        #expect(recorded.count == 2)
+        #expect(try recorded[0].decode(String.self, at: 1) == Migrator(directory: directory).migrations[0].checksum)
+
+        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        try write("0003_third.sql", "CREATE TABLE c (id INT PRIMARY KEY);")
+        do {
+            _ = try Migrator(directory: directory).migrate(on: connection)
+            Issue.record("a changed migration was accepted")
+        } catch let error as MigrationError {
+            #expect(error.description.contains("0001_first.sql changed"))
+        }
+        // Nothing was applied by the refused run.
+        #expect(try connection.query("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'c'")[0].decode(Int.self, at: 0) == 0)
+    }
+
+    @Test("A missing applied file or a pending file older than the applied ones is refused")
+    func refusesGapsAndMissingFiles() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer {
+            connection.close()
+            database.drop()
+        }
+        try write("0002_second.sql", "CREATE TABLE b (id INT PRIMARY KEY);")
+        _ = try Migrator(directory: directory).migrate(on: connection)
+        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        #expect(throws: MigrationError.self) { try Migrator(directory: directory).migrate(on: connection) }
+        try FileManager.default.removeItem(atPath: directory + "/0001_first.sql")
+        try FileManager.default.removeItem(atPath: directory + "/0002_second.sql")
+        #expect(throws: MigrationError.self) { try Migrator(directory: directory).migrate(on: connection) }
+    }
+
+    @Test("Badly named and duplicate-version files are refused before anything runs")
+    func badNames() throws {
+        defer { database.drop() }
+        try write("1_first.sql", "SELECT 1;")
+        try write("0002_Second.sql", "SELECT 1;")
+        try write("0003_a.sql", "SELECT 1;")
+        try write("0003_b.sql", "SELECT 1;")
+        do {
+            _ = try Migrator(directory: directory)
+            Issue.record("bad names were accepted")
+        } catch let error as MigrationError {
+            #expect(error.problems.count == 3)
+        }
+    }
+
+    @Test("The project's own migrations apply to an empty schema")
+    func projectMigrations() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer {
+            connection.close()
+            database.drop()
+        }
+        let sql = #filePath.replacingOccurrences(of: "Tests/IntegrationTests/MigratorTests.swift", with: "sql")
+        let applied = try Migrator(directory: sql).migrate(on: connection)
+        #expect(!applied.isEmpty)
+        #expect(try Migrator(directory: sql).migrate(on: connection).isEmpty)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import MariaDB
+
+/// Reads a test setting, with a local default (postgres-nio's `env` helper).
+func env(_ name: String) -> String? {
+    ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
+}
+
+/// A uniquely named schema on the test server (SIWA_TEST_DB_SOCKET, or SIWA_TEST_DB_HOST/PORT, and
+/// SIWA_TEST_DB_USER/PASSWORD), dropped by `drop()`. Without a server the tests fail, on purpose.
+final class TestDatabase {
+    let name: String
+    let configuration: Configuration
+    private let admin: Connection
+
+    init() throws {
+        initializeMariaDBLibrary()
+        let endpoint: Configuration.Endpoint =
+            if let socket = env("SIWA_TEST_DB_SOCKET") {
+                .unixSocket(path: socket)
+            } else {
+                .tcp(host: env("SIWA_TEST_DB_HOST") ?? "127.0.0.1", port: Int(env("SIWA_TEST_DB_PORT") ?? "3306") ?? 3306)
+            }
+        let server = Configuration(
+            endpoint: endpoint, user: env("SIWA_TEST_DB_USER") ?? "root", password: env("SIWA_TEST_DB_PASSWORD"),
+            allowsMultipleStatements: true)
+        admin = try Connection(configuration: server)
+        name = "siwa_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        try admin.run("CREATE DATABASE `\(name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+        var configuration = server
+        configuration.database = name
+        configuration.allowsMultipleStatements = false
+        self.configuration = configuration
+    }
+
+    /// A new connection to the test schema.
+    func connect(multipleStatements: Bool = false) throws -> Connection {
+        var configuration = self.configuration
+        configuration.allowsMultipleStatements = multipleStatements
+        return try Connection(configuration: configuration)
+    }
+
+    /// Kills the server-side session of `connection` from another connection, as a restart would.
+    func kill(_ connection: Connection) throws {
+        let id: Int = try connection.query("SELECT CONNECTION_ID()")[0].decode(at: 0)
+        _ = try admin.execute("KILL CONNECTION \(id)")
+    }
+
+    func drop() {
+        try? admin.run("DROP DATABASE IF EXISTS `\(name)`")
+        admin.close()
+    }
+}

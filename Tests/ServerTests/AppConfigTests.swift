@@ -1,0 +1,77 @@
+import Foundation
+import MariaDB
+import Server
+import Testing
+
+@Suite struct AppConfigTests {
+    static let minimal = ["SIWA_DB_SOCKET": "/run/mysqld/mysqld.sock", "SIWA_DB_NAME": "siwa", "SIWA_DB_USER": "siwa"]
+
+    @Test("Defaults apply when only the required keys are set")
+    func defaults() throws {
+        let config = try AppConfig(environment: Self.minimal)
+        #expect(config.socketPath == "/run/siwa/siwa.sock")
+        #expect(config.socketMode == 0o660)
+        #expect(config.workerThreads == 16)
+        #expect(config.maxBodyBytes == 1_048_576)
+        #expect(config.database.endpoint == .unixSocket(path: "/run/mysqld/mysqld.sock"))
+        #expect(config.database.password == nil)
+    }
+
+    @Test("Every problem is named in one error")
+    func allProblemsAtOnce() {
+        let environment = [
+            "SIWA_WORKER_THREADS": "0", "SIWA_SOCKET_MODE": "rw-rw----", "SIWA_DB_SOCKET": "/s",
+            "SIWA_DB_HOST": "db", "SIWA_LOG_LEVEL": "loud", "SIWA_DB_PORTT": "3306", "PATH": "/bin",
+        ]
+        do {
+            _ = try AppConfig(environment: environment)
+            Issue.record("expected a ConfigurationError")
+        } catch let error as ConfigurationError {
+            let text = error.description
+            for key in [
+                "SIWA_WORKER_THREADS", "SIWA_SOCKET_MODE", "SIWA_DB_SOCKET and SIWA_DB_HOST", "SIWA_LOG_LEVEL",
+                "SIWA_DB_PORTT: unknown key", "SIWA_DB_USER: required", "SIWA_DB_NAME: required",
+            ] {
+                #expect(text.contains(key), "missing \(key) in \(text)")
+            }
+            #expect(!text.contains("PATH"))
+            #expect(error.problems.count == 7)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("A secret is read from its file, without the trailing newline, and never printed")
+    func secretFromFile() throws {
+        let path = try temporaryFile(contents: "s3cret\n", mode: 0o600)
+        let config = try AppConfig(environment: Self.minimal.merging(["SIWA_DB_PASSWORD_FILE": path]) { $1 })
+        #expect(config.database.password == "s3cret")
+        #expect(Secret("s3cret").description == "<redacted>")
+        #expect("\(Secret("s3cret"))" == "<redacted>")
+        let summary = config.redactedSummary(environment: Self.minimal.merging(["SIWA_DB_PASSWORD_FILE": path]) { $1 })
+        #expect(!summary.contains("s3cret"))
+    }
+
+    @Test("A secret file readable by other users is refused")
+    func worldReadableSecret() throws {
+        let path = try temporaryFile(contents: "s3cret", mode: 0o644)
+        #expect(throws: ConfigurationError.self) {
+            try AppConfig(environment: Self.minimal.merging(["SIWA_DB_PASSWORD_FILE": path]) { $1 })
+        }
+    }
+
+    @Test("Every key is documented in the README table")
+    func readmeListsEveryKey() throws {
+        let readme = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ServerTests/AppConfigTests.swift", with: "README.md"), encoding: .utf8)
+        for key in AppConfig.keys {
+            #expect(readme.contains("| `\(key.name)` |"), "README lacks \(key.name)")
+        }
+    }
+
+    private func temporaryFile(contents: String, mode: Int) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        try contents.write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        return path
+    }
+}

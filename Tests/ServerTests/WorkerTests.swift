@@ -1,0 +1,91 @@
+import FastCGI
+import Foundation
+import Logging
+import MariaDB
+import SIWATestSupport
+import Server
+import Testing
+
+/// A failure that is not client-facing: its details must stay out of the response.
+private struct InternalFailure: Error, CustomStringConvertible {
+    var description: String { "secret internal detail" }
+}
+
+@Suite struct WorkerTests {
+    /// An application whose database cannot be reached (a socket that does not exist).
+    static func application(extraRoutes: @escaping (inout Router) -> Void = { _ in }) throws -> Application {
+        let config = try AppConfig(environment: [
+            "SIWA_DB_SOCKET": "/nonexistent/siwa-test.sock", "SIWA_DB_NAME": "siwa", "SIWA_DB_USER": "siwa",
+        ])
+        return Application(config: config, logger: Logger(label: "test"), extraRoutes: extraRoutes)
+    }
+
+    static func routes(_ router: inout Router) {
+        router.add("GET", "/boom") { _, _, _ in throw InternalFailure() }
+        router.add("GET", "/teapot") { _, _, _ in throw HTTPError(418, "teapot", "I am a teapot") }
+        router.add("DELETE", "/items/{id}") { _, parameters, _ in
+            Response(status: 200, body: Array((parameters["id"] ?? "").utf8))
+        }
+    }
+
+    @Test("A handler that throws gives a generic JSON 500 without the error's details")
+    func throwingHandler() throws {
+        let worker = try Self.application(extraRoutes: Self.routes).makeWorker(index: 0)
+        defer { worker.close() }
+        let response = worker.respond(to: Request(method: "GET", path: "/boom"))
+        #expect(response.status == 500)
+        #expect(response.contentType == "application/json")
+        let body = String(decoding: response.body, as: UTF8.self)
+        #expect(body == #"{"error":"internal_error","message":"The server failed to handle the request"}"#)
+        #expect(!body.contains("secret"))
+    }
+
+    @Test("Client-facing errors keep their status and code; unknown paths get 404, wrong methods 405")
+    func routing() throws {
+        let worker = try Self.application(extraRoutes: Self.routes).makeWorker(index: 0)
+        defer { worker.close() }
+        let teapot = worker.respond(to: Request(method: "GET", path: "/teapot"))
+        #expect(teapot.status == 418)
+        #expect(String(decoding: teapot.body, as: UTF8.self) == #"{"error":"teapot","message":"I am a teapot"}"#)
+        #expect(worker.respond(to: Request(method: "GET", path: "/nothing")).status == 404)
+        let wrongMethod = worker.respond(to: Request(method: "GET", path: "/items/7"))
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers.contains { $0.name == "Allow" && $0.value == "DELETE" })
+        let item = worker.respond(to: Request(method: "DELETE", path: "/items/7"))
+        #expect(String(decoding: item.body, as: UTF8.self) == "7")
+    }
+
+    @Test("Health answers 503 degraded while the database is unreachable")
+    func healthWithoutDatabase() throws {
+        let worker = try Self.application().makeWorker(index: 0)
+        defer { worker.close() }
+        let response = worker.respond(to: Request(method: "GET", path: "/health"))
+        #expect(response.status == 503)
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"database":"down","status":"degraded"}"#)
+    }
+
+    @Test("Through FastCGI, the only worker keeps serving after a handler threw; bodies over the limit get JSON 413")
+    func keepsServingOverFastCGI() throws {
+        let application = try Self.application(extraRoutes: Self.routes)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("srv-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        initializeFastCGI()
+        let listener = try Listener(path: directory + "/siwa.sock", mode: 0o600, backlog: 16)
+        var pool = application.workerPoolConfiguration
+        pool.threads = 1
+        pool.maxBodyBytes = 2048
+        let workers = WorkerPool(listener: listener, configuration: pool) { application.makeWorker(index: $0) }
+        let thread = try JoinableThread { try? workers.run() }
+        defer {
+            listener.shutdown()
+            thread.join()
+        }
+        let client = FastCGIClient(socketPath: directory + "/siwa.sock")
+        #expect(try client.send(method: "GET", uri: "/boom").status == 500)
+        #expect(try client.send(method: "GET", uri: "/boom").status == 500)
+        #expect(try client.send(method: "DELETE", uri: "/items/9").text == "9")
+        let tooLarge = try client.send(method: "POST", uri: "/items/9", body: [UInt8](repeating: 1, count: 4096))
+        #expect(tooLarge.status == 413)
+        #expect(tooLarge.text == #"{"error":"payload_too_large","message":"The request body is too large"}"#)
+    }
+}
