@@ -49,6 +49,24 @@ package final class Connection {
         disconnect()
     }
 
+    /// Checks that the server answers (`mysql_ping`, a COM_PING round trip: no statement to execute).
+    /// Reconnects once when the connection was lost, like a read.
+    /// - Throws: `MariaDBError(.connectionLost)` when the server cannot be reached.
+    package func ping() throws {
+        do {
+            try pingOnce()
+        } catch let error as MariaDBError where error.code == .connectionLost {
+            disconnect()
+            guard !inTransaction else { throw error }
+            try pingOnce()
+        }
+    }
+
+    private func pingOnce() throws {
+        let mysql = try connected()
+        guard mysql_ping(mysql) == 0 else { throw failure(mysql) }
+    }
+
     /// Runs a reading statement and returns its rows. Retried once if the connection was lost outside
     /// a transaction.
     /// - Throws: `MariaDBError`.

@@ -135,3 +135,21 @@ import Testing
         }
     }
 }
+
+@Suite struct PingTests {
+    @Test("A ping reconnects after the server dropped the session, and fails while the server is unreachable")
+    func ping() throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try connection.ping()
+        try database.kill(connection)
+        try connection.ping()
+        var unreachable = database.configuration
+        unreachable.endpoint = .unixSocket(path: "/nonexistent/mysql.sock")
+        let broken = try Connection(configuration: unreachable, connectNow: false)
+        defer { broken.close() }
+        #expect(throws: MariaDBError(.connectionLost)) { try broken.ping() }
+    }
+}
