@@ -26,14 +26,10 @@ package final class Connection {
         "SET SESSION time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
         + "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
 
-    /// Creates a connection.
-    /// - Parameters:
-    ///   - configuration: where and how to connect.
-    ///   - connectNow: connect at once (and throw when the server is down), or on first use.
-    /// - Throws: `MariaDBError(.connectionLost)` when `connectNow` and the server cannot be reached.
-    package init(configuration: Configuration, connectNow: Bool = true) throws {
+    /// Creates a connection that opens on first use, so a worker starts even while the server is down.
+    /// - Parameter configuration: where and how to connect.
+    package init(configuration: Configuration) {
         self.configuration = configuration
-        if connectNow { try connect() }
     }
 
     deinit {

@@ -36,8 +36,7 @@ package final class Application: Sendable {
     package func makeWorker(index: Int) -> Worker {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
-        // connectNow: false cannot throw: the connection is opened on first use.
-        let database = try! Connection(configuration: config.database, connectNow: false)
+        let database = Connection(configuration: config.database)
         return Worker(application: self, context: WorkerContext(database: database, logger: logger))
     }
 }

@@ -17,7 +17,7 @@ struct Migrate: ParsableCommand {
         initializeMariaDBLibrary()
         var database = config.database
         database.allowsMultipleStatements = true
-        let connection = try Connection(configuration: database)
+        let connection = Connection(configuration: database)
         defer { connection.close() }
         let migrator = try Migrator(directory: dir ?? config.migrationsDirectory)
         if status {

@@ -148,7 +148,7 @@ import Testing
         try connection.ping()
         var unreachable = database.configuration
         unreachable.endpoint = .unixSocket(path: "/nonexistent/mysql.sock")
-        let broken = try Connection(configuration: unreachable, connectNow: false)
+        let broken = Connection(configuration: unreachable)
         defer { broken.close() }
         #expect(throws: MariaDBError(.connectionLost)) { try broken.ping() }
     }

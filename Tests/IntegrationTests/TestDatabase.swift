@@ -24,7 +24,7 @@ final class TestDatabase {
         let server = Configuration(
             endpoint: endpoint, user: env("SIWA_TEST_DB_USER") ?? "root", password: env("SIWA_TEST_DB_PASSWORD"),
             allowsMultipleStatements: true)
-        admin = try Connection(configuration: server)
+        admin = Connection(configuration: server)
         name = "siwa_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         try admin.run("CREATE DATABASE `\(name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
         var configuration = server
@@ -37,7 +37,7 @@ final class TestDatabase {
     func connect(multipleStatements: Bool = false) throws -> Connection {
         var configuration = self.configuration
         configuration.allowsMultipleStatements = multipleStatements
-        return try Connection(configuration: configuration)
+        return Connection(configuration: configuration)
     }
 
     /// Kills the server-side session of `connection` from another connection, as a restart would.
