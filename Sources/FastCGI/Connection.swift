@@ -45,7 +45,34 @@ final class Connection {
         FCGX_Finish_r(request)
     }
 
+    /// The CGI parameters read into `Request` fields.
+    private enum Field: CaseIterable {
+        case method, documentURI, requestURI, query, remoteAddress, contentLength, requestID, contentType
+
+        var parameter: [UInt8] {
+            let name =
+                switch self {
+                case .method: "REQUEST_METHOD"
+                case .documentURI: "DOCUMENT_URI"
+                case .requestURI: "REQUEST_URI"
+                case .query: "QUERY_STRING"
+                case .remoteAddress: "REMOTE_ADDR"
+                case .contentLength: "CONTENT_LENGTH"
+                // nginx's $request_id (fastcgi_param REQUEST_ID): clients cannot set it.
+                case .requestID: "REQUEST_ID"
+                case .contentType: "CONTENT_TYPE"
+                }
+            return Array(name.utf8)
+        }
+    }
+
+    private static let fields = Field.allCases.map { (name: $0.parameter, field: $0) }
+    private static let headerPrefix = Array("HTTP_".utf8)
+
     /// Reads the parameters and the body of the accepted request.
+    ///
+    /// Parameter names are compared as bytes and only the wanted values become `String`s
+    /// (MEASURED.md pitfall 8).
     /// - Throws: `FastCGIError(.bodyTooLarge)` beyond `maxBodyBytes`, `.bodyUnreadable` on a short body.
     func readRequest() throws -> Request {
         var method = "GET", path = "/", query = "", remote = "", declaredLength = -1
@@ -54,32 +81,25 @@ final class Connection {
         var cursor = request.pointee.envp
         while let entry = cursor?.pointee {
             cursor = cursor! + 1
-            let raw = UnsafeRawPointer(entry).assumingMemoryBound(to: UInt8.self)
             guard let equals = strchr(entry, Int32(UInt8(ascii: "="))) else { continue }
-            let nameLength = UnsafeRawPointer(equals) - UnsafeRawPointer(entry)
-            let name = UnsafeBufferPointer(start: raw, count: nameLength)
+            let name = UnsafeRawBufferPointer(start: entry, count: UnsafeRawPointer(equals) - UnsafeRawPointer(entry))
             let value = { String(cString: equals + 1) }
-            if name.starts(with: "HTTP_".utf8) {
-                if let header = capturedHeaders.first(where: { $0.param.elementsEqual(name) }) {
+            if Connection.matches(name, Connection.headerPrefix, prefixOnly: true) {
+                if let header = capturedHeaders.first(where: { Connection.matches(name, $0.param) }) {
                     headers.add(header.name, value())
                 }
-            } else if name.elementsEqual("REQUEST_METHOD".utf8) {
-                method = value()
-            } else if name.elementsEqual("DOCUMENT_URI".utf8) {
-                path = value()
-            } else if name.elementsEqual("REQUEST_URI".utf8) {
-                uri = value()
-            } else if name.elementsEqual("QUERY_STRING".utf8) {
-                query = value()
-            } else if name.elementsEqual("REMOTE_ADDR".utf8) {
-                remote = value()
-            } else if name.elementsEqual("CONTENT_LENGTH".utf8) {
-                declaredLength = Int(value()) ?? -1
-            } else if name.elementsEqual("REQUEST_ID".utf8) {
-                // nginx's $request_id (fastcgi_param REQUEST_ID): clients cannot set it.
-                headers.add("x-request-id", value())
-            } else if name.elementsEqual("CONTENT_TYPE".utf8) {
-                headers.add("content-type", value())
+                continue
+            }
+            switch Connection.fields.first(where: { Connection.matches(name, $0.name) })?.field {
+            case .method: method = value()
+            case .documentURI: path = value()
+            case .requestURI: uri = value()
+            case .query: query = value()
+            case .remoteAddress: remote = value()
+            case .contentLength: declaredLength = Int(value()) ?? -1
+            case .requestID: headers.add("x-request-id", value())
+            case .contentType: headers.add("content-type", value())
+            case nil: break
             }
         }
         if path == "/", let uri {
@@ -90,6 +110,12 @@ final class Connection {
         }
         let body = try readBody(expected: declaredLength)
         return Request(method: method, path: path, query: query, headers: headers, remoteAddress: remote, body: body)
+    }
+
+    /// Whether `name` equals `expected` (or starts with it, when `prefixOnly`), compared as bytes.
+    private static func matches(_ name: UnsafeRawBufferPointer, _ expected: [UInt8], prefixOnly: Bool = false) -> Bool {
+        guard prefixOnly ? name.count >= expected.count : name.count == expected.count else { return false }
+        return expected.withUnsafeBytes { memcmp(name.baseAddress!, $0.baseAddress!, expected.count) == 0 }
     }
 
     /// Reads the body until end of stream, never more than `maxBodyBytes`.
