@@ -1,3 +1,4 @@
+import Foundation
 import MariaDB
 import Testing
 
@@ -128,11 +129,26 @@ import Testing
     @Test("Opening and closing connections and statements many times keeps the client's memory flat")
     func openCloseLoop() throws {
         defer { database.drop() }
-        for index in 0..<200 {
-            let connection = try database.connect()
-            _ = try connection.query("SELECT ?, ?", index, "text \(index)")
-            connection.close()
+        func cycle(_ count: Int) throws {
+            for index in 0..<count {
+                let connection = try database.connect()
+                _ = try connection.query("SELECT ?, ?, REPEAT('x', 4000)", index, "text \(index)")
+                _ = try connection.query("SELECT CONNECTION_ID()")
+                connection.close()
+            }
         }
+        try cycle(50)
+        let before = try residentKilobytes()
+        try cycle(500)
+        let growth = try residentKilobytes() - before
+        // A leaked MYSQL handle (~16 KiB each with its buffers) or statement would add megabytes here.
+        #expect(growth < 4096, "resident memory grew by \(growth) KiB over 500 connections")
+    }
+
+    /// Resident set size of this process from /proc/self/statm (pages of 4 KiB).
+    private func residentKilobytes() throws -> Int {
+        let fields = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ")
+        return (Int(fields[1]) ?? 0) * 4
     }
 }
 
