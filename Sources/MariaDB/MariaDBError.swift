@@ -16,8 +16,6 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
         case statementFailed
         /// A result column could not be decoded as the requested Swift type.
         case typeMismatch
-        /// A transaction was open when the connection broke: its changes are lost.
-        case transactionLost
         /// The API was misused (nested transaction, wrong bind count).
         case misuse
     }

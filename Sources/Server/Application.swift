@@ -85,7 +85,7 @@ package final class Worker: RequestHandler {
             "request.path": "\(request.path)",
             "error": "\(String(reflecting: error))",
         ]
-        if let error = error as? MariaDBError, error.code == .connectionLost || error.code == .transactionLost {
+        if let error = error as? MariaDBError, error.code == .connectionLost {
             context.logger.warning("database unavailable", metadata: metadata)
             return .error(HTTPError.unavailable)
         }

@@ -36,10 +36,12 @@ grep -q "apple-developer-domain-association" <<<"$BODY" || fail "domain associat
 pass "the Apple domain association file is served"
 
 # limit_req on /auth: 50 r/s with a burst of 20, so 200 requests at once exceed it.
-seq 200 | xargs -P 50 -I{} curl -ks -w ' %{http_code}\n' "$E2E_URL/auth/x" >"$E2E_TMP/rates"
+# Each request writes its body to its own file: parallel writes to one file would interleave.
+mkdir -p "$E2E_TMP/rates.d"
+seq 200 | xargs -P 50 -I{} curl -ks -o "$E2E_TMP/rates.d/{}" -w '{} %{http_code}\n' "$E2E_URL/auth/x" >"$E2E_TMP/rates"
 limited=$(grep -c ' 429$' "$E2E_TMP/rates" || true)
 [ "$limited" -gt 0 ] || fail "no request was rate limited: $(awk '{print $NF}' "$E2E_TMP/rates" | sort | uniq -c)"
-BODY=$(grep -m1 ' 429$' "$E2E_TMP/rates" | sed 's/ 429$//')
+BODY=$(cat "$E2E_TMP/rates.d/$(grep -m1 ' 429$' "$E2E_TMP/rates" | cut -d' ' -f1)")
 expect_body '{"error":"rate_limited","message":"Too many requests; retry shortly"}' "rate limit"
 grep -q ' 404$' "$E2E_TMP/rates" || fail "no request got through to siwa within the burst"
 sleep 1
