@@ -51,10 +51,14 @@ let package = Package(
 
         // Test helpers: a FastCGI client that plays nginx's part.
         .target(name: "SIWATestSupport", swiftSettings: swiftSettings),
+        // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.
+        .target(
+            name: "SIWAFixtures", path: "Tests/Fixtures", exclude: ["PROVENANCE.md"],
+            resources: [.copy("vectors")], swiftSettings: swiftSettings),
 
         // Tests that need no server.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "JOSETests", dependencies: ["JOSE"], swiftSettings: swiftSettings),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "SIWATestSupport"],
             swiftSettings: swiftSettings),

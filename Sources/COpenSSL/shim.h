@@ -12,6 +12,8 @@
 #include <openssl/pem.h>
 #include <openssl/bio.h>
 #include <openssl/ecdsa.h>
+#include <openssl/ec.h>
+#include <openssl/rsa.h>
 #include <openssl/crypto.h>
 
 // OPENSSL_free is a function-like macro (it passes __FILE__/__LINE__), which Swift cannot import.
@@ -22,4 +24,7 @@ static inline long COpenSSL_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get
 
 // EVP_PKEY_PUBLIC_KEY is a macro built from other macros ("structure not supported").
 static inline int COpenSSL_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
+
+// EVP_PKEY_KEYPAIR is built the same way.
+static inline int COpenSSL_EVP_PKEY_KEYPAIR(void) { return EVP_PKEY_KEYPAIR; }
 #endif

@@ -1,0 +1,239 @@
+internal import COpenSSL
+
+/// One OpenSSL `EVP_PKEY`, owned (+1): freed with `EVP_PKEY_free` in `deinit`.
+///
+/// `@unchecked Sendable`: the key is immutable after init, and openssl-threads(7) allows
+/// read-only use of one `EVP_PKEY` from many threads. Every operation makes its own
+/// `EVP_MD_CTX`/`EVP_PKEY_CTX`, so no context is ever shared.
+final class EVPKey: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// Takes ownership of a key returned by a `new`/`get1`/`fromdata` call.
+    init(takingOwnershipOf pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    /// The key size in bits (`EVP_PKEY_get_bits`): the modulus for RSA, the field for EC.
+    var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+
+    /// Whether the key is of the given OpenSSL type (`"RSA"`, `"EC"`).
+    func isA(_ type: String) -> Bool { EVP_PKEY_is_a(pointer, type) == 1 }
+
+    // MARK: Building keys
+
+    /// A parameter of a key built with `OSSL_PARAM_BLD`.
+    enum Parameter {
+        case bigNumber(String, [UInt8])
+        case octets(String, [UInt8])
+        case text(String, String)
+    }
+
+    /// Builds a key from parameters with `OSSL_PARAM_BLD` and `EVP_PKEY_fromdata`.
+    /// - Parameters:
+    ///   - type: the key type, `"RSA"` or `"EC"`.
+    ///   - parameters: the key's components, named by `OSSL_PKEY_PARAM_*`.
+    ///   - includesPrivate: whether to import a key pair or only the public key.
+    /// - Throws: `OpenSSLError(.invalidKey)` with OpenSSL's error queue.
+    static func fromParameters(type: String, _ parameters: [Parameter], includesPrivate: Bool) throws -> EVPKey {
+        ERR_clear_error()
+        guard let builder = OSSL_PARAM_BLD_new() else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "OSSL_PARAM_BLD_new")
+        }
+        defer { OSSL_PARAM_BLD_free(builder) }
+        var bigNumbers: [OpaquePointer] = []
+        defer { bigNumbers.forEach { BN_free($0) } }
+        var buffers: [UnsafeMutableRawBufferPointer] = []
+        defer { buffers.forEach { $0.deallocate() } }
+
+        // The builder keeps pointers to names and values, not copies, until OSSL_PARAM_BLD_to_param:
+        // both must stay alive until then.
+        func retained(_ bytes: [UInt8]) -> UnsafeMutableRawPointer {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+            buffer.copyBytes(from: bytes)
+            buffers.append(buffer)
+            return buffer.baseAddress!
+        }
+        func retainedName(_ name: String) -> UnsafePointer<CChar> {
+            UnsafePointer(retained(Array(name.utf8) + [0]).assumingMemoryBound(to: CChar.self))
+        }
+        for parameter in parameters {
+            let pushed: Int32
+            switch parameter {
+            case .bigNumber(let name, let bytes):
+                guard let number = BN_bin2bn(bytes, Int32(bytes.count), nil) else {
+                    throw OpenSSLError.drainingQueue(.operationFailed, reason: "BN_bin2bn")
+                }
+                bigNumbers.append(number)
+                pushed = OSSL_PARAM_BLD_push_BN(builder, retainedName(name), number)
+            case .octets(let name, let bytes):
+                pushed = OSSL_PARAM_BLD_push_octet_string(builder, retainedName(name), retained(bytes), bytes.count)
+            case .text(let name, let value):
+                let text = retained(Array(value.utf8) + [0]).assumingMemoryBound(to: CChar.self)
+                pushed = OSSL_PARAM_BLD_push_utf8_string(builder, retainedName(name), text, 0)
+            }
+            guard pushed == 1 else {
+                throw OpenSSLError.drainingQueue(.operationFailed, reason: "OSSL_PARAM_BLD_push")
+            }
+        }
+        guard let params = OSSL_PARAM_BLD_to_param(builder) else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "OSSL_PARAM_BLD_to_param")
+        }
+        defer { OSSL_PARAM_free(params) }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_PKEY_CTX_new_from_name(\(type))")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        var key: OpaquePointer?
+        let selection = includesPrivate ? COpenSSL_EVP_PKEY_KEYPAIR() : COpenSSL_EVP_PKEY_PUBLIC_KEY()
+        guard EVP_PKEY_fromdata_init(context) == 1,
+            EVP_PKEY_fromdata(context, &key, selection, params) == 1,
+            let key
+        else {
+            throw OpenSSLError.drainingQueue(.invalidKey, reason: "EVP_PKEY_fromdata(\(type))")
+        }
+        return EVPKey(takingOwnershipOf: key)
+    }
+
+    /// Generates a fresh key.
+    /// - Parameter configure: sets the size or curve on the keygen context.
+    static func generate(type: String, configure: (OpaquePointer) -> Int32) throws -> EVPKey {
+        ERR_clear_error()
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_PKEY_CTX_new_from_name(\(type))")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen_init(context) == 1, configure(context) == 1,
+            EVP_PKEY_generate(context, &key) == 1, let key
+        else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_PKEY_generate(\(type))")
+        }
+        return EVPKey(takingOwnershipOf: key)
+    }
+
+    /// Reads the first key of a PEM text: a private key (PKCS#8 `PRIVATE KEY`, or the
+    /// traditional `RSA PRIVATE KEY`/`EC PRIVATE KEY`) or a public key (`PUBLIC KEY`).
+    /// - Throws: `OpenSSLError(.invalidKey)` if the text holds no such key.
+    static func fromPEM(_ pem: String, isPrivate: Bool) throws -> EVPKey {
+        ERR_clear_error()
+        let bytes = Array(pem.utf8)
+        let key: OpaquePointer? = bytes.withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return isPrivate ? PEM_read_bio_PrivateKey(bio, nil, nil, nil) : PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        }
+        guard let key else {
+            throw OpenSSLError.drainingQueue(.invalidKey, reason: isPrivate ? "no private key in PEM" : "no public key in PEM")
+        }
+        return EVPKey(takingOwnershipOf: key)
+    }
+
+    /// The key as PEM: PKCS#8 `PRIVATE KEY` or SubjectPublicKeyInfo `PUBLIC KEY`.
+    func pem(isPrivate: Bool) throws -> String {
+        ERR_clear_error()
+        guard let bio = BIO_new(BIO_s_mem()) else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "BIO_new")
+        }
+        defer { BIO_free(bio) }
+        let written = isPrivate
+            ? PEM_write_bio_PrivateKey(bio, pointer, nil, nil, 0, nil, nil)
+            : PEM_write_bio_PUBKEY(bio, pointer)
+        var data: UnsafeMutablePointer<CChar>?
+        let length = COpenSSL_BIO_get_mem_data(bio, &data)
+        guard written == 1, length > 0, let data else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "PEM_write_bio")
+        }
+        return String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    }
+
+    // MARK: Reading parameters
+
+    /// A big-number parameter (`EVP_PKEY_get_bn_param`) as unsigned big-endian bytes.
+    func bigNumber(_ name: String, paddedTo width: Int = 0) -> [UInt8]? {
+        var number: OpaquePointer?
+        guard EVP_PKEY_get_bn_param(pointer, name, &number) == 1, let number else {
+            ERR_clear_error()
+            return nil
+        }
+        defer { BN_free(number) }
+        let count = max(Int((BN_num_bits(number) + 7) / 8), width)
+        var bytes = [UInt8](repeating: 0, count: count)
+        guard BN_bn2binpad(number, &bytes, Int32(count)) == count else { return nil }
+        return bytes
+    }
+
+    /// An octet-string parameter (`EVP_PKEY_get_octet_string_param`), such as an EC public point.
+    func octets(_ name: String, capacity: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: capacity)
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(pointer, name, &bytes, capacity, &length) == 1 else {
+            ERR_clear_error()
+            return nil
+        }
+        return Array(bytes.prefix(length))
+    }
+
+    /// A UTF-8 string parameter (`EVP_PKEY_get_utf8_string_param`), such as an EC group name.
+    func text(_ name: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        var length = 0
+        guard EVP_PKEY_get_utf8_string_param(pointer, name, &buffer, buffer.count, &length) == 1 else {
+            ERR_clear_error()
+            return nil
+        }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MARK: Signatures with SHA-256
+
+    /// Verifies `signature` over `message` with SHA-256 (`EVP_DigestVerify`): PKCS#1 v1.5 for RSA
+    /// keys, DER-encoded ECDSA for EC keys.
+    /// - Returns: true only when OpenSSL returns exactly 1; failures of any kind are false.
+    func verifySHA256(signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
+        ERR_clear_error()
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit_ex(context, nil, "SHA256", nil, nil, pointer, nil) == 1 else {
+            ERR_clear_error()
+            return false
+        }
+        let result = EVP_DigestVerify(
+            context, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
+        // A bad signature leaves entries on the queue; it is a result, not an error.
+        if result != 1 { ERR_clear_error() }
+        return result == 1
+    }
+
+    /// Signs `message` with SHA-256 (`EVP_DigestSign`): PKCS#1 v1.5 for RSA, DER ECDSA for EC.
+    func signSHA256(message: UnsafeRawBufferPointer) throws -> [UInt8] {
+        ERR_clear_error()
+        guard let context = EVP_MD_CTX_new() else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_MD_CTX_new")
+        }
+        defer { EVP_MD_CTX_free(context) }
+        let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        var length = 0
+        guard EVP_DigestSignInit_ex(context, nil, "SHA256", nil, nil, pointer, nil) == 1,
+            EVP_DigestSign(context, nil, &length, input, message.count) == 1
+        else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_DigestSignInit_ex")
+        }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &signature, &length, input, message.count) == 1 else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_DigestSign")
+        }
+        return Array(signature.prefix(length))
+    }
+}
+
+/// Runs `body` with the bytes of any contiguous collection, copying only if it has no contiguous storage.
+@inline(__always)
+func withBytes<Bytes: Collection<UInt8>, Result>(_ bytes: Bytes, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    if let result = try bytes.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) {
+        return result
+    }
+    return try Array(bytes).withUnsafeBytes { try body($0) }
+}

@@ -1,0 +1,497 @@
+/// A strictly parsed JSON object (RFC 8259), read lazily: the whole text is validated once, then a
+/// member becomes a Swift value only when asked for.
+///
+/// Built for JOSE headers and claims sets, where `JSONDecoder` costs more than the RSA verification
+/// itself (MEASURED.md §3). Rules beyond RFC 8259, as RFC 7515 §5.2 and RFC 7519 §7.2 allow:
+/// duplicate member names are rejected (compared after unescaping, so `"a"` and `"\u0061"` collide),
+/// nesting is limited in depth, and strings must be valid UTF-8 without lone surrogates.
+package struct JSONObject: Sendable {
+    /// The kind of a member's value.
+    package enum Kind: Sendable, Equatable {
+        case string, number, bool, null, object, array
+    }
+
+    struct Member: Sendable {
+        /// The unescaped name, as a range of `names`.
+        var name: Range<Int>
+        var kind: Kind
+        /// The value's text in `text`, quotes included for strings.
+        var value: Range<Int>
+        /// Whether a string value contains a backslash escape.
+        var escaped: Bool
+    }
+
+    /// The JSON text of the object (and only of it: a nested object is copied out when read).
+    package let text: [UInt8]
+    let members: [Member]
+    /// Every member name, unescaped, back to back.
+    let names: [UInt8]
+
+    /// Parses `text`, which must be exactly one JSON object with optional surrounding whitespace.
+    /// - Throws: `JSONError` naming the offset of the first problem, or the duplicated member.
+    package init(parsing text: [UInt8], maximumDepth: Int = 16) throws(JSONError) {
+        var parser = JSONParser(text: text, maximumDepth: maximumDepth)
+        let (members, names) = try parser.parseTopLevelObject()
+        self.text = text
+        self.members = members
+        self.names = names
+    }
+
+    /// Parses the UTF-8 of `text`.
+    package init(parsing text: String) throws(JSONError) {
+        try self.init(parsing: Array(text.utf8))
+    }
+
+    /// The member names in document order.
+    package var keys: [String] {
+        members.map { String(decoding: names[$0.name], as: UTF8.self) }
+    }
+
+    /// The number of members.
+    package var count: Int { members.count }
+
+    private func member(_ name: String) -> Member? {
+        var name = name
+        return name.withUTF8 { wanted in
+            names.withUnsafeBufferPointer { all in
+                members.first { member in
+                    member.name.count == wanted.count
+                        && (wanted.isEmpty || memcmpEqual(all.baseAddress! + member.name.lowerBound, wanted.baseAddress!, wanted.count))
+                }
+            }
+        }
+    }
+
+    /// Whether a member called `name` is present (with any value, `null` included).
+    package func contains(_ name: String) -> Bool { member(name) != nil }
+
+    /// The kind of the member called `name`, or nil if it is absent.
+    package func kind(of name: String) -> Kind? { member(name)?.kind }
+
+    /// The raw JSON text of the member's value, or nil if it is absent.
+    package func rawValue(_ name: String) -> ArraySlice<UInt8>? {
+        member(name).map { text[$0.value] }
+    }
+
+    /// The member's string value.
+    /// - Returns: nil if the member is absent.
+    /// - Throws: `JSONError.typeMismatch` if it is present but not a string.
+    package func string(_ name: String) throws(JSONError) -> String? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .string else { throw .typeMismatch(member: name, expected: .string) }
+        return try decodeString(member, name: name)
+    }
+
+    /// The member's string value as bytes (UTF-8, unescaped).
+    package func stringBytes(_ name: String) throws(JSONError) -> [UInt8]? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .string else { throw .typeMismatch(member: name, expected: .string) }
+        let inner = member.value.lowerBound + 1..<member.value.upperBound - 1
+        if !member.escaped { return Array(text[inner]) }
+        var output: [UInt8] = []
+        _ = JSONParser.unescape(text[inner], into: &output)
+        return output
+    }
+
+    /// The member's numeric value.
+    /// - Throws: `JSONError.typeMismatch` if it is present but not a number.
+    package func number(_ name: String) throws(JSONError) -> Double? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .number else { throw .typeMismatch(member: name, expected: .number) }
+        return JSONParser.numberValue(text[member.value])
+    }
+
+    /// The member's value if it is an integer that fits `Int64` (no fraction, no exponent).
+    /// - Throws: `JSONError.typeMismatch` if it is present but not such a number.
+    package func integer(_ name: String) throws(JSONError) -> Int64? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .number, let value = JSONParser.integerValue(text[member.value]) else {
+            throw .typeMismatch(member: name, expected: .number)
+        }
+        return value
+    }
+
+    /// The member's boolean value.
+    /// - Throws: `JSONError.typeMismatch` if it is present but not `true` or `false`.
+    package func bool(_ name: String) throws(JSONError) -> Bool? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .bool else { throw .typeMismatch(member: name, expected: .bool) }
+        return text[member.value.lowerBound] == UInt8(ascii: "t")
+    }
+
+    /// The member's object value, parsed with the same rules.
+    /// - Throws: `JSONError.typeMismatch` if it is present but not an object.
+    package func object(_ name: String) throws(JSONError) -> JSONObject? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .object else { throw .typeMismatch(member: name, expected: .object) }
+        return try JSONObject(parsing: Array(text[member.value]))
+    }
+
+    /// The elements of the member's array value that are strings.
+    /// - Throws: `JSONError.typeMismatch` if it is present but not an array of strings.
+    package func stringArray(_ name: String) throws(JSONError) -> [String]? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .array else { throw .typeMismatch(member: name, expected: .array) }
+        var parser = JSONParser(text: Array(text[member.value]), maximumDepth: 2)
+        guard let strings = try parser.parseStringArray() else {
+            throw .typeMismatch(member: name, expected: .array)
+        }
+        return strings
+    }
+
+    private func decodeString(_ member: Member, name: String) throws(JSONError) -> String {
+        let inner = member.value.lowerBound + 1..<member.value.upperBound - 1
+        if !member.escaped {
+            // Scanned bytes were checked for control characters; UTF-8 validity is checked here,
+            // only for the strings that are read.
+            guard let string = text.withUnsafeBufferPointer({ String(validating: UnsafeBufferPointer(rebasing: $0[inner]), as: UTF8.self) }) else {
+                throw .invalidUTF8(member: name)
+            }
+            return string
+        }
+        var output: [UInt8] = []
+        guard JSONParser.unescape(text[inner], into: &output),
+            let string = String(validating: output, as: UTF8.self)
+        else { throw .invalidUTF8(member: name) }
+        return string
+    }
+}
+
+/// Why a JSON text was refused.
+package enum JSONError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not JSON, or not a single object: `offset` is the first byte that could not be accepted.
+    case syntax(offset: Int, reason: String)
+    /// Two members share a name.
+    case duplicateMember(String)
+    /// Deeper than the allowed nesting.
+    case tooDeep
+    /// A member holds another kind of value than the caller needs.
+    case typeMismatch(member: String, expected: JSONObject.Kind)
+    /// A string is not valid UTF-8 (or holds a lone surrogate escape).
+    case invalidUTF8(member: String)
+
+    package var description: String {
+        switch self {
+        case .syntax(let offset, let reason): "invalid JSON at byte \(offset): \(reason)"
+        case .duplicateMember(let name): "duplicate member \"\(name)\""
+        case .tooDeep: "JSON nested too deeply"
+        case .typeMismatch(let member, let expected): "member \"\(member)\" is not a JSON \(expected)"
+        case .invalidUTF8(let member): "member \"\(member)\" is not valid UTF-8"
+        }
+    }
+}
+
+/// The scanner behind `JSONObject`: one pass over the bytes, no allocation per value.
+struct JSONParser {
+    let text: [UInt8]
+    let maximumDepth: Int
+    var position = 0
+
+    init(text: [UInt8], maximumDepth: Int) {
+        self.text = text
+        self.maximumDepth = maximumDepth
+    }
+
+    private func fail(_ reason: String) -> JSONError { .syntax(offset: position, reason: reason) }
+
+    private var current: UInt8? { position < text.count ? text[position] : nil }
+
+    private mutating func skipWhitespace() {
+        while position < text.count {
+            switch text[position] {
+            case 0x20, 0x09, 0x0A, 0x0D: position += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func expect(_ byte: UInt8, _ reason: String) throws(JSONError) {
+        guard current == byte else { throw fail(reason) }
+        position += 1
+    }
+
+    mutating func parseTopLevelObject() throws(JSONError) -> ([JSONObject.Member], [UInt8]) {
+        skipWhitespace()
+        guard current == UInt8(ascii: "{") else { throw fail("expected an object") }
+        position += 1
+        var members: [JSONObject.Member] = []
+        var names: [UInt8] = []
+        members.reserveCapacity(16)
+        names.reserveCapacity(128)
+        skipWhitespace()
+        if current == UInt8(ascii: "}") {
+            position += 1
+        } else {
+            while true {
+                skipWhitespace()
+                let nameStart = names.count
+                let (nameRange, nameEscaped) = try scanString()
+                if nameEscaped {
+                    guard Self.unescape(text[nameRange.lowerBound + 1..<nameRange.upperBound - 1], into: &names) else {
+                        throw fail("invalid escape in a member name")
+                    }
+                } else {
+                    names.append(contentsOf: text[nameRange.lowerBound + 1..<nameRange.upperBound - 1])
+                }
+                let name = nameStart..<names.count
+                for other in members where names[other.name].elementsEqual(names[name]) {
+                    throw .duplicateMember(String(decoding: names[name], as: UTF8.self))
+                }
+                skipWhitespace()
+                try expect(UInt8(ascii: ":"), "expected ':' after a member name")
+                skipWhitespace()
+                let valueStart = position
+                let (kind, escaped) = try scanValue(depth: 1)
+                members.append(.init(name: name, kind: kind, value: valueStart..<position, escaped: escaped))
+                skipWhitespace()
+                if current == UInt8(ascii: ",") {
+                    position += 1
+                    continue
+                }
+                try expect(UInt8(ascii: "}"), "expected ',' or '}'")
+                break
+            }
+        }
+        skipWhitespace()
+        guard position == text.count else { throw fail("unexpected data after the object") }
+        return (members, names)
+    }
+
+    /// Parses a whole text that must be an array of strings; nil if an element is not a string.
+    mutating func parseStringArray() throws(JSONError) -> [String]? {
+        skipWhitespace()
+        try expect(UInt8(ascii: "["), "expected an array")
+        var strings: [String] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "]") { return strings }
+        while true {
+            skipWhitespace()
+            guard current == UInt8(ascii: "\"") else { return nil }
+            let (range, escaped) = try scanString()
+            var bytes: [UInt8] = []
+            let inner = text[range.lowerBound + 1..<range.upperBound - 1]
+            if escaped { _ = Self.unescape(inner, into: &bytes) } else { bytes = Array(inner) }
+            guard let string = String(validating: bytes, as: UTF8.self) else { return nil }
+            strings.append(string)
+            skipWhitespace()
+            if current == UInt8(ascii: ",") {
+                position += 1
+                continue
+            }
+            try expect(UInt8(ascii: "]"), "expected ',' or ']'")
+            return strings
+        }
+    }
+
+    /// Scans any value; returns its kind and, for strings, whether it has escapes.
+    private mutating func scanValue(depth: Int) throws(JSONError) -> (JSONObject.Kind, Bool) {
+        guard let byte = current else { throw fail("expected a value") }
+        switch byte {
+        case UInt8(ascii: "\""):
+            return (.string, try scanString().escaped)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            guard depth < maximumDepth else { throw .tooDeep }
+            try scanContainer(depth: depth + 1)
+            return (byte == UInt8(ascii: "{") ? .object : .array, false)
+        case UInt8(ascii: "t"):
+            try scanLiteral("true")
+            return (.bool, false)
+        case UInt8(ascii: "f"):
+            try scanLiteral("false")
+            return (.bool, false)
+        case UInt8(ascii: "n"):
+            try scanLiteral("null")
+            return (.null, false)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            try scanNumber()
+            return (.number, false)
+        default:
+            throw fail("expected a value")
+        }
+    }
+
+    /// Scans a nested object or array, checking duplicate names in nested objects too.
+    private mutating func scanContainer(depth: Int) throws(JSONError) {
+        let isObject = text[position] == UInt8(ascii: "{")
+        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        position += 1
+        skipWhitespace()
+        if current == close {
+            position += 1
+            return
+        }
+        var seen: [[UInt8]] = []
+        while true {
+            skipWhitespace()
+            if isObject {
+                let (range, escaped) = try scanString()
+                var name: [UInt8] = []
+                let inner = text[range.lowerBound + 1..<range.upperBound - 1]
+                if escaped { _ = Self.unescape(inner, into: &name) } else { name = Array(inner) }
+                if seen.contains(name) { throw .duplicateMember(String(decoding: name, as: UTF8.self)) }
+                seen.append(name)
+                skipWhitespace()
+                try expect(UInt8(ascii: ":"), "expected ':' after a member name")
+                skipWhitespace()
+            }
+            _ = try scanValue(depth: depth)
+            skipWhitespace()
+            if current == UInt8(ascii: ",") {
+                position += 1
+                continue
+            }
+            try expect(close, isObject ? "expected ',' or '}'" : "expected ',' or ']'")
+            return
+        }
+    }
+
+    private mutating func scanLiteral(_ literal: StaticString) throws(JSONError) {
+        let count = literal.utf8CodeUnitCount
+        guard position + count <= text.count else { throw fail("truncated literal") }
+        for index in 0..<count where text[position + index] != literal.utf8Start[index] {
+            throw fail("invalid literal")
+        }
+        position += count
+    }
+
+    private mutating func scanDigits() -> Int {
+        let start = position
+        while let byte = current, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { position += 1 }
+        return position - start
+    }
+
+    private mutating func scanNumber() throws(JSONError) {
+        if current == UInt8(ascii: "-") { position += 1 }
+        if current == UInt8(ascii: "0") {
+            position += 1
+        } else if scanDigits() == 0 {
+            throw fail("invalid number")
+        }
+        if current == UInt8(ascii: ".") {
+            position += 1
+            guard scanDigits() > 0 else { throw fail("invalid number fraction") }
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            position += 1
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { position += 1 }
+            guard scanDigits() > 0 else { throw fail("invalid number exponent") }
+        }
+    }
+
+    /// Scans a string starting at the opening quote; returns its range (quotes included).
+    private mutating func scanString() throws(JSONError) -> (range: Range<Int>, escaped: Bool) {
+        guard current == UInt8(ascii: "\"") else { throw fail("expected a string") }
+        let start = position
+        position += 1
+        var escaped = false
+        while position < text.count {
+            let byte = text[position]
+            if byte == UInt8(ascii: "\"") {
+                position += 1
+                return (start..<position, escaped)
+            }
+            if byte < 0x20 { throw fail("control character in a string") }
+            if byte == UInt8(ascii: "\\") {
+                escaped = true
+                position += 1
+                guard let next = current else { break }
+                switch next {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                    UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    position += 1
+                case UInt8(ascii: "u"):
+                    guard position + 5 <= text.count,
+                        text[position + 1..<position + 5].allSatisfy({ Self.hexValue($0) != nil })
+                    else { throw fail("invalid \\u escape") }
+                    position += 5
+                default:
+                    throw fail("invalid escape")
+                }
+                continue
+            }
+            position += 1
+        }
+        throw fail("unterminated string")
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+
+    /// Appends the unescaped UTF-8 of a scanned string body to `output`.
+    /// - Returns: false for a lone or reversed surrogate escape.
+    static func unescape(_ body: ArraySlice<UInt8>, into output: inout [UInt8]) -> Bool {
+        var index = body.startIndex
+        func hex4(_ at: Int) -> UInt32 {
+            body[at..<at + 4].reduce(0) { $0 << 4 | hexValue($1)! }
+        }
+        while index < body.endIndex {
+            let byte = body[index]
+            guard byte == UInt8(ascii: "\\") else {
+                output.append(byte)
+                index += 1
+                continue
+            }
+            let kind = body[index + 1]
+            index += 2
+            switch kind {
+            case UInt8(ascii: "b"): output.append(0x08)
+            case UInt8(ascii: "f"): output.append(0x0C)
+            case UInt8(ascii: "n"): output.append(0x0A)
+            case UInt8(ascii: "r"): output.append(0x0D)
+            case UInt8(ascii: "t"): output.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = hex4(index)
+                index += 4
+                if (0xD800...0xDBFF).contains(scalar) {
+                    guard index + 6 <= body.endIndex, body[index] == UInt8(ascii: "\\"),
+                        body[index + 1] == UInt8(ascii: "u")
+                    else { return false }
+                    let low = hex4(index + 2)
+                    guard (0xDC00...0xDFFF).contains(low) else { return false }
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    index += 6
+                } else if (0xDC00...0xDFFF).contains(scalar) {
+                    return false
+                }
+                output.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
+            default: output.append(kind)
+            }
+        }
+        return true
+    }
+
+    /// The value of a scanned number.
+    static func numberValue(_ bytes: ArraySlice<UInt8>) -> Double {
+        if let integer = integerValue(bytes) { return Double(integer) }
+        return Double(String(decoding: bytes, as: UTF8.self)) ?? .nan
+    }
+
+    /// The value of a scanned number that is an integer within `Int64`, else nil.
+    static func integerValue(_ bytes: ArraySlice<UInt8>) -> Int64? {
+        var index = bytes.startIndex
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        guard bytes.endIndex - index <= 18 else { return nil }
+        var value: Int64 = 0
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+            index += 1
+        }
+        return negative ? -value : value
+    }
+}
+
+/// Byte equality of two buffers of `count` bytes.
+@inline(__always)
+func memcmpEqual(_ lhs: UnsafePointer<UInt8>, _ rhs: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+    for index in 0..<count where lhs[index] != rhs[index] { return false }
+    return true
+}

@@ -1,0 +1,78 @@
+import JOSE
+import Testing
+
+@Suite struct JSONObjectTests {
+    @Test("Members are read by name, with their JSON types")
+    func readsMembers() throws {
+        let object = try JSONObject(parsing: #"{"s":"a\"b\u00e9","n":1738582319,"f":1.5e3,"t":true,"o":{"x":[1,2]},"a":["p","q"],"z":null}"#)
+        #expect(try object.string("s") == "a\"bé")
+        #expect(try object.integer("n") == 1_738_582_319)
+        #expect(try object.number("f") == 1500)
+        #expect(try object.bool("t") == true)
+        #expect(try object.object("o")?.kind(of: "x") == .array)
+        #expect(try object.stringArray("a") == ["p", "q"])
+        #expect(object.kind(of: "z") == .null)
+        #expect(try object.string("missing") == nil)
+        #expect(object.keys == ["s", "n", "f", "t", "o", "a", "z"])
+    }
+
+    @Test("A member of the wrong type is an error, not a default")
+    func typeMismatch() throws {
+        let object = try JSONObject(parsing: #"{"exp":"1738582319","iss":5,"ok":"true"}"#)
+        #expect(throws: JSONError.typeMismatch(member: "exp", expected: .number)) { try object.integer("exp") }
+        #expect(throws: JSONError.typeMismatch(member: "iss", expected: .string)) { try object.string("iss") }
+        #expect(throws: JSONError.typeMismatch(member: "ok", expected: .bool)) { try object.bool("ok") }
+        #expect(throws: JSONError.typeMismatch(member: "exp", expected: .number)) {
+            try JSONObject(parsing: #"{"exp":1.5}"#).integer("exp")
+        }
+    }
+
+    @Test("Duplicate member names are rejected, also when one is escaped or nested", arguments: [
+        #"{"sub":"a","sub":"b"}"#,
+        #"{"sub":"a","s\u0075b":"b"}"#,
+        #"{"x":{"k":1,"k":2}}"#,
+    ])
+    func duplicates(text: String) {
+        #expect(throws: JSONError.self) { try JSONObject(parsing: text) }
+        do {
+            _ = try JSONObject(parsing: text)
+        } catch {
+            guard case .duplicateMember = error else {
+                Issue.record("expected duplicateMember, got \(error)")
+                return
+            }
+        }
+    }
+
+    @Test("Texts that are not exactly one JSON object are refused", arguments: [
+        "", "[]", "\"s\"", "{", "{}x", "{} {}", "{'a':1}", #"{"a":01}"#, #"{"a":1.}"#, #"{"a":-}"#,
+        #"{"a":tru}"#, #"{"a":1,}"#, #"{"a" 1}"#, "{\"a\":\"x\ny\"}", #"{"a":"\x"}"#, #"{"a":"\u12"}"#,
+        #"{"a":[1,]}"#, #"{a:1}"#, #"{"a":NaN}"#, #"{"a":"unterminated}"#,
+    ])
+    func refused(text: String) {
+        #expect(throws: JSONError.self) { try JSONObject(parsing: text) }
+    }
+
+    @Test("Whitespace around tokens is accepted, as RFC 8259 allows")
+    func whitespace() throws {
+        let object = try JSONObject(parsing: " {\r\n \"iss\" : \"joe\" ,\t\"exp\":1300819380 } \n")
+        #expect(try object.string("iss") == "joe")
+        #expect(try object.integer("exp") == 1_300_819_380)
+    }
+
+    @Test("Nesting deeper than the limit is refused")
+    func depth() {
+        let deep = "{\"a\":" + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}"
+        #expect(throws: JSONError.tooDeep) { try JSONObject(parsing: deep) }
+    }
+
+    @Test("Invalid UTF-8 and lone surrogates are refused when read")
+    func utf8() throws {
+        let invalid = try JSONObject(parsing: Array(#"{"a":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8))
+        #expect(throws: JSONError.invalidUTF8(member: "a")) { try invalid.string("a") }
+        let lone = try JSONObject(parsing: #"{"a":"\ud800x"}"#)
+        #expect(throws: JSONError.invalidUTF8(member: "a")) { try lone.string("a") }
+        let pair = try JSONObject(parsing: #"{"a":"\ud83d\ude00"}"#)
+        #expect(try pair.string("a") == "😀")
+    }
+}
