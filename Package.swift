@@ -30,11 +30,14 @@ let package = Package(
         .target(name: "JOSE", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "MariaDB", dependencies: ["CMariaDB"], swiftSettings: swiftSettings),
 
+        // Domain: Apple's protocol, without FastCGI or SQL.
+        .target(name: "AppleID", dependencies: ["JOSE"], swiftSettings: swiftSettings),
+
         // Application.
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB",
+                "FastCGI", "JOSE", "MariaDB", "AppleID",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -42,7 +45,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "FastCGI", "MariaDB", "JOSE",
+                "Server", "FastCGI", "MariaDB", "JOSE", "AppleID",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -59,6 +62,8 @@ let package = Package(
         // Tests that need no server.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "SIWATestSupport"],
             swiftSettings: swiftSettings),

@@ -33,3 +33,12 @@ package func hexString(_ bytes: [UInt8]) -> String {
     }
     return String(decoding: out, as: UTF8.self)
 }
+
+/// Compares two byte strings in time that depends only on their lengths (`CRYPTO_memcmp`), for
+/// secrets such as nonce hashes and token hashes.
+package func constantTimeEquals<A: Collection<UInt8>, B: Collection<UInt8>>(_ lhs: A, _ rhs: B) -> Bool {
+    let lhs = Array(lhs), rhs = Array(rhs)
+    guard lhs.count == rhs.count else { return false }
+    if lhs.isEmpty { return true }
+    return CRYPTO_memcmp(lhs, rhs, lhs.count) == 0
+}

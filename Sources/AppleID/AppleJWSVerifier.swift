@@ -1,0 +1,158 @@
+package import JOSE
+
+/// One named check of a verification and its outcome, as `siwa verify-token` prints them.
+package struct VerificationStep: Sendable {
+    package enum Outcome: Sendable {
+        case passed(String)
+        case failed(SignInError)
+        case skipped(String)
+    }
+
+    package let name: String
+    package let outcome: Outcome
+
+    package var failed: Bool {
+        if case .failed = outcome { return true }
+        return false
+    }
+}
+
+/// Runs checks in order; in recording mode it keeps a step per check for the report.
+struct StepRunner {
+    let recording: Bool
+    var steps: [VerificationStep] = []
+
+    /// Runs `body`, which returns a detail for the report (only built when recording).
+    mutating func run(_ name: String, _ body: (_ recording: Bool) throws -> String) throws {
+        do {
+            let detail = try body(recording)
+            if recording { steps.append(VerificationStep(name: name, outcome: .passed(detail))) }
+        } catch let error as SignInError {
+            if recording { steps.append(VerificationStep(name: name, outcome: .failed(error))) }
+            throw error
+        }
+    }
+
+    mutating func skip(_ name: String, _ reason: String) {
+        if recording { steps.append(VerificationStep(name: name, outcome: .skipped(reason))) }
+    }
+}
+
+/// The signature half of verifying anything Apple signs (identity tokens and server-to-server
+/// notifications), in the fixed order of STYLE.md rule 19:
+/// split and decode the header; require `alg` exactly `RS256`, a `kid`, and no `crit`; take the
+/// key by `kid` from Apple's key set only (`jku`, `jwk`, `x5u`, `x5c` are never read); require an
+/// RS256 RSA key of 2048 bits or more; verify the signature; only then decode the claims.
+package struct AppleJWSVerifier: Sendable {
+    package let keys: any AppleKeySource
+
+    package init(keys: any AppleKeySource) {
+        self.keys = keys
+    }
+
+    /// The verified claims of `token`.
+    /// - Throws: `SignInError` naming the first rule the token breaks.
+    package func verifiedClaims(_ token: some StringProtocol) throws -> (claims: JSONObject, keyID: String) {
+        var runner = StepRunner(recording: false)
+        return try verifiedClaims(token, runner: &runner)
+    }
+
+    func verifiedClaims(_ token: some StringProtocol, runner: inout StepRunner) throws -> (claims: JSONObject, keyID: String) {
+        var jws: CompactJWS?
+        try runner.run("format") { _ in
+            do {
+                jws = try CompactJWS(token)
+            } catch let error as JOSEError {
+                throw SignInError(error.code == .tooLarge ? .tokenTooLarge : .malformedToken, error.reason)
+            }
+            return "three base64url parts, header is a JSON object"
+        }
+        let token = jws!
+        try runner.run("alg") { _ in
+            // Compared exactly: "none", "None", "HS256", "RS512", "ES256" and any other value are refused.
+            guard let alg = try? token.header.string("alg"), alg == "RS256" else {
+                throw SignInError(.unsupportedAlgorithm, "header alg must be exactly RS256")
+            }
+            return "RS256"
+        }
+        var keyID = ""
+        try runner.run("kid") { _ in
+            guard let kid = try? token.header.string("kid"), !kid.isEmpty, kid.utf8.count <= 128 else {
+                throw SignInError(.missingKeyID, "header has no kid")
+            }
+            keyID = kid
+            return kid
+        }
+        try runner.run("crit") { _ in
+            guard !token.header.contains("crit") else {
+                throw SignInError(.unsupportedCriticalHeader, "header marks extensions critical; none are supported")
+            }
+            return "absent"
+        }
+        var appleKey: AppleKey?
+        try runner.run("key") { recording in
+            let key = try keys.key(for: keyID)
+            guard key.algorithm == nil || key.algorithm == "RS256" else {
+                throw SignInError(.keyAlgorithmMismatch, "the key with this kid is for another algorithm")
+            }
+            guard key.publicKey.bitCount >= 2048 else {
+                throw SignInError(.weakKey, "the key with this kid has \(key.publicKey.bitCount) bits; 2048 are required")
+            }
+            appleKey = key
+            return recording ? "RSA \(key.publicKey.bitCount) bits from Apple's key set" : ""
+        }
+        try runner.run("signature") { _ in
+            guard appleKey!.publicKey.isValidSignature(token.signature, for: token.signingInput) else {
+                throw SignInError(.signatureInvalid, "the RS256 signature does not verify")
+            }
+            return "RS256 verifies"
+        }
+        var claims: JSONObject?
+        try runner.run("claims") { _ in
+            do {
+                claims = try token.decodePayload()
+            } catch {
+                throw SignInError(.malformedClaims, "the payload is not a JSON object with unique claims")
+            }
+            return "a JSON object with unique names"
+        }
+        return (claims!, keyID)
+    }
+}
+
+/// Reading claims in the forms Apple sends them.
+extension JSONObject {
+    /// A NumericDate claim (RFC 7519 §2): a JSON number, possibly fractional; nil if absent.
+    func numericDate(_ name: String) throws -> Double? {
+        do {
+            return try number(name)
+        } catch {
+            throw SignInError(.invalidClaim, "\(name) must be a JSON number")
+        }
+    }
+
+    /// A boolean Apple sends either as JSON `true`/`false` or as the string `"true"`/`"false"`.
+    func appleBoolean(_ name: String) throws -> Bool? {
+        switch kind(of: name) {
+        case nil: return nil
+        case .bool: return try? bool(name)
+        case .string:
+            switch try? string(name) {
+            case "true": return true
+            case "false": return false
+            default: break
+            }
+        default: break
+        }
+        throw SignInError(.invalidClaim, "\(name) must be true or false, as a boolean or a string")
+    }
+
+    /// A string claim; a value of another type is an error.
+    func stringClaim(_ name: String) throws -> String? {
+        do {
+            return try string(name)
+        } catch {
+            throw SignInError(.invalidClaim, "\(name) must be a string")
+        }
+    }
+}
