@@ -29,15 +29,16 @@ let package = Package(
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: swiftSettings),
         .target(name: "JOSE", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "MariaDB", dependencies: ["CMariaDB"], swiftSettings: swiftSettings),
+        .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: swiftSettings),
 
         // Domain: Apple's protocol, without FastCGI or SQL.
-        .target(name: "AppleID", dependencies: ["JOSE"], swiftSettings: swiftSettings),
+        .target(name: "AppleID", dependencies: ["JOSE", "HTTPClient"], swiftSettings: swiftSettings),
 
         // Application.
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB", "AppleID",
+                "FastCGI", "JOSE", "MariaDB", "AppleID", "HTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -45,7 +46,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "FastCGI", "MariaDB", "JOSE", "AppleID",
+                "Server", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -63,7 +64,7 @@ let package = Package(
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
+            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "SIWATestSupport"],
             swiftSettings: swiftSettings),

@@ -57,10 +57,10 @@ final class TestKeyServer: Sendable {
         return AppleKeyCache(settings: settings, clock: { clock.now }, fetch: { try server.fetch() })
     }
 
-    /// Waits (bounded) until the server has been asked `count` times.
-    func waitForCalls(_ server: TestKeyServer, _ count: Int) {
+    /// Waits (bounded) until the cache has stored the outcome of `count` fetches.
+    func waitForFetches(_ cache: AppleKeyCache, _ count: Int) {
         let deadline = Date().addingTimeInterval(5)
-        while server.calls < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        while cache.status.fetchCount < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
     }
 
     @Test("The first use fetches; later uses are served from the cache")
@@ -131,7 +131,7 @@ final class TestKeyServer: Sendable {
         server.state.withLock { $0.down = true }
         clock.advance(3_601)
         #expect(try cache.key(for: "A").keyID == "A")
-        waitForCalls(server, 2)
+        waitForFetches(cache, 2)
         #expect(server.calls == 2)
         #expect(try cache.key(for: "A").keyID == "A")
         #expect(cache.status.health == .stale)
@@ -140,15 +140,13 @@ final class TestKeyServer: Sendable {
         clock.advance(11)
         #expect(throws: SignInError(.unknownKeyID)) { try cache.key(for: "B") }
         #expect(throws: SignInError(.unknownKeyID)) { try cache.key(for: "C") }
-        waitForCalls(server, 3)
+        waitForFetches(cache, 3)
         #expect(server.calls == 3)
         // Back up: the next expired use refreshes.
         server.state.withLock { $0.down = false }
         clock.advance(11)
         _ = try cache.key(for: "A")
-        waitForCalls(server, 4)
-        let deadline = Date().addingTimeInterval(5)
-        while cache.status.health != .fresh, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        waitForFetches(cache, 4)
         #expect(cache.status.health == .fresh)
     }
 
