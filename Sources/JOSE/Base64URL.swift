@@ -23,7 +23,10 @@ package enum Base64URL {
         var index = 0
         while index + 3 <= input.count {
             let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-            output += [alphabet[Int(chunk >> 18)], alphabet[Int(chunk >> 12 & 63)], alphabet[Int(chunk >> 6 & 63)], alphabet[Int(chunk & 63)]]
+            output.append(alphabet[Int(chunk >> 18)])
+            output.append(alphabet[Int(chunk >> 12 & 63)])
+            output.append(alphabet[Int(chunk >> 6 & 63)])
+            output.append(alphabet[Int(chunk & 63)])
             index += 3
         }
         switch input.count - index {
@@ -50,36 +53,53 @@ package enum Base64URL {
     package static func decode(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
         let remainder = input.count % 4
         if remainder == 1 { return nil }
-        var output = [UInt8]()
-        output.reserveCapacity(input.count / 4 * 3 + 2)
-        return table.withUnsafeBufferPointer { table -> [UInt8]? in
-            var index = 0
-            let whole = input.count - remainder
-            while index < whole {
-                let a = table[Int(input[index])], b = table[Int(input[index + 1])]
-                let c = table[Int(input[index + 2])], d = table[Int(input[index + 3])]
-                // 0xFF in any of the four sets the top bits of the OR: one branch for the whole quantum.
-                if (a | b | c | d) & 0xC0 != 0 { return nil }
-                let chunk = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                output += [UInt8(chunk >> 16), UInt8(chunk >> 8 & 0xFF), UInt8(chunk & 0xFF)]
-                index += 4
+        let outputCount = input.count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        var valid = true
+        // Written in place: no allocation per quantum (this runs three times per token).
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
+            table.withUnsafeBufferPointer { table in
+                var index = 0, out = 0
+                let whole = input.count - remainder
+                while index < whole {
+                    let a = table[Int(input[index])], b = table[Int(input[index + 1])]
+                    let c = table[Int(input[index + 2])], d = table[Int(input[index + 3])]
+                    // 0xFF in any of the four sets the top bits of the OR: one branch for the whole quantum.
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        return
+                    }
+                    buffer[out] = a << 2 | b >> 4
+                    buffer[out + 1] = (b & 0x0F) << 4 | c >> 2
+                    buffer[out + 2] = (c & 0x03) << 6 | d
+                    index += 4
+                    out += 3
+                }
+                switch remainder {
+                case 2:
+                    let a = table[Int(input[index])], b = table[Int(input[index + 1])]
+                    // Two characters carry 12 bits for 8: the low 4 bits must be zero.
+                    if (a | b) & 0xC0 != 0 || b & 0x0F != 0 {
+                        valid = false
+                        return
+                    }
+                    buffer[out] = a << 2 | b >> 4
+                    out += 1
+                case 3:
+                    let a = table[Int(input[index])], b = table[Int(input[index + 1])], c = table[Int(input[index + 2])]
+                    // Three characters carry 18 bits for 16: the low 2 bits must be zero.
+                    if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 {
+                        valid = false
+                        return
+                    }
+                    buffer[out] = a << 2 | b >> 4
+                    buffer[out + 1] = (b & 0x0F) << 4 | c >> 2
+                    out += 2
+                default:
+                    break
+                }
+                initialized = out
             }
-            switch remainder {
-            case 2:
-                let a = table[Int(input[index])], b = table[Int(input[index + 1])]
-                // Two characters carry 12 bits for 8: the low 4 bits must be zero.
-                if (a | b) & 0xC0 != 0 || b & 0x0F != 0 { return nil }
-                output.append(a << 2 | b >> 4)
-            case 3:
-                let a = table[Int(input[index])], b = table[Int(input[index + 1])], c = table[Int(input[index + 2])]
-                // Three characters carry 18 bits for 16: the low 2 bits must be zero.
-                if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 { return nil }
-                output.append(a << 2 | b >> 4)
-                output.append((b & 0x0F) << 4 | c >> 2)
-            default:
-                break
-            }
-            return output
         }
+        return valid ? output : nil
     }
 }

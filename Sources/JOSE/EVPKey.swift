@@ -1,4 +1,5 @@
 internal import COpenSSL
+import Synchronization
 
 /// One OpenSSL `EVP_PKEY`, owned (+1): freed with `EVP_PKEY_free` in `deinit`.
 ///
@@ -8,12 +9,53 @@ internal import COpenSSL
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
 
+    /// A context initialised for SHA-256 verification with this key, and a scratch context it is
+    /// copied into for each verification. Initialising (`EVP_DigestVerifyInit_ex`: algorithm fetch,
+    /// key checks) costs about as much as the RSA operation itself; copying an initialised one is
+    /// cheap (MEASURED.md §3, pitfall 7). A pair is used by one thread at a time: taken from the
+    /// pool, used, and put back.
+    /// `@unchecked Sendable`: a pair moves between threads only through `verifyPool`, and is used by
+    /// the one thread that took it.
+    private struct VerifyContexts: @unchecked Sendable {
+        let template: OpaquePointer
+        let work: OpaquePointer
+    }
+
+    /// Idle context pairs; at most `maximumPooled` are kept.
+    private let verifyPool = Mutex<[VerifyContexts]>([])
+    private static let maximumPooled = 64
+
     /// Takes ownership of a key returned by a `new`/`get1`/`fromdata` call.
     init(takingOwnershipOf pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
-    deinit { EVP_PKEY_free(pointer) }
+    deinit {
+        verifyPool.withLock { pool in
+            for contexts in pool { Self.free(contexts) }
+        }
+        EVP_PKEY_free(pointer)
+    }
+
+    private static func free(_ contexts: VerifyContexts) {
+        EVP_MD_CTX_free(contexts.template)
+        EVP_MD_CTX_free(contexts.work)
+    }
+
+    /// A fresh template/work pair, or nil if OpenSSL refuses the key for SHA-256 verification.
+    private func makeVerifyContexts() -> VerifyContexts? {
+        guard let template = EVP_MD_CTX_new() else { return nil }
+        guard let work = EVP_MD_CTX_new() else {
+            EVP_MD_CTX_free(template)
+            return nil
+        }
+        guard EVP_DigestVerifyInit_ex(template, nil, "SHA256", nil, nil, pointer, nil) == 1 else {
+            EVP_MD_CTX_free(template)
+            EVP_MD_CTX_free(work)
+            return nil
+        }
+        return VerifyContexts(template: template, work: work)
+    }
 
     /// The key size in bits (`EVP_PKEY_get_bits`): the modulus for RSA, the field for EC.
     var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
@@ -193,14 +235,24 @@ final class EVPKey: @unchecked Sendable {
     /// - Returns: true only when OpenSSL returns exactly 1; failures of any kind are false.
     func verifySHA256(signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
         ERR_clear_error()
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit_ex(context, nil, "SHA256", nil, nil, pointer, nil) == 1 else {
+        guard let contexts = verifyPool.withLock({ $0.popLast() }) ?? makeVerifyContexts() else {
+            ERR_clear_error()
+            return false
+        }
+        defer {
+            let kept = verifyPool.withLock { pool in
+                guard pool.count < Self.maximumPooled else { return false }
+                pool.append(contexts)
+                return true
+            }
+            if !kept { Self.free(contexts) }
+        }
+        guard EVP_MD_CTX_copy_ex(contexts.work, contexts.template) == 1 else {
             ERR_clear_error()
             return false
         }
         let result = EVP_DigestVerify(
-            context, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+            contexts.work, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
             message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
         // A bad signature leaves entries on the queue; it is a result, not an error.
         if result != 1 { ERR_clear_error() }

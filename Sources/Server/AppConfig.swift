@@ -1,4 +1,7 @@
+package import AppleID
 import Foundation
+package import HTTPClient
+package import JOSE
 package import Logging
 package import MariaDB
 
@@ -37,6 +40,8 @@ package struct AppConfig: Sendable {
     package var logLevel: Logger.Level
     /// Directory with the `NNNN_name.sql` migration files.
     package var migrationsDirectory: String
+    /// Sign in with Apple settings; nil when no `SIWA_APPLE_*` key is set (`serve` then refuses to start).
+    package var apple: AppleSettings?
 
     /// One documented configuration key.
     package struct Key: Sendable {
@@ -64,6 +69,19 @@ package struct AppConfig: Sendable {
         Key(name: "SIWA_DB_TIMEOUT", type: "seconds 1...3600", defaultValue: "10", summary: "read and write timeout on an open connection"),
         Key(name: "SIWA_LOG_LEVEL", type: "trace|debug|info|notice|warning|error|critical", defaultValue: "info", summary: "log level (logs go to standard error)"),
         Key(name: "SIWA_MIGRATIONS_DIR", type: "path", defaultValue: "sql", summary: "directory of the NNNN_name.sql migrations"),
+        Key(name: "SIWA_APPLE_TEAM_ID", type: "10 characters A-Z0-9", defaultValue: nil, summary: "Apple Developer Team ID (`iss` of the client secret)"),
+        Key(name: "SIWA_APPLE_KEY_ID", type: "10 characters A-Z0-9", defaultValue: nil, summary: "id of the Sign in with Apple key (`kid` of the client secret)"),
+        Key(name: "SIWA_APPLE_PRIVATE_KEY_FILE", type: "path", defaultValue: nil, summary: "the Sign in with Apple key (`.p8`, PKCS#8 P-256)"),
+        Key(name: "SIWA_APPLE_BUNDLE_IDS", type: "comma-separated ids", defaultValue: "(none)", summary: "iOS/macOS bundle ids accepted as `aud` (native sign-in)"),
+        Key(name: "SIWA_APPLE_SERVICES_ID", type: "id", defaultValue: "(none)", summary: "Services ID accepted as `aud` (web sign-in); at least one client id is required"),
+        Key(name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com", summary: "Apple's endpoints (http only to a loopback address, for the emulator)"),
+        Key(name: "SIWA_APPLE_CA_FILE", type: "path", defaultValue: "(system CAs)", summary: "PEM CA certificates trusted for the Apple base URL"),
+        Key(name: "SIWA_APPLE_CONNECT_TIMEOUT", type: "seconds 1...30", defaultValue: "3", summary: "connect timeout for calls to Apple"),
+        Key(name: "SIWA_APPLE_TIMEOUT", type: "seconds 1...60", defaultValue: "10", summary: "total timeout of a call to Apple"),
+        Key(name: "SIWA_APPLE_LEEWAY", type: "seconds 0...60", defaultValue: "60", summary: "clock skew allowed on `exp`, `iat`, `nbf`"),
+        Key(name: "SIWA_APPLE_REQUIRE_NONCE", type: "true|false", defaultValue: "true", summary: "every identity token must carry the client's nonce"),
+        Key(name: "SIWA_APPLE_KEYS_COOLDOWN", type: "seconds 1...3600", defaultValue: "10", summary: "least time between key-set fetches caused by unknown `kid`s or failures"),
+        Key(name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
     ]
 
     /// Reads and validates the configuration.
@@ -101,6 +119,7 @@ package struct AppConfig: Sendable {
             connectTimeout: reader.integer("SIWA_DB_CONNECT_TIMEOUT", in: 1...60),
             readWriteTimeout: reader.integer("SIWA_DB_TIMEOUT", in: 1...3600)
         )
+        apple = AppleSettings(reader: &reader)
         reader.rejectUnknownKeys()
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
@@ -111,6 +130,79 @@ package struct AppConfig: Sendable {
             let value = environment[key.name] ?? key.defaultValue ?? ""
             return "\(key.name)=\(key.isSecret && environment[key.name] != nil ? "\(value) (contents <redacted>)" : value)"
         }.joined(separator: "\n")
+    }
+}
+
+/// Sign in with Apple settings.
+package struct AppleSettings: Sendable {
+    package var teamID: String
+    package var keyID: String
+    /// The `.p8` key, loaded and checked at start.
+    package var privateKey: P256PrivateKey
+    package var bundleIDs: [String]
+    package var servicesID: String?
+    package var baseURL: String
+    package var http: HTTPClientConfiguration
+    package var leeway: Int
+    package var requireNonce: Bool
+    package var keysCooldown: Double
+    package var clientSecretLifetime: Int
+
+    /// Every accepted audience: the bundle ids and the Services ID.
+    package var clientIDs: Set<String> { Set(bundleIDs + (servicesID.map { [$0] } ?? [])) }
+
+    /// The identity-token rules these settings imply.
+    package var identityTokenPolicy: IdentityTokenPolicy {
+        IdentityTokenPolicy(clientIDs: clientIDs, leeway: leeway, requireNonce: requireNonce)
+    }
+
+    static let requiredKeys = ["SIWA_APPLE_TEAM_ID", "SIWA_APPLE_KEY_ID", "SIWA_APPLE_PRIVATE_KEY_FILE"]
+
+    /// nil (and no problem) when no Apple key is set at all.
+    fileprivate init?(reader: inout EnvironmentReader) {
+        let anySet = AppConfig.keys.contains { $0.name.hasPrefix("SIWA_APPLE_") && reader.optionalString($0.name) != nil }
+        guard anySet else { return nil }
+        teamID = reader.required("SIWA_APPLE_TEAM_ID")
+        keyID = reader.required("SIWA_APPLE_KEY_ID")
+        for (name, value) in [("SIWA_APPLE_TEAM_ID", teamID), ("SIWA_APPLE_KEY_ID", keyID)] where !value.isEmpty {
+            if value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
+                reader.problem("\(name): expected 10 characters A-Z and 0-9, as Apple shows it")
+            }
+        }
+        var key: P256PrivateKey?
+        if let pem = reader.secret("SIWA_APPLE_PRIVATE_KEY_FILE") {
+            key = try? P256PrivateKey(pem: pem.value)
+            if key == nil { reader.problem("SIWA_APPLE_PRIVATE_KEY_FILE: not a P-256 private key in PEM (the .p8 file from Apple)") }
+        } else if reader.optionalString("SIWA_APPLE_PRIVATE_KEY_FILE") == nil {
+            reader.problem("SIWA_APPLE_PRIVATE_KEY_FILE: required")
+        }
+        // A placeholder keeps the struct whole; the reader's problems stop the start anyway.
+        privateKey = key ?? (try! P256PrivateKey())
+        bundleIDs = (reader.optionalString("SIWA_APPLE_BUNDLE_IDS") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        servicesID = reader.optionalString("SIWA_APPLE_SERVICES_ID")
+        if bundleIDs.isEmpty && servicesID == nil {
+            reader.problem("SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID: at least one client id is required")
+        }
+        baseURL = reader.string("SIWA_APPLE_BASE_URL")
+        if let url = URL(string: baseURL), let host = url.host {
+            let loopback = ["127.0.0.1", "localhost", "::1"].contains(host)
+            if !(url.scheme == "https" || (url.scheme == "http" && loopback)) || url.query != nil {
+                reader.problem("SIWA_APPLE_BASE_URL: must be https (http only to a loopback address), without a query")
+            }
+        } else {
+            reader.problem("SIWA_APPLE_BASE_URL: not a URL")
+        }
+        let caFile = reader.optionalString("SIWA_APPLE_CA_FILE")
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            reader.problem("SIWA_APPLE_CA_FILE: cannot read \(caFile)")
+        }
+        http = HTTPClientConfiguration(
+            connectTimeout: Double(reader.integer("SIWA_APPLE_CONNECT_TIMEOUT", in: 1...30)),
+            timeout: Double(reader.integer("SIWA_APPLE_TIMEOUT", in: 1...60)), caFile: caFile)
+        leeway = reader.integer("SIWA_APPLE_LEEWAY", in: 0...IdentityTokenPolicy.maximumLeeway)
+        requireNonce = reader.boolean("SIWA_APPLE_REQUIRE_NONCE")
+        keysCooldown = Double(reader.integer("SIWA_APPLE_KEYS_COOLDOWN", in: 1...3600))
+        clientSecretLifetime = reader.integer("SIWA_APPLE_CLIENT_SECRET_LIFETIME", in: 60...ClientSecretFactory.maximumLifetime)
     }
 }
 
@@ -149,6 +241,16 @@ private struct EnvironmentReader {
             return range.lowerBound
         }
         return value
+    }
+
+    mutating func boolean(_ name: String) -> Bool {
+        switch raw(name)?.lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default:
+            problem("\(name): expected true or false")
+            return true
+        }
     }
 
     mutating func octal(_ name: String) -> UInt32 {

@@ -7,6 +7,8 @@ package final class Application: Sendable {
     package let config: AppConfig
     package let router: Router
     package let logger: Logger
+    /// Apple's keys, verifier and client secrets; nil when Apple is not configured.
+    package let apple: AppleServices?
 
     /// Request headers the handlers read; only these are copied out of the FastCGI parameters.
     /// (`x-request-id` comes from nginx's `REQUEST_ID` parameter, never from the client.)
@@ -19,6 +21,7 @@ package final class Application: Sendable {
     package init(config: AppConfig, logger: Logger, extraRoutes: (inout Router) -> Void = { _ in }) {
         self.config = config
         self.logger = logger
+        self.apple = config.apple.map(AppleServices.init(settings:))
         var router = Router()
         router.add("GET", "/health", Health.handle)
         extraRoutes(&router)
@@ -37,7 +40,7 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let database = Connection(configuration: config.database)
-        return Worker(application: self, context: WorkerContext(database: database, logger: logger))
+        return Worker(application: self, context: WorkerContext(database: database, logger: logger, apple: apple))
     }
 }
 

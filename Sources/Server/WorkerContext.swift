@@ -9,9 +9,12 @@ package final class WorkerContext {
     package let database: Connection
     /// The logger, with the worker's metadata.
     package let logger: Logger
+    /// The shared Sign in with Apple services; nil when Apple is not configured.
+    package let apple: AppleServices?
 
-    package init(database: Connection, logger: Logger) {
+    package init(database: Connection, logger: Logger, apple: AppleServices? = nil) {
         self.database = database
         self.logger = logger
+        self.apple = apple
     }
 }

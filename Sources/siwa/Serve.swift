@@ -1,5 +1,8 @@
+import AppleID
 import ArgumentParser
 import FastCGI
+import Foundation
+import HTTPClient
 import Logging
 import MariaDB
 import Server
@@ -13,10 +16,23 @@ struct Serve: ParsableCommand {
         TerminationSignals.block()
         let config = try loadConfiguration()
         let logger = makeLogger(config, label: "siwa")
+        guard config.apple != nil else {
+            FileHandle.standardError.write(Data("invalid configuration:\n  - SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and a client id: required to serve\n".utf8))
+            throw ExitCode(78)
+        }
         initializeFastCGI()
         initializeMariaDBLibrary()
+        initializeHTTPClientLibrary()
 
         let application = Application(config: config, logger: logger)
+        if let apple = application.apple {
+            // Fetch Apple's keys before the first sign-in needs them, without delaying the start.
+            Thread.detachNewThread {
+                apple.keys.refresh()
+                let status = apple.keys.status
+                logger.notice("Apple keys", metadata: ["state": "\(status.health.rawValue)", "kids": "\(status.keyIDs)", "error": "\(status.lastError ?? "-")"])
+            }
+        }
         let listener = try Listener(path: config.socketPath, mode: config.socketMode, backlog: config.socketBacklog)
         try TerminationSignals.onTermination { signal in
             logger.notice("stopping: no new connections; finishing requests in flight", metadata: ["signal": "\(signal)"])

@@ -15,13 +15,15 @@ import Testing
         defer { worker.close() }
         let ok = worker.respond(to: Request(method: "GET", path: "/health"))
         #expect(ok.status == 200)
-        #expect(String(decoding: ok.body, as: UTF8.self) == #"{"database":"ok","status":"ok"}"#)
+        #expect(String(decoding: ok.body, as: UTF8.self) == #"{"appleKeys":"not_configured","database":"ok","status":"degraded"}"#)
         // A wrong password makes every reconnect fail, like a server that is down.
         var broken = database.configuration
         broken.password = "wrong"
         config.database = broken
         let failing = Application(config: config, logger: Logger(label: "test")).makeWorker(index: 1)
         defer { failing.close() }
-        #expect(failing.respond(to: Request(method: "GET", path: "/health")).status == 503)
+        let down = failing.respond(to: Request(method: "GET", path: "/health"))
+        #expect(down.status == 503)
+        #expect(String(decoding: down.body, as: UTF8.self) == #"{"appleKeys":"not_configured","database":"down","status":"degraded"}"#)
     }
 }
