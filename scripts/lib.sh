@@ -105,6 +105,35 @@ make_certificate() {
         -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null) || die "openssl req failed"
 }
 
+# Prepares Sign in with Apple settings for a local stack in DIR: a P-256 key as Apple's .p8 would
+# be, and until the Apple ID emulator exists, a stand-in key-set endpoint served by nginx with a
+# copy of Apple's real signing keys (Tests/Fixtures). Prints the nginx location for render_nginx's
+# EXTRA file and the SIWA_APPLE_* lines: apple_stand_in DIR HTTPS_PORT EXTRA_CONF ENV_FILE
+apple_stand_in() {
+    local dir=$1 port=$2 extra=$3 env_file=$4
+    mkdir -p "$dir"
+    [ -s "$dir/apple_key.p8" ] || (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+        -out "$dir/apple_key.p8" 2>/dev/null) || die "openssl genpkey failed"
+    python3 -c 'import json,sys; print(json.dumps({"keys": json.load(open(sys.argv[1]))["keys"]}))' \
+        "$SIWA_ROOT/Tests/Fixtures/vectors/apple/apple_public_keys.json" >"$dir/apple_keys.json"
+    cat >"$extra" <<CONF
+location = /apple-stand-in/auth/keys {
+    alias $dir/apple_keys.json;
+    default_type application/json;
+    add_header Cache-Control "max-age=86400" always;
+}
+CONF
+    cat >>"$env_file" <<ENV
+SIWA_APPLE_TEAM_ID=TEAMID0001
+SIWA_APPLE_KEY_ID=KEYID00001
+SIWA_APPLE_PRIVATE_KEY_FILE=$dir/apple_key.p8
+SIWA_APPLE_BUNDLE_IDS=com.example.siwa
+SIWA_APPLE_SERVICES_ID=com.example.siwa.web
+SIWA_APPLE_BASE_URL=https://localhost:$port/apple-stand-in
+SIWA_APPLE_CA_FILE=$(dirname "$extra")/../tls/cert.pem
+ENV
+}
+
 # Writes an nginx configuration from nginx/dev.conf.template:
 # render_nginx PREFIX HTTPS_PORT SOCKET CERT_DIR AUTH_RATE [EXTRA_CONF]
 render_nginx() {

@@ -8,7 +8,7 @@ siwa_pid=$(cat "$E2E_TMP/siwa.pid")
 stop_pidfile "$E2E_TMP/db/mariadb.pid" 60
 request GET /health --max-time 1
 expect_status 503 "health with the database stopped"
-expect_body '{"database":"down","status":"degraded"}' "health with the database stopped"
+expect_body '{"appleKeys":"ok","database":"down","status":"degraded"}' "health with the database stopped"
 time=$(curl -ks -o /dev/null -w '%{time_total}' --max-time 1 "$E2E_URL/health")
 pass "database stopped: /health is 503 degraded (answered in ${time}s)"
 
@@ -19,6 +19,6 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 expect_status 200 "health after the database restarted"
-expect_body '{"database":"ok","status":"ok"}' "health after the database restarted"
+expect_body '{"appleKeys":"ok","database":"ok","status":"ok"}' "health after the database restarted"
 [ "$(cat "$E2E_TMP/siwa.pid")" = "$siwa_pid" ] && kill -0 "$siwa_pid" || fail "siwa was restarted"
 pass "database back: /health is 200 again, same siwa process ($siwa_pid)"

@@ -61,7 +61,7 @@ private struct InternalFailure: Error, CustomStringConvertible {
         defer { worker.close() }
         let response = worker.respond(to: Request(method: "GET", path: "/health"))
         #expect(response.status == 503)
-        #expect(String(decoding: response.body, as: UTF8.self) == #"{"database":"down","status":"degraded"}"#)
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"appleKeys":"not_configured","database":"down","status":"degraded"}"#)
     }
 
     @Test("Through FastCGI, the only worker keeps serving after a handler threw; bodies over the limit get JSON 413")
