@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(
             name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "SIWATestSupport"],
+            name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import JOSE
 import MariaDB
 import Server
 import Testing
@@ -66,6 +67,45 @@ import Testing
         for key in AppConfig.keys {
             #expect(readme.contains("| `\(key.name)` |"), "README lacks \(key.name)")
         }
+    }
+
+    @Test("Apple settings load the .p8 key and collect the client ids; without any SIWA_APPLE_ key they are absent")
+    func appleSettings() throws {
+        #expect(try AppConfig(environment: Self.minimal).apple == nil)
+        let key = try temporaryFile(contents: try P256PrivateKey().pem(), mode: 0o600)
+        let config = try AppConfig(environment: Self.minimal.merging([
+            "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
+            "SIWA_APPLE_BUNDLE_IDS": "com.example.app, com.example.app.watch", "SIWA_APPLE_SERVICES_ID": "com.example.web",
+        ]) { $1 })
+        let apple = try #require(config.apple)
+        #expect(apple.clientIDs == ["com.example.app", "com.example.app.watch", "com.example.web"])
+        #expect(apple.baseURL == "https://appleid.apple.com")
+        #expect(apple.leeway == 60)
+        #expect(apple.requireNonce)
+    }
+
+    @Test("Partial or wrong Apple settings are each named")
+    func appleProblems() throws {
+        let notAKey = try temporaryFile(contents: "not a key", mode: 0o600)
+        do {
+            _ = try AppConfig(environment: Self.minimal.merging([
+                "SIWA_APPLE_TEAM_ID": "team", "SIWA_APPLE_PRIVATE_KEY_FILE": notAKey,
+                "SIWA_APPLE_BASE_URL": "http://apple.example.com", "SIWA_APPLE_LEEWAY": "300",
+            ]) { $1 })
+            Issue.record("expected a ConfigurationError")
+        } catch let error as ConfigurationError {
+            for text in ["SIWA_APPLE_TEAM_ID: expected 10", "SIWA_APPLE_KEY_ID: required", "SIWA_APPLE_PRIVATE_KEY_FILE: not a P-256",
+                "SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID", "SIWA_APPLE_BASE_URL: must be https", "SIWA_APPLE_LEEWAY"] {
+                #expect(error.description.contains(text), "missing \(text) in \(error)")
+            }
+        }
+        // http is allowed to a loopback address only (the emulator).
+        let key = try temporaryFile(contents: try P256PrivateKey().pem(), mode: 0o600)
+        let local = try AppConfig(environment: Self.minimal.merging([
+            "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
+            "SIWA_APPLE_SERVICES_ID": "com.example.web", "SIWA_APPLE_BASE_URL": "http://127.0.0.1:9999",
+        ]) { $1 })
+        #expect(local.apple?.baseURL == "http://127.0.0.1:9999")
     }
 
     private func temporaryFile(contents: String, mode: Int) throws -> String {
