@@ -5,7 +5,6 @@ package struct VerificationStep: Sendable {
     package enum Outcome: Sendable {
         case passed(String)
         case failed(SignInError)
-        case skipped(String)
     }
 
     package let name: String
@@ -31,10 +30,6 @@ struct StepRunner {
             if recording { steps.append(VerificationStep(name: name, outcome: .failed(error))) }
             throw error
         }
-    }
-
-    mutating func skip(_ name: String, _ reason: String) {
-        if recording { steps.append(VerificationStep(name: name, outcome: .skipped(reason))) }
     }
 }
 

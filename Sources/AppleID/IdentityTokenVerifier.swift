@@ -110,7 +110,7 @@ package struct IdentityTokenVerifier: Sendable {
     private func identity(from claims: JSONObject, keyID: String) throws -> IdentityToken {
         IdentityToken(
             subject: try claims.stringClaim("sub") ?? "",
-            audience: try audience(claims) ?? "",
+            audience: try Self.audience(claims) ?? "",
             issuedAt: try claims.numericDate("iat") ?? 0,
             expiresAt: try claims.numericDate("exp") ?? 0,
             keyID: keyID,
@@ -235,8 +235,6 @@ package struct IdentityTokenVerifier: Sendable {
         default: return nil
         }
     }
-
-    private func audience(_ claims: JSONObject) throws -> String? { try Self.audience(claims) }
 
     static func timestamp(_ seconds: Double) -> String {
         Date(timeIntervalSince1970: seconds).formatted(.iso8601)

@@ -68,11 +68,6 @@ package struct JSONObject: Sendable {
     /// The kind of the member called `name`, or nil if it is absent.
     package func kind(of name: String) -> Kind? { member(name)?.kind }
 
-    /// The raw JSON text of the member's value, or nil if it is absent.
-    package func rawValue(_ name: String) -> ArraySlice<UInt8>? {
-        member(name).map { text[$0.value] }
-    }
-
     /// The member's string value.
     /// - Returns: nil if the member is absent.
     /// - Throws: `JSONError.typeMismatch` if it is present but not a string.
@@ -80,17 +75,6 @@ package struct JSONObject: Sendable {
         guard let member = member(name) else { return nil }
         guard member.kind == .string else { throw .typeMismatch(member: name, expected: .string) }
         return try decodeString(member, name: name)
-    }
-
-    /// The member's string value as bytes (UTF-8, unescaped).
-    package func stringBytes(_ name: String) throws(JSONError) -> [UInt8]? {
-        guard let member = member(name) else { return nil }
-        guard member.kind == .string else { throw .typeMismatch(member: name, expected: .string) }
-        let inner = member.value.lowerBound + 1..<member.value.upperBound - 1
-        if !member.escaped { return Array(text[inner]) }
-        var output: [UInt8] = []
-        _ = JSONParser.unescape(text[inner], into: &output)
-        return output
     }
 
     /// The member's numeric value.

@@ -6,9 +6,7 @@ package enum SHA256 {
     package static func hash<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        let ok = bytes.withContiguousStorageIfAvailable { input in
-            EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha256(), nil)
-        } ?? Array(bytes).withUnsafeBytes { input in
+        let ok = withBytes(bytes) { input in
             EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha256(), nil)
         }
         // EVP_Digest with SHA-256 only fails on allocation failure.

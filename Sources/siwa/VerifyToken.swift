@@ -64,7 +64,6 @@ struct VerifyToken: ParsableCommand {
             switch step.outcome {
             case .passed(let text): (mark, detail) = ("pass", text)
             case .failed(let error): (mark, detail) = ("FAIL", error.description)
-            case .skipped(let text): (mark, detail) = ("skip", text)
             }
             print("\(mark)  \(step.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \(detail)")
         }
