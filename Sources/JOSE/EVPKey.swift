@@ -4,25 +4,25 @@ import Synchronization
 /// One OpenSSL `EVP_PKEY`, owned (+1): freed with `EVP_PKEY_free` in `deinit`.
 ///
 /// `@unchecked Sendable`: the key is immutable after init, and openssl-threads(7) allows
-/// read-only use of one `EVP_PKEY` from many threads. Every operation makes its own
-/// `EVP_MD_CTX`/`EVP_PKEY_CTX`, so no context is ever shared.
+/// read-only use of one `EVP_PKEY` from many threads. A context is never used by two threads at
+/// once: signing makes its own, verification takes one from a pool.
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
 
-    /// A context initialised for SHA-256 verification with this key, and a scratch context it is
-    /// copied into for each verification. Initialising (`EVP_DigestVerifyInit_ex`: algorithm fetch,
-    /// key checks) costs about as much as the RSA operation itself; copying an initialised one is
-    /// cheap (MEASURED.md §3, pitfall 7). A pair is used by one thread at a time: taken from the
-    /// pool, used, and put back.
-    /// `@unchecked Sendable`: a pair moves between threads only through `verifyPool`, and is used by
-    /// the one thread that took it.
-    private struct VerifyContexts: @unchecked Sendable {
-        let template: OpaquePointer
-        let work: OpaquePointer
+    /// A public-key context initialised once for SHA-256 verification with this key
+    /// (`EVP_PKEY_verify_init` + `EVP_PKEY_CTX_set_signature_md`) and then reused for each
+    /// signature. Initialising a context (algorithm fetch, key checks) costs about as much as the
+    /// RSA operation itself, and so does duplicating an initialised digest context per call
+    /// (MEASURED.md §3, pitfall 7); a reused `EVP_PKEY_CTX` costs neither. A context is used by one
+    /// thread at a time: taken from the pool, used, and put back.
+    /// `@unchecked Sendable`: a context moves between threads only through `verifyPool`, and is
+    /// used by the one thread that took it.
+    private struct VerifyContext: @unchecked Sendable {
+        let pointer: OpaquePointer
     }
 
-    /// Idle context pairs; at most `maximumPooled` are kept.
-    private let verifyPool = Mutex<[VerifyContexts]>([])
+    /// Idle verification contexts; at most `maximumPooled` are kept.
+    private let verifyPool = Mutex<[VerifyContext]>([])
     private static let maximumPooled = 64
 
     /// Takes ownership of a key returned by a `new`/`get1`/`fromdata` call.
@@ -32,29 +32,24 @@ final class EVPKey: @unchecked Sendable {
 
     deinit {
         verifyPool.withLock { pool in
-            for contexts in pool { Self.free(contexts) }
+            for context in pool { EVP_PKEY_CTX_free(context.pointer) }
         }
         EVP_PKEY_free(pointer)
     }
 
-    private static func free(_ contexts: VerifyContexts) {
-        EVP_MD_CTX_free(contexts.template)
-        EVP_MD_CTX_free(contexts.work)
-    }
-
-    /// A fresh template/work pair, or nil if OpenSSL refuses the key for SHA-256 verification.
-    private func makeVerifyContexts() -> VerifyContexts? {
-        guard let template = EVP_MD_CTX_new() else { return nil }
-        guard let work = EVP_MD_CTX_new() else {
-            EVP_MD_CTX_free(template)
+    /// A fresh verification context, or nil if OpenSSL refuses the key for SHA-256 verification.
+    private func makeVerifyContext() -> VerifyContext? {
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
+        var ready = EVP_PKEY_verify_init(context) == 1
+            && EVP_PKEY_CTX_set_signature_md(context, SHA256.algorithm.pointer) == 1
+        if ready, isA("RSA") {
+            ready = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PADDING) == 1
+        }
+        guard ready else {
+            EVP_PKEY_CTX_free(context)
             return nil
         }
-        guard EVP_DigestVerifyInit_ex(template, nil, "SHA256", nil, nil, pointer, nil) == 1 else {
-            EVP_MD_CTX_free(template)
-            EVP_MD_CTX_free(work)
-            return nil
-        }
-        return VerifyContexts(template: template, work: work)
+        return VerifyContext(pointer: context)
     }
 
     /// The key size in bits (`EVP_PKEY_get_bits`): the modulus for RSA, the field for EC.
@@ -230,30 +225,31 @@ final class EVPKey: @unchecked Sendable {
 
     // MARK: Signatures with SHA-256
 
-    /// Verifies `signature` over `message` with SHA-256 (`EVP_DigestVerify`): PKCS#1 v1.5 for RSA
-    /// keys, DER-encoded ECDSA for EC keys.
+    /// Verifies `signature` over `message` with SHA-256: PKCS#1 v1.5 for RSA keys, DER-encoded
+    /// ECDSA for EC keys. The message is hashed once (`EVP_Digest`) and the digest verified with
+    /// `EVP_PKEY_verify`, which is what `EVP_DigestVerify` does in two steps.
     /// - Returns: true only when OpenSSL returns exactly 1; failures of any kind are false.
     func verifySHA256(signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
         ERR_clear_error()
-        guard let contexts = verifyPool.withLock({ $0.popLast() }) ?? makeVerifyContexts() else {
+        guard let context = verifyPool.withLock({ $0.popLast() }) ?? makeVerifyContext() else {
             ERR_clear_error()
             return false
         }
         defer {
             let kept = verifyPool.withLock { pool in
                 guard pool.count < Self.maximumPooled else { return false }
-                pool.append(contexts)
+                pool.append(context)
                 return true
             }
-            if !kept { Self.free(contexts) }
+            if !kept { EVP_PKEY_CTX_free(context.pointer) }
         }
-        guard EVP_MD_CTX_copy_ex(contexts.work, contexts.template) == 1 else {
-            ERR_clear_error()
-            return false
+        var digest = SHA256.Digest()
+        SHA256.hash(message, into: &digest)
+        let result = withUnsafeBytes(of: &digest.bytes) { digest in
+            EVP_PKEY_verify(
+                context.pointer, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+                digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count)
         }
-        let result = EVP_DigestVerify(
-            contexts.work, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
-            message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
         // A bad signature leaves entries on the queue; it is a result, not an error.
         if result != 1 { ERR_clear_error() }
         return result == 1
