@@ -13,6 +13,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "siwa", targets: ["siwa"]),
+        .executable(name: "appleid-emulator", targets: ["appleid-emulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -53,6 +54,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The Apple ID emulator: Apple's endpoints for development and tests.
+        .target(name: "AppleIDEmulator", dependencies: ["FastCGI", "JOSE", "HTTPClient"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "appleid-emulator",
+            dependencies: [
+                "AppleIDEmulator", "FastCGI", "HTTPClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Test helpers: a FastCGI client that plays nginx's part.
         .target(name: "SIWATestSupport", swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.
@@ -67,6 +79,10 @@ let package = Package(
             name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AppleIDEmulatorTests",
+            dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(

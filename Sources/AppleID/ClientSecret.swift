@@ -50,29 +50,11 @@ package final class ClientSecretFactory: Sendable {
 
     /// A new secret, uncached.
     package func make(for clientID: String, issuedAt: Int) throws -> String {
-        let header = #"{"alg":"ES256","kid":\#(JSONText.quoted(keyID))}"#
-        let claims = #"{"iss":\#(JSONText.quoted(teamID)),"iat":\#(issuedAt),"exp":\#(issuedAt + lifetime),"aud":"https://appleid.apple.com","sub":\#(JSONText.quoted(clientID))}"#
-        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
-        return input + "." + Base64URL.encode(try key.signature(for: Array(input.utf8)))
-    }
-}
-
-/// Minimal JSON text building for the few tokens we make ourselves.
-package enum JSONText {
-    /// `value` as a JSON string literal.
-    package static func quoted(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        let header = JSONText.object([("alg", .string("ES256")), ("kid", .string(keyID))])
+        let claims = JSONText.object([
+            ("iss", .string(teamID)), ("iat", .integer(Int64(issuedAt))), ("exp", .integer(Int64(issuedAt + lifetime))),
+            ("aud", .string("https://appleid.apple.com")), ("sub", .string(clientID)),
+        ])
+        return try CompactJWS.serialize(header: header, claims: claims, sign: key.signature(for:))
     }
 }

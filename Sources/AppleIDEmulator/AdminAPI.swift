@@ -1,0 +1,197 @@
+import FastCGI
+import Foundation
+import HTTPClient
+import JOSE
+
+/// The test-only admin API under `/admin/`, answered only with `Authorization: Bearer <admin
+/// secret>` and only when a secret is configured (404 otherwise). JSON in, JSON out.
+extension Emulator {
+    func admin(_ request: Request) throws -> Response {
+        guard let adminSecret else { return Response(status: 404, contentType: "text/plain", body: Array("Not Found\n".utf8)) }
+        let presented = request.headers["authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
+        guard constantTimeEquals(Array(presented.utf8), Array(adminSecret.utf8)) else {
+            throw AdminError(401, "unauthorized", "the admin API needs Authorization: Bearer <admin secret>")
+        }
+        let path = Array(request.path.split(separator: "/").map(String.init).dropFirst())
+        let method = request.method
+        switch (method, path.count, path.first ?? "") {
+        case ("POST", 1, "users"): return try createUser(request)
+        case ("GET", 2, "users"): return try showUser(path[1])
+        case ("DELETE", 2, "users"): return try deleteUser(path[1])
+        case ("POST", 3, "users") where path[2] == "revoke": return try revokeConsent(path[1], request)
+        case ("POST", 3, "users") where path[2] == "relay": return try setRelayForwarding(path[1], request)
+        case ("POST", 1, "sign-in"): return try nativeSignIn(request)
+        case ("POST", 2, "keys") where path[1] == "rotate": return try rotateKeys()
+        case ("DELETE", 2, "keys"): return try removeKey(path[1])
+        case ("POST", 1, "notifications"): return try sendNotification(request)
+        default: throw AdminError(404, "not_found", "no admin call \(method) \(request.path)")
+        }
+    }
+
+    private func decode<Body: Decodable>(_ type: Body.Type, _ request: Request) throws -> Body {
+        do {
+            return try JSONDecoder().decode(type, from: Data(request.body.isEmpty ? Array("{}".utf8) : request.body))
+        } catch {
+            throw AdminError(400, "invalid_request", "the body does not match \(type): \(error)")
+        }
+    }
+
+    private func user(_ id: String) throws -> TestUser {
+        guard let user = store.read({ $0.users[id] }) else { throw AdminError(404, "not_found", "no user \(id)") }
+        return user
+    }
+
+    private struct NewUser: Decodable {
+        var email: String?
+        var firstName: String?
+        var lastName: String?
+        var emailVerified: Bool?
+    }
+
+    /// `POST /admin/users` {email?, firstName?, lastName?, emailVerified?}
+    private func createUser(_ request: Request) throws -> Response {
+        let body = try decode(NewUser.self, request)
+        let user = try createUser(
+            email: body.email, firstName: body.firstName ?? "Test", lastName: body.lastName ?? "User",
+            emailVerified: body.emailVerified ?? true)
+        return adminJSON(201, userJSON(user))
+    }
+
+    private func userJSON(_ user: TestUser) -> String {
+        let clients = store.read { state in
+            configuration.clients.compactMap { client -> String? in
+                let pair = Pair.key(user.id, client.id)
+                let authorization = state.authorizations[pair]
+                let refreshTokens = state.refreshTokens.values.filter { $0.userID == user.id && $0.clientID == client.id }.count
+                guard authorization != nil || state.relayAddresses[pair] != nil || refreshTokens > 0 else { return nil }
+                return JSONText.object([
+                    ("clientId", .string(client.id)), ("authorized", .bool(authorization != nil)),
+                    ("hideEmail", authorization.map { .bool($0.hideEmail) }), ("relayAddress", state.relayAddresses[pair].map { .string($0) }),
+                    ("refreshTokens", .integer(Int64(refreshTokens))),
+                ])
+            }
+        }
+        return JSONText.object([
+            ("id", .string(user.id)), ("sub", .string(user.sub)), ("email", .string(user.email)),
+            ("firstName", .string(user.firstName)), ("lastName", .string(user.lastName)),
+            ("emailVerified", .bool(user.emailVerified)), ("relayForwarding", .bool(user.relayForwarding)),
+            ("clients", .raw("[" + clients.joined(separator: ",") + "]")),
+        ])
+    }
+
+    /// `GET /admin/users/{id}`: the user, and per client: consent, relay address, live refresh tokens.
+    private func showUser(_ id: String) throws -> Response {
+        adminJSON(200, userJSON(try user(id)))
+    }
+
+    /// `DELETE /admin/users/{id}`: the person deletes their Apple Account.
+    private func deleteUser(_ id: String) throws -> Response {
+        _ = try user(id)
+        try store.update { $0.deleteUser(id) }
+        return Response(status: 204, contentType: "application/json")
+    }
+
+    private struct ClientChoice: Decodable {
+        var clientId: String
+    }
+
+    /// `POST /admin/users/{id}/revoke` {clientId}: the person stops using Sign in with Apple with the app.
+    private func revokeConsent(_ id: String, _ request: Request) throws -> Response {
+        let body = try decode(ClientChoice.self, request)
+        _ = try user(id)
+        try store.update { $0.revokeAuthorization(user: id, client: body.clientId) }
+        return adminJSON(200, userJSON(try user(id)))
+    }
+
+    private struct RelaySetting: Decodable {
+        var enabled: Bool
+    }
+
+    /// `POST /admin/users/{id}/relay` {enabled}: turns mail forwarding of the relay addresses off or on.
+    private func setRelayForwarding(_ id: String, _ request: Request) throws -> Response {
+        let body = try decode(RelaySetting.self, request)
+        _ = try user(id)
+        try store.update { $0.users[id]?.relayForwarding = body.enabled }
+        return adminJSON(200, userJSON(try user(id)))
+    }
+
+    private struct NativeSignIn: Decodable {
+        var userId: String
+        var clientId: String
+        var nonce: String?
+        var scopes: [String]?
+        var hideEmail: Bool?
+        var realUserStatus: Int?
+        var transferSub: String?
+    }
+
+    /// `POST /admin/sign-in` {userId, clientId, nonce?, scopes?, hideEmail?, realUserStatus?,
+    /// transferSub?}: what the native SDK hands the app. The raw nonce is hashed into the claim
+    /// (SHA-256, lowercase hex) as an app does before passing it to Apple.
+    private func nativeSignIn(_ request: Request) throws -> Response {
+        let body = try decode(NativeSignIn.self, request)
+        guard configuration.client(body.clientId) != nil else { throw AdminError(400, "invalid_request", "unknown clientId \(body.clientId)") }
+        if let status = body.realUserStatus, !(0...2).contains(status) {
+            throw AdminError(400, "invalid_request", "realUserStatus is 0, 1 or 2")
+        }
+        let now = clock()
+        let scopes = body.scopes ?? ["name", "email"]
+        let hashedNonce = body.nonce.map { SHA256.hex(Array($0.utf8)) }
+        let grant = try authorize(
+            userID: body.userId, clientID: body.clientId, scopes: scopes, hideEmail: body.hideEmail ?? false,
+            redirectURI: nil, nonce: hashedNonce, now: now)
+        let claims = try identityClaims(
+            user: grant.user, clientID: body.clientId, now: now, lifetime: Self.nativeIdentityTokenLifetime, nonce: hashedNonce,
+            authTime: now, codeHash: AppleFormats.halfHash(grant.code), realUserStatus: body.realUserStatus,
+            transferSub: body.transferSub)
+        return adminJSON(200, JSONText.object([
+            ("identityToken", .string(try currentKey.sign(claims: claims.json))),
+            ("authorizationCode", .string(grant.code)), ("user", grant.userJSON.map { .string($0) }),
+            ("sub", .string(grant.user.sub)),
+        ]))
+    }
+
+    /// `POST /admin/keys/rotate`: a new key signs from now on; the old ones stay in the key set
+    /// until removed.
+    private func rotateKeys() throws -> Response {
+        let key = try SigningKey(keyID: AppleFormats.keyID(), createdAt: clock(), privateKey: RSAPrivateKey(bits: 2048))
+        let keyIDs = try store.update { state in
+            state.signingKeys.insert(key, at: 0)
+            return state.signingKeys.map(\.keyID)
+        }
+        return adminJSON(200, JSONText.object([("kid", .string(key.keyID)), ("keys", .raw("[" + keyIDs.map(JSONText.quoted).joined(separator: ",") + "]"))]))
+    }
+
+    /// `DELETE /admin/keys/{kid}`: removes a key that no longer signs.
+    private func removeKey(_ keyID: String) throws -> Response {
+        try store.update { state in
+            guard let index = state.signingKeys.firstIndex(where: { $0.keyID == keyID }) else {
+                throw AdminError(404, "not_found", "no key \(keyID)")
+            }
+            guard index > 0 else { throw AdminError(409, "conflict", "\(keyID) is the current signing key; rotate first") }
+            state.signingKeys.remove(at: index)
+        }
+        return Response(status: 204, contentType: "application/json")
+    }
+
+    private func adminJSON(_ status: Int, _ body: String) -> Response {
+        Response(status: status, headers: [("Cache-Control", "no-store")], body: Array(body.utf8))
+    }
+}
+
+/// An admin API error: `{"error": code, "message": text}`.
+struct AdminError: Error {
+    let status: Int
+    let code: String
+    let message: String
+
+    init(_ status: Int, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    var response: Response {
+        Response(status: status, body: Array(JSONText.object([("error", .string(code)), ("message", .string(message))]).utf8))
+    }
+}

@@ -1,0 +1,53 @@
+import AppleIDEmulator
+import ArgumentParser
+import FastCGI
+import Foundation
+import HTTPClient
+
+/// `appleid-emulator --config FILE`: serves the Apple ID emulator over FastCGI on the configured
+/// unix socket until SIGTERM or SIGINT.
+struct EmulatorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appleid-emulator",
+        abstract: "A local stand-in for Apple's Sign in with Apple endpoints, served over FastCGI.",
+        discussion: "See README.md, \"The Apple ID emulator\", for the configuration file and the admin API.")
+
+    @Option(help: "The JSON configuration file.")
+    var config: String
+
+    func run() throws {
+        TerminationSignals.block()
+        let configuration: EmulatorConfiguration
+        let emulator: Emulator
+        do {
+            configuration = try EmulatorConfiguration.load(path: config)
+            emulator = try Emulator(configuration: configuration)
+        } catch {
+            FileHandle.standardError.write(Data("appleid-emulator: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        initializeFastCGI()
+        initializeHTTPClientLibrary()
+        let listener = try Listener(path: configuration.socket, mode: 0o660, backlog: 128)
+        try TerminationSignals.onTermination { _ in listener.shutdown() }
+        let pool = WorkerPool(
+            listener: listener,
+            configuration: WorkerPoolConfiguration(threads: configuration.threads, headerNames: ["authorization"], maxBodyBytes: 64 * 1024)
+        ) { _ in EmulatorWorker(emulator) }
+        FileHandle.standardError.write(Data("appleid-emulator: serving on \(configuration.socket)\n".utf8))
+        try pool.run()
+    }
+}
+
+/// One worker thread's handler: every request goes to the shared emulator.
+final class EmulatorWorker: RequestHandler {
+    private let emulator: Emulator
+    init(_ emulator: Emulator) { self.emulator = emulator }
+    func respond(to request: Request) -> Response { emulator.respond(to: request) }
+    func respond(toUnreadableRequest error: FastCGIError) -> Response {
+        Response(status: 400, contentType: "application/json;charset=ISO-8859-1", body: Array(#"{"error":"invalid_request"}"#.utf8))
+    }
+    func close() {}
+}
+
+EmulatorCommand.main()
