@@ -105,22 +105,37 @@ make_certificate() {
         -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null) || die "openssl req failed"
 }
 
-# Prepares Sign in with Apple settings for a local stack in DIR: a P-256 key as Apple's .p8 would
-# be, and until the Apple ID emulator exists, a stand-in key-set endpoint served by nginx with a
-# copy of Apple's real signing keys (Tests/Fixtures). Prints the nginx location for render_nginx's
-# EXTRA file and the SIWA_APPLE_* lines: apple_stand_in DIR HTTPS_PORT EXTRA_CONF ENV_FILE
-apple_stand_in() {
-    local dir=$1 port=$2 extra=$3 env_file=$4
+# Prepares the Apple ID emulator for a local stack in DIR and points siwa at it: a P-256 team key
+# as Apple's .p8 would be, an admin secret, the emulator's configuration (clients com.example.siwa
+# and com.example.siwa.web returning to https://localhost:SIWA_PORT/auth/callback, notifications
+# to /webhook/apple), an nginx server on EMULATOR_PORT for it, and the SIWA_APPLE_* lines:
+# apple_emulator DIR EMULATOR_PORT SIWA_PORT CERT_DIR HTTP_EXTRA_CONF ENV_FILE
+apple_emulator() {
+    local dir=$1 port=$2 siwa_port=$3 certs=$4 extra=$5 env_file=$6
     mkdir -p "$dir"
     [ -s "$dir/apple_key.p8" ] || (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
         -out "$dir/apple_key.p8" 2>/dev/null) || die "openssl genpkey failed"
-    python3 -c 'import json,sys; print(json.dumps({"keys": json.load(open(sys.argv[1]))["keys"]}))' \
-        "$SIWA_ROOT/Tests/Fixtures/vectors/apple/apple_public_keys.json" >"$dir/apple_keys.json"
+    [ -s "$dir/admin_secret" ] || (umask 077; openssl rand -hex 24 >"$dir/admin_secret")
+    cat >"$dir/emulator.json" <<JSON
+{"socket": "$dir/emulator.sock", "stateFile": "$dir/state.json",
+ "teamId": "TEAMID0001", "keyId": "KEYID00001", "teamKeyFile": "$dir/apple_key.p8",
+ "clients": [{"id": "com.example.siwa"},
+             {"id": "com.example.siwa.web", "redirectURIs": ["https://localhost:$siwa_port/auth/callback"]}],
+ "adminSecretFile": "$dir/admin_secret", "notificationURL": "https://localhost:$siwa_port/webhook/apple",
+ "caFile": "$certs/cert.pem", "threads": 4}
+JSON
     cat >"$extra" <<CONF
-location = /apple-stand-in/auth/keys {
-    alias $dir/apple_keys.json;
-    default_type application/json;
-    add_header Cache-Control "max-age=86400" always;
+# The Apple ID emulator, on its own TLS port, as appleid.apple.com would be.
+server {
+    listen 127.0.0.1:$port ssl;
+    server_name localhost;
+    ssl_certificate $certs/cert.pem;
+    ssl_certificate_key $certs/key.pem;
+    client_max_body_size 64k;
+    location / {
+        include /etc/nginx/fastcgi_params;
+        fastcgi_pass unix:$dir/emulator.sock;
+    }
 }
 CONF
     cat >>"$env_file" <<ENV
@@ -129,23 +144,48 @@ SIWA_APPLE_KEY_ID=KEYID00001
 SIWA_APPLE_PRIVATE_KEY_FILE=$dir/apple_key.p8
 SIWA_APPLE_BUNDLE_IDS=com.example.siwa
 SIWA_APPLE_SERVICES_ID=com.example.siwa.web
-SIWA_APPLE_BASE_URL=https://localhost:$port/apple-stand-in
-SIWA_APPLE_CA_FILE=$(dirname "$extra")/../tls/cert.pem
+SIWA_APPLE_BASE_URL=https://localhost:$port
+SIWA_APPLE_CA_FILE=$certs/cert.pem
 ENV
 }
 
-# Writes an nginx configuration from nginx/dev.conf.template:
-# render_nginx PREFIX HTTPS_PORT SOCKET CERT_DIR AUTH_RATE [EXTRA_CONF]
+# Starts the Apple ID emulator in the background: start_emulator BINARY CONFIG LOG_FILE PID_FILE
+start_emulator() {
+    local binary=$1 config=$2 log_file=$3 pid_file=$4 socket
+    socket=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["socket"])' "$config")
+    rm -f "$socket"
+    "$binary" --config "$config" >>"$log_file" 2>&1 &
+    echo $! >"$pid_file"
+    wait_for_socket "$socket" "$pid_file" "$log_file" appleid-emulator
+}
+
+# Waits until SOCKET exists, or dies with the end of LOG_FILE when the process of PID_FILE ends or
+# 10 s pass: wait_for_socket SOCKET PID_FILE LOG_FILE NAME
+wait_for_socket() {
+    local socket=$1 pid_file=$2 log_file=$3 name=$4
+    for _ in $(seq 100); do
+        [ -S "$socket" ] && return 0
+        kill -0 "$(cat "$pid_file")" 2>/dev/null || break
+        sleep 0.1
+    done
+    tail -20 "$log_file" >&2
+    die "$name did not start"
+}
+
+# Writes an nginx configuration from nginx/dev.conf.template; EXTRA_CONF is included in the siwa
+# server, HTTP_EXTRA_CONF (other servers) in the http block:
+# render_nginx PREFIX HTTPS_PORT SOCKET CERT_DIR AUTH_RATE [EXTRA_CONF [HTTP_EXTRA_CONF]]
 render_nginx() {
-    local prefix=$1 port=$2 socket=$3 certs=$4 rate=$5 extra=${6:-}
+    local prefix=$1 port=$2 socket=$3 certs=$4 rate=$5 extra=${6:-} http_extra=${7:-}
     mkdir -p "$prefix"
     [ -n "$extra" ] || { extra=$prefix/extra.conf; : >"$extra"; }
+    [ -n "$http_extra" ] || { http_extra=$prefix/http-extra.conf; : >"$http_extra"; }
     local user_line=""
     [ "$(id -u)" -eq 0 ] && user_line="user root;"
     sed -e "s|@USER_LINE@|$user_line|" -e "s|@PREFIX@|$prefix|g" -e "s|@HTTPS_PORT@|$port|g" \
         -e "s|@SOCKET@|$socket|g" -e "s|@CERT@|$certs/cert.pem|" -e "s|@KEY@|$certs/key.pem|" \
         -e "s|@AUTH_RATE@|$rate|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" \
-        -e "s|@LOCATIONS@|$SIWA_ROOT/nginx/siwa-locations.conf|" -e "s|@EXTRA@|$extra|" \
+        -e "s|@LOCATIONS@|$SIWA_ROOT/nginx/siwa-locations.conf|" -e "s|@EXTRA@|$extra|" -e "s|@HTTP_EXTRA@|$http_extra|" \
         "$SIWA_ROOT/nginx/dev.conf.template" >"$prefix/nginx.conf"
     nginx -t -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" || die "nginx configuration is invalid"
 }
@@ -170,13 +210,7 @@ start_siwa() {
     (set -a; . "$env_file"; set +a; exec "$binary" serve) >>"$log_file" 2>&1 &
     echo $! >"$pid_file"
     socket=$(sed -n 's/^SIWA_SOCKET_PATH=//p' "$env_file")
-    for _ in $(seq 100); do
-        [ -S "$socket" ] && return 0
-        kill -0 "$(cat "$pid_file")" 2>/dev/null || break
-        sleep 0.1
-    done
-    tail -20 "$log_file" >&2
-    die "siwa did not start"
+    wait_for_socket "$socket" "$pid_file" "$log_file" siwa
 }
 
 # Runs a siwa subcommand with the SIWA_* lines of ENV_FILE: siwa_with_env BINARY ENV_FILE ARGS...

@@ -112,6 +112,9 @@ struct ClientSecret: ParsableCommand {
     @Option(help: "The client id (sub); defaults to the first bundle id, else the Services ID.")
     var clientID: String?
 
+    @Option(help: "The iat claim as a Unix time instead of now (to test how an expired secret is refused).")
+    var issuedAt: Int?
+
     func run() throws {
         let config = try loadConfiguration()
         guard let apple = config.apple else {
@@ -120,6 +123,6 @@ struct ClientSecret: ParsableCommand {
         }
         guard let client = clientID ?? apple.bundleIDs.first ?? apple.servicesID else { throw ExitCode(78) }
         let factory = ClientSecretFactory(teamID: apple.teamID, keyID: apple.keyID, privateKey: apple.privateKey, lifetime: apple.clientSecretLifetime)
-        print(try factory.make(for: client, issuedAt: Int(Date().timeIntervalSince1970)))
+        print(try factory.make(for: client, issuedAt: issuedAt ?? Int(Date().timeIntervalSince1970)))
     }
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The Apple token core from outside: siwa verify-token on real Apple tokens with the key set
-# fetched over TLS through nginx (the stand-in key endpoint, trusted through SIWA_APPLE_CA_FILE),
-# and siwa client-secret checked by the openssl command line alone.
+# fetched over TLS through nginx (a copy of Apple's keys that scripts/test serves, trusted through
+# SIWA_APPLE_CA_FILE), and siwa client-secret checked by the openssl command line alone.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
-KEYS_URL=$E2E_URL/apple-stand-in/auth/keys
+KEYS_URL=$E2E_URL/test-fixtures/apple/auth/keys
 fixture() { # fixture ID FIELD: a field of a real token in Tests/Fixtures
     python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
