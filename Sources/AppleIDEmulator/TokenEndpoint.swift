@@ -13,12 +13,18 @@ extension Emulator {
         return clientID
     }
 
-    /// `POST /auth/token`: the `authorization_code` and `refresh_token` grants.
+    /// `POST /auth/token`: the `authorization_code` and `refresh_token` grants. `client_credentials`
+    /// is refused with the codes Apple documents (`invalid_scope`, `unauthorized_client`).
     func token(_ request: Request) throws -> Response {
         let form = try FormFields(body: request)
         let now = clock()
         let grant = try form.required("grant_type")
         let clientID = try authenticatedClient(form, now: now)
+        if grant == "client_credentials" {
+            // Apple's only use of this grant is team transfer (scope user.migration), which the
+            // emulator does not offer: the client is not authorized for it.
+            throw AppleError(form["scope"] == "user.migration" ? .unauthorizedClient : .invalidScope)
+        }
         guard grant == "authorization_code" || grant == "refresh_token" else { throw AppleError(.unsupportedGrantType) }
         if grant == "authorization_code" {
             return try exchange(code: form.required("code"), redirectURI: form["redirect_uri"], clientID: clientID, now: now)

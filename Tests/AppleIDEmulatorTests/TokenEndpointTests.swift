@@ -113,7 +113,7 @@ import Testing
         #expect(try exchange(secret: "not.a.jwt").appleError == "invalid_client")
     }
 
-    @Test("Malformed requests: missing parameters and repeated ones are invalid_request, an unknown grant unsupported_grant_type, a JSON body invalid_client")
+    @Test("Every documented error: invalid_request (missing or repeated parameters), unsupported_grant_type, unauthorized_client, invalid_scope, invalid_client (a JSON body)")
     func malformedRequests() throws {
         let harness = try EmulatorHarness()
         let client = EmulatorHarness.bundleID
@@ -124,6 +124,8 @@ import Testing
         #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "authorization_code")]).appleError == "invalid_request")
         #expect(harness.post("/auth/token", [("client_id", client), ("client_id", client), ("client_secret", secret), ("grant_type", "authorization_code"), ("code", "x")]).appleError == "invalid_request")
         #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "password")]).appleError == "unsupported_grant_type")
+        #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "user.migration")]).appleError == "unauthorized_client", "team transfer is not offered")
+        #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "email")]).appleError == "invalid_scope")
         #expect(harness.post("/auth/token", [("client_id", "com.unknown"), ("client_secret", secret), ("grant_type", "refresh_token"), ("refresh_token", "r")]).appleError == "invalid_client")
         #expect(harness.post("/auth/token", [("client_id", client)], contentType: "application/json").appleError == "invalid_client")
         let error = harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "password")])
