@@ -35,6 +35,9 @@ let package = Package(
         // Domain: Apple's protocol, without FastCGI or SQL.
         .target(name: "AppleID", dependencies: ["JOSE", "HTTPClient"], swiftSettings: swiftSettings),
 
+        // Accounts: users, identities, emails, sessions: the SQL.
+        .target(name: "Accounts", dependencies: ["MariaDB"], swiftSettings: swiftSettings),
+
         // Application.
         .target(
             name: "Server",
@@ -87,7 +90,7 @@ let package = Package(
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MariaDB", "Server", "FastCGI", "SIWATestSupport"],
+            dependencies: ["MariaDB", "Server", "Accounts", "FastCGI", "SIWATestSupport"],
             swiftSettings: swiftSettings
         ),
     ],

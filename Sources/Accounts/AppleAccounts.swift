@@ -1,0 +1,133 @@
+import Foundation
+package import MariaDB
+
+/// What a verified Sign in with Apple tells us about a person, ready to store.
+package struct AppleSignIn: Sendable {
+    package var teamID: String
+    /// `sub`, from the verified identity token only (DESIGN.md rule 2).
+    package var sub: String
+    /// The client id the token was issued to (`aud`).
+    package var audience: String
+    package var email: String?
+    package var emailVerified: Bool?
+    package var isPrivateEmail: Bool?
+    package var transferSub: String?
+    /// The name, which Apple gives only on the first authorization (not from the token).
+    package var firstName: String?
+    package var lastName: String?
+    /// Apple's refresh token, already encrypted, with the data key's id and the client id that minted it.
+    package var appleRefreshToken: SealedAppleToken?
+
+    package init(
+        teamID: String, sub: String, audience: String, email: String? = nil, emailVerified: Bool? = nil,
+        isPrivateEmail: Bool? = nil, transferSub: String? = nil, firstName: String? = nil, lastName: String? = nil,
+        appleRefreshToken: SealedAppleToken? = nil
+    ) {
+        self.teamID = teamID
+        self.sub = sub
+        self.audience = audience
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.transferSub = transferSub
+        self.firstName = firstName
+        self.lastName = lastName
+        self.appleRefreshToken = appleRefreshToken
+    }
+}
+
+/// Apple's refresh token encrypted at rest (AES-256-GCM), the id of the key, and the client id
+/// that minted it (needed to validate and revoke it, DESIGN.md rule 9).
+package struct SealedAppleToken: Sendable, Equatable {
+    package var ciphertext: [UInt8]
+    package var keyID: String
+    package var clientID: String
+
+    package init(ciphertext: [UInt8], keyID: String, clientID: String) {
+        self.ciphertext = ciphertext
+        self.keyID = keyID
+        self.clientID = clientID
+    }
+}
+
+/// The account a sign-in landed on.
+package struct SignedInAccount: Sendable, Equatable {
+    package var userID: UInt64
+    package var isNewUser: Bool
+
+    package init(userID: UInt64, isNewUser: Bool) {
+        self.userID = userID
+        self.isNewUser = isNewUser
+    }
+}
+
+/// Users found and created from Apple identities, in one transaction per sign-in.
+///
+/// A user is found by (team, `sub`) only, never by email (DESIGN.md rule 10). The name is stored when
+/// given and never replaced by an empty one; an email is stored as Apple gives it (a relay address
+/// flagged as such, `email_verified` as Apple says), and a sign-in without one keeps what is stored.
+package enum AppleAccounts {
+    /// The longest name part kept.
+    package static let maximumNameLength = 100
+    static let relayDomain = "@privaterelay.appleid.com"
+
+    /// Finds or creates the user of `signIn` and records what it brings. Must run inside a
+    /// transaction (`connection.transaction`), so nothing is half-written.
+    /// - Throws: `MariaDBError`; `.duplicateEntry` when another worker created the same identity at
+    ///   the same moment (call again: the retry finds it).
+    package static func signIn(_ signIn: AppleSignIn, on connection: Connection) throws -> SignedInAccount {
+        let firstName = sanitizedName(signIn.firstName)
+        let lastName = sanitizedName(signIn.lastName)
+        let existing = try connection.query(
+            "SELECT user_id FROM apple_identities WHERE team_id = ? AND sub = ? FOR UPDATE", signIn.teamID, signIn.sub
+        ).first
+        let userID: UInt64
+        if let existing {
+            userID = try existing.decode(UInt64.self, at: 0)
+            _ = try connection.execute(
+                """
+                UPDATE apple_identities SET audience = ?, consent_state = 'active', transfer_sub = COALESCE(?, transfer_sub),
+                    updated_at = UTC_TIMESTAMP(3)
+                WHERE team_id = ? AND sub = ?
+                """, signIn.audience, signIn.transferSub, signIn.teamID, signIn.sub)
+            if firstName != nil || lastName != nil {
+                _ = try connection.execute(
+                    "UPDATE users SET first_name = COALESCE(?, first_name), last_name = COALESCE(?, last_name), updated_at = UTC_TIMESTAMP(3) WHERE id = ?",
+                    firstName, lastName, userID)
+            }
+        } else {
+            userID = try connection.execute("INSERT INTO users (first_name, last_name) VALUES (?, ?)", firstName, lastName).lastInsertID
+            _ = try connection.execute(
+                "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub) VALUES (?, ?, ?, ?, ?)",
+                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub)
+        }
+        if let token = signIn.appleRefreshToken {
+            _ = try connection.execute(
+                """
+                UPDATE apple_identities SET apple_refresh_token = ?, apple_refresh_token_key_id = ?,
+                    apple_refresh_token_client_id = ?, last_validated_at = UTC_TIMESTAMP(3)
+                WHERE team_id = ? AND sub = ?
+                """, token.ciphertext, token.keyID, token.clientID, signIn.teamID, signIn.sub)
+        }
+        if let email = signIn.email?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 {
+            let isRelay = signIn.isPrivateEmail == true || email.lowercased().hasSuffix(relayDomain)
+            _ = try connection.execute(
+                """
+                INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, ?)
+                ON DUPLICATE KEY UPDATE verified = VALUES(verified), is_private_relay = VALUES(is_private_relay),
+                    updated_at = UTC_TIMESTAMP(3)
+                """, userID, email, isRelay, signIn.emailVerified ?? false)
+        }
+        return SignedInAccount(userID: userID, isNewUser: existing == nil)
+    }
+
+    /// A name part trimmed, without control characters, at most `maximumNameLength` characters;
+    /// nil when nothing is left.
+    package static func sanitizedName(_ name: String?) -> String? {
+        guard let name else { return nil }
+        let cleaned = String(String.UnicodeScalarView(name.unicodeScalars.filter { !$0.properties.isDefaultIgnorableCodePoint && !($0.properties.generalCategory == .control) }))
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !cleaned.isEmpty else { return nil }
+        return String(cleaned.prefix(maximumNameLength))
+    }
+}

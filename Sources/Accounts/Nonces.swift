@@ -1,0 +1,22 @@
+package import MariaDB
+
+/// Nonces accepted once across every worker and host: the SHA-256 of each accepted nonce is
+/// recorded in `used_nonces` until the token it came with has expired (DESIGN.md rule 1).
+package enum Nonces {
+    /// Records `hash` (the SHA-256 of a raw nonce); false when it was already used.
+    /// - Parameter expiresAt: when the record may go (the token's `exp`, as `YYYY-MM-DD HH:MM:SS` UTC).
+    package static func consume(hash: [UInt8], expiresAt: String, on connection: Connection) throws -> Bool {
+        precondition(hash.count == 32, "a SHA-256 hash")
+        do {
+            _ = try connection.execute("INSERT INTO used_nonces (nonce_hash, expires_at) VALUES (?, ?)", hash, expiresAt)
+            return true
+        } catch let error as MariaDBError where error.code == .duplicateEntry {
+            return false
+        }
+    }
+
+    /// Deletes the records of nonces whose tokens have expired; returns how many.
+    package static func purgeExpired(on connection: Connection) throws -> UInt64 {
+        try connection.execute("DELETE FROM used_nonces WHERE expires_at < UTC_TIMESTAMP(3) LIMIT 10000").affectedRows
+    }
+}
