@@ -75,6 +75,9 @@ extension Emulator {
         }
         let now = clock()
         var userID = fields["user_id"] ?? "new"
+        if userID != "new", store.read({ $0.users[userID] }) == nil {
+            throw AuthorizeError("invalid_request", "Unknown test user.")
+        }
         if userID == "new" {
             userID = try createUser(
                 email: fields["email"], firstName: fields["first_name"] ?? "", lastName: fields["last_name"] ?? "",

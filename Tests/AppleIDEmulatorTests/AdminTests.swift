@@ -55,7 +55,6 @@ import Testing
         // The same user for another team has another sub; the same team keeps it.
         let otherTeam = try EmulatorHarness()
         #expect(try otherTeam.createUser().sub != user.sub)
-        #expect(try harness.nativeSignIn(user: user.id).token.isEmpty == false)
         #expect(try jwtClaims(of: harness.nativeSignIn(user: user.id).token)["sub"] as? String == user.sub)
         #expect(try jwtClaims(of: harness.nativeSignIn(user: user.id, nonce: nil).token)["nonce"] == nil)
         #expect(try harness.createUser(#"{"emailVerified":false}"#).sub != user.sub)
@@ -154,8 +153,7 @@ import Testing
         let event = try #require(try claims.object("events"), "events as an object, as the documentation shows")
         #expect(try event.string("type") == "account-deleted")
         #expect(try event.integer("event_time") == harness.now)
-        #expect(received.count == server.receivedRequests.count - 0, "deliver: false sends nothing")
-        #expect(server.receivedRequests.count == 4)
+        #expect(server.receivedRequests.count == received.count, "deliver: false sends nothing")
     }
 
     @Test("The state file keeps keys, users and authorizations across a restart")

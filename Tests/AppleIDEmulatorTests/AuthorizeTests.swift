@@ -106,6 +106,15 @@ import Testing
         #expect(response.formFields == ["error": "user_cancelled_authorize", "state": "state-1"])
     }
 
+    @Test("Continue with an unknown test user is an error page, not a post to the client")
+    func unknownUser() throws {
+        let harness = try EmulatorHarness()
+        let unknown = try Self.consent(harness, user: "user-0000000000000000")
+        #expect(unknown.status == 400)
+        #expect(unknown.text.contains("Unknown test user"))
+        #expect(unknown.formFields.isEmpty)
+    }
+
     @Test("Hide My Email gives a relay address, stable per user and client, and marks it private")
     func hideMyEmail() throws {
         let harness = try EmulatorHarness()
