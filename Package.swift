@@ -42,7 +42,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB", "AppleID", "HTTPClient",
+                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "HTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -50,7 +50,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
+                "Server", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

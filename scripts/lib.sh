@@ -107,7 +107,8 @@ make_certificate() {
 
 # Prepares the Apple ID emulator for a local stack in DIR and points siwa at it: a P-256 team key
 # as Apple's .p8 would be, an admin secret, the emulator's configuration (clients com.example.siwa
-# and com.example.siwa.web returning to https://localhost:SIWA_PORT/auth/callback, notifications
+# and com.example.siwa.web returning to https://localhost:SIWA_PORT/auth/callback, and
+# com.example.other, which siwa does not accept, for tests), notifications
 # to /webhook/apple), an nginx server on EMULATOR_PORT for it, and the SIWA_APPLE_* lines:
 # apple_emulator DIR EMULATOR_PORT SIWA_PORT CERT_DIR HTTP_EXTRA_CONF ENV_FILE
 apple_emulator() {
@@ -120,7 +121,8 @@ apple_emulator() {
 {"socket": "$dir/emulator.sock", "stateFile": "$dir/state.json",
  "teamId": "TEAMID0001", "keyId": "KEYID00001", "teamKeyFile": "$dir/apple_key.p8",
  "clients": [{"id": "com.example.siwa"},
-             {"id": "com.example.siwa.web", "redirectURIs": ["https://localhost:$siwa_port/auth/callback"]}],
+             {"id": "com.example.siwa.web", "redirectURIs": ["https://localhost:$siwa_port/auth/callback"]},
+             {"id": "com.example.other"}],
  "adminSecretFile": "$dir/admin_secret", "notificationURL": "https://localhost:$siwa_port/webhook/apple",
  "caFile": "$certs/cert.pem", "threads": 4}
 JSON
@@ -146,6 +148,24 @@ SIWA_APPLE_BUNDLE_IDS=com.example.siwa
 SIWA_APPLE_SERVICES_ID=com.example.siwa.web
 SIWA_APPLE_BASE_URL=https://localhost:$port
 SIWA_APPLE_CA_FILE=$certs/cert.pem
+ENV
+}
+
+# Creates the app's own secrets once in DIR (an access-token signing key, the data key that encrypts
+# Apple's refresh tokens) and writes the session lines: session_keys DIR PUBLIC_URL ENV_FILE
+session_keys() {
+    local dir=$1 url=$2 env_file=$3
+    mkdir -p "$dir/access_keys"
+    chmod 700 "$dir" "$dir/access_keys"
+    if ! ls "$dir/access_keys"/*.pem >/dev/null 2>&1; then
+        (umask 077; openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+            -out "$dir/access_keys/$(date -u +%Y%m%dT%H%M%SZ).pem" 2>/dev/null) || die "openssl genpkey failed"
+    fi
+    [ -s "$dir/data_keys" ] || (umask 077; echo "k1 $(openssl rand -base64 32)" >"$dir/data_keys")
+    cat >>"$env_file" <<ENV
+SIWA_PUBLIC_URL=$url
+SIWA_ACCESS_KEYS_DIR=$dir/access_keys
+SIWA_DATA_KEYS_FILE=$dir/data_keys
 ENV
 }
 

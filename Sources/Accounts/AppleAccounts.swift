@@ -105,7 +105,8 @@ package enum AppleAccounts {
             _ = try connection.execute(
                 """
                 UPDATE apple_identities SET apple_refresh_token = ?, apple_refresh_token_key_id = ?,
-                    apple_refresh_token_client_id = ?, last_validated_at = UTC_TIMESTAMP(3)
+                    apple_refresh_token_client_id = ?, last_validated_at = UTC_TIMESTAMP(3),
+                    next_validation_at = \(AppleValidations.nextValidationSQL)
                 WHERE team_id = ? AND sub = ?
                 """, token.ciphertext, token.keyID, token.clientID, signIn.teamID, signIn.sub)
         }

@@ -4,15 +4,20 @@ package import MariaDB
 /// recorded in `used_nonces` until the token it came with has expired (DESIGN.md rule 1).
 package enum Nonces {
     /// Records `hash` (the SHA-256 of a raw nonce); false when it was already used.
-    /// - Parameter expiresAt: when the record may go (the token's `exp`, as `YYYY-MM-DD HH:MM:SS` UTC).
-    package static func consume(hash: [UInt8], expiresAt: String, on connection: Connection) throws -> Bool {
+    /// - Parameter expiresAt: when the record may go (the token's `exp` plus leeway), in Unix seconds.
+    package static func consume(hash: [UInt8], expiresAt: Int64, on connection: Connection) throws -> Bool {
         precondition(hash.count == 32, "a SHA-256 hash")
         do {
-            _ = try connection.execute("INSERT INTO used_nonces (nonce_hash, expires_at) VALUES (?, ?)", hash, expiresAt)
+            _ = try connection.execute("INSERT INTO used_nonces (nonce_hash, expires_at) VALUES (?, FROM_UNIXTIME(?))", hash, expiresAt)
             return true
         } catch let error as MariaDBError where error.code == .duplicateEntry {
             return false
         }
+    }
+
+    /// Whether `hash` was already used (a cheap check before calling Apple; `consume` decides).
+    package static func isUsed(hash: [UInt8], on connection: Connection) throws -> Bool {
+        try !connection.query("SELECT 1 FROM used_nonces WHERE nonce_hash = ?", hash).isEmpty
     }
 
     /// Deletes the records of nonces whose tokens have expired; returns how many.

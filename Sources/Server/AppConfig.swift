@@ -42,6 +42,8 @@ package struct AppConfig: Sendable {
     package var migrationsDirectory: String
     /// Sign in with Apple settings; nil when no `SIWA_APPLE_*` key is set (`serve` then refuses to start).
     package var apple: AppleSettings?
+    /// The app's own sessions and tokens; nil when none of their keys is set (`serve` then refuses to start).
+    package var sessions: SessionSettings?
 
     /// One documented configuration key.
     package struct Key: Sendable {
@@ -82,6 +84,10 @@ package struct AppConfig: Sendable {
         Key(name: "SIWA_APPLE_REQUIRE_NONCE", type: "true|false", defaultValue: "true", summary: "every identity token must carry the client's nonce"),
         Key(name: "SIWA_APPLE_KEYS_COOLDOWN", type: "seconds 1...3600", defaultValue: "10", summary: "least time between key-set fetches caused by unknown `kid`s or failures"),
         Key(name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
+        Key(name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil, summary: "the site's origin as browsers see it (`iss` of access tokens, web sign-in return URL, `Origin` checks)"),
+        Key(name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil, summary: "directory of the access-token signing keys, `<kid>.pem` (RSA, 0600); `siwa keys rotate` adds one"),
+        Key(name: "SIWA_DATA_KEYS_FILE", type: "path", defaultValue: nil, summary: "keys encrypting Apple's refresh tokens: lines `<id> <base64 of 32 bytes>`, the first encrypts"),
+        Key(name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000", summary: "a session ends after this long without a refresh"),
     ]
 
     /// Reads and validates the configuration.
@@ -120,6 +126,7 @@ package struct AppConfig: Sendable {
             readWriteTimeout: reader.integer("SIWA_DB_TIMEOUT", in: 1...3600)
         )
         apple = AppleSettings(reader: &reader)
+        sessions = SessionSettings(reader: &reader)
         reader.rejectUnknownKeys()
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
@@ -203,6 +210,57 @@ package struct AppleSettings: Sendable {
         requireNonce = reader.boolean("SIWA_APPLE_REQUIRE_NONCE")
         keysCooldown = Double(reader.integer("SIWA_APPLE_KEYS_COOLDOWN", in: 1...3600))
         clientSecretLifetime = reader.integer("SIWA_APPLE_CLIENT_SECRET_LIFETIME", in: 60...ClientSecretFactory.maximumLifetime)
+    }
+}
+
+/// The app's own sessions: access-token keys, the data keys for Apple's tokens, the public origin.
+package struct SessionSettings: Sendable {
+    /// `https://host[:port]`, without a path or a trailing slash.
+    package var publicURL: String
+    package var accessTokens: AccessTokens
+    package var dataKeys: DataKeys
+    /// Seconds a session lives without a refresh.
+    package var lifetime: Int
+
+    /// The web sign-in's `redirect_uri` (registered at Apple for the Services ID).
+    package var callbackURL: String { publicURL + "/auth/callback" }
+
+    static let keys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]
+
+    /// nil (and no problem) when none of the keys is set.
+    fileprivate init?(reader: inout EnvironmentReader) {
+        guard SessionSettings.keys.contains(where: { reader.optionalString($0) != nil }) else { return nil }
+        var url = reader.required("SIWA_PUBLIC_URL")
+        while url.hasSuffix("/") { url.removeLast() }
+        if !url.isEmpty {
+            let parsed = URL(string: url)
+            let loopback = ["127.0.0.1", "localhost", "::1"].contains(parsed?.host ?? "")
+            if parsed?.host == nil || !(parsed?.scheme == "https" || (parsed?.scheme == "http" && loopback))
+                || !(parsed?.path ?? "").isEmpty || parsed?.query != nil
+            {
+                reader.problem("SIWA_PUBLIC_URL: expected https://host[:port] without a path")
+            }
+        }
+        publicURL = url
+        let directory = reader.required("SIWA_ACCESS_KEYS_DIR")
+        var tokens: AccessTokens?
+        if !directory.isEmpty {
+            do { tokens = try AccessTokens(directory: directory, issuer: url) } catch {
+                reader.problem("SIWA_ACCESS_KEYS_DIR: \(error)")
+            }
+        }
+        var keys: DataKeys?
+        if let secret = reader.secret("SIWA_DATA_KEYS_FILE") {
+            do { keys = try DataKeys(text: secret.value) } catch { reader.problem("SIWA_DATA_KEYS_FILE: \(error)") }
+        } else if reader.optionalString("SIWA_DATA_KEYS_FILE") == nil {
+            reader.problem("SIWA_DATA_KEYS_FILE: required")
+        }
+        let lifetime = reader.integer("SIWA_SESSION_LIFETIME", in: 3600...31_536_000)
+        // Problems are already recorded and stop the start.
+        guard let tokens, let keys else { return nil }
+        accessTokens = tokens
+        dataKeys = keys
+        self.lifetime = lifetime
     }
 }
 

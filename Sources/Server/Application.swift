@@ -24,6 +24,17 @@ package final class Application: Sendable {
         self.apple = config.apple.map(AppleServices.init(settings:))
         var router = Router()
         router.add("GET", "/health", Health.handle)
+        router.add("POST", "/auth/apple", NativeSignIn.signIn)
+        router.add("POST", "/auth/refresh", NativeSignIn.refresh)
+        router.add("POST", "/auth/logout", AccountRoutes.logout)
+        router.add("GET", "/auth/me", AccountRoutes.me)
+        router.add("GET", "/auth/sessions", AccountRoutes.sessions)
+        router.add("DELETE", "/auth/sessions/{id}", AccountRoutes.revokeSession)
+        router.add("DELETE", "/auth/account", AccountRoutes.deleteAccount)
+        router.add("GET", "/auth/jwks.json", AccountRoutes.jwks)
+        router.add("GET", "/auth/web/start", WebSignIn.start)
+        router.add("POST", "/auth/callback", WebSignIn.callback)
+        router.add("GET", "/auth/web/complete", WebSignIn.complete)
         extraRoutes(&router)
         self.router = router
     }
@@ -40,7 +51,7 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let database = Connection(configuration: config.database)
-        return Worker(application: self, context: WorkerContext(database: database, logger: logger, apple: apple))
+        return Worker(application: self, context: WorkerContext(database: database, logger: logger, apple: apple, sessions: config.sessions))
     }
 }
 

@@ -16,8 +16,10 @@ struct Serve: ParsableCommand {
         TerminationSignals.block()
         let config = try loadConfiguration()
         let logger = makeLogger(config, label: "siwa")
-        guard config.apple != nil else {
-            FileHandle.standardError.write(Data("invalid configuration:\n  - SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and a client id: required to serve\n".utf8))
+        guard config.apple != nil, config.sessions != nil else {
+            FileHandle.standardError.write(Data(("invalid configuration:\n"
+                + (config.apple == nil ? "  - SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and a client id: required to serve\n" : "")
+                + (config.sessions == nil ? "  - SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR and SIWA_DATA_KEYS_FILE: required to serve\n" : "")).utf8))
             throw ExitCode(78)
         }
         initializeFastCGI()

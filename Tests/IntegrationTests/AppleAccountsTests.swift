@@ -73,9 +73,9 @@ import Testing
         let other = try database.connect()
         defer { other.close() }
         let hash = [UInt8](repeating: 7, count: 32)
-        #expect(try Nonces.consume(hash: hash, expiresAt: "2099-01-01 00:00:00", on: connection))
-        #expect(try !Nonces.consume(hash: hash, expiresAt: "2099-01-01 00:00:00", on: other))
-        #expect(try Nonces.consume(hash: [UInt8](repeating: 8, count: 32), expiresAt: "2000-01-01 00:00:00", on: other))
+        #expect(try Nonces.consume(hash: hash, expiresAt: 4_070_908_800, on: connection))
+        #expect(try !Nonces.consume(hash: hash, expiresAt: 4_070_908_800, on: other))
+        #expect(try Nonces.consume(hash: [UInt8](repeating: 8, count: 32), expiresAt: 946_684_800, on: other))
         #expect(try Nonces.purgeExpired(on: connection) == 1)
     }
 }

@@ -1,0 +1,130 @@
+package import MariaDB
+
+/// A revocation waiting in the outbox.
+package struct PendingRevocation: Sendable, Equatable {
+    package var id: UInt64
+    package var token: SealedAppleToken
+    package var tokenTypeHint: String
+    package var attempts: Int
+}
+
+/// The durable outbox of revocations to send to Apple: written in the account-deletion
+/// transaction, sent by `siwa jobs`, retried with growing delays until Apple answers 200.
+package enum AppleRevocationOutbox {
+    /// The longest wait between two attempts, in seconds.
+    package static let maximumDelay = 3600
+
+    /// Claims up to `limit` due revocations: each gets its next attempt time pushed back first
+    /// (30 s doubling per attempt, at most an hour), so a crashed sender retries later and two
+    /// senders never claim the same row.
+    package static func claimDue(limit: Int, on connection: Connection) throws -> [PendingRevocation] {
+        let due = try connection.query(
+            """
+            SELECT id, client_id, token, token_key_id, token_type_hint, attempts FROM apple_revocations
+            WHERE done_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(3) ORDER BY next_attempt_at LIMIT ?
+            """, limit)
+        var claimed: [PendingRevocation] = []
+        for row in due {
+            let id: UInt64 = try row.decode(at: 0)
+            let attempts: Int = try row.decode(at: 5)
+            let won = try connection.execute(
+                """
+                UPDATE apple_revocations SET attempts = attempts + 1,
+                    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, 30 * POW(2, LEAST(attempts, 20))) SECOND
+                WHERE id = ? AND done_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(3) AND attempts = ?
+                """, maximumDelay, id, attempts
+            ).affectedRows == 1
+            guard won else { continue }
+            claimed.append(PendingRevocation(
+                id: id,
+                token: SealedAppleToken(ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 1)),
+                tokenTypeHint: try row.decode(at: 4), attempts: attempts + 1))
+        }
+        return claimed
+    }
+
+    /// Apple answered 200: done (the encrypted token is erased).
+    package static func markDone(_ id: UInt64, on connection: Connection) throws {
+        _ = try connection.execute(
+            "UPDATE apple_revocations SET done_at = UTC_TIMESTAMP(3), token = '', last_error = NULL WHERE id = ?", id)
+    }
+
+    /// The attempt failed; it is retried at the time set when it was claimed.
+    /// - Parameter error: a description without secrets.
+    package static func markFailed(_ id: UInt64, error: String, on connection: Connection) throws {
+        _ = try connection.execute("UPDATE apple_revocations SET last_error = ? WHERE id = ?", String(error.prefix(255)), id)
+    }
+}
+
+/// An Apple identity whose refresh token is due for its daily check at Apple.
+package struct DueValidation: Sendable, Equatable {
+    package var identityID: UInt64
+    package var userID: UInt64
+    package var token: SealedAppleToken
+}
+
+/// The daily re-validation of each stored Apple refresh token (Apple's guidance: at most once a day),
+/// with the client id that minted it. `invalid_grant` means the user withdrew consent: every session
+/// of theirs ends.
+package enum AppleValidations {
+    /// The next check: a day from now, plus up to an hour of jitter so checks do not bunch up.
+    package static let nextValidationSQL = "UTC_TIMESTAMP(3) + INTERVAL (86400 + FLOOR(RAND() * 3600)) SECOND"
+    /// When Apple could not be asked: try again in 15 minutes (also the claim's lease).
+    static let retrySQL = "UTC_TIMESTAMP(3) + INTERVAL 900 SECOND"
+
+    /// Claims up to `limit` identities whose check is due, pushing their next check back by the retry
+    /// delay first so that no other sender takes them.
+    package static func claimDue(limit: Int, on connection: Connection) throws -> [DueValidation] {
+        let due = try connection.query(
+            """
+            SELECT id, user_id, apple_refresh_token, apple_refresh_token_key_id, apple_refresh_token_client_id
+            FROM apple_identities
+            WHERE next_validation_at <= UTC_TIMESTAMP(3) AND consent_state = 'active' AND apple_refresh_token IS NOT NULL
+                AND apple_refresh_token_key_id IS NOT NULL AND apple_refresh_token_client_id IS NOT NULL
+            ORDER BY next_validation_at LIMIT ?
+            """, limit)
+        var claimed: [DueValidation] = []
+        for row in due {
+            let id: UInt64 = try row.decode(at: 0)
+            let won = try connection.execute(
+                "UPDATE apple_identities SET next_validation_at = \(retrySQL) WHERE id = ? AND next_validation_at <= UTC_TIMESTAMP(3)", id
+            ).affectedRows == 1
+            guard won else { continue }
+            claimed.append(DueValidation(
+                identityID: id, userID: try row.decode(at: 1),
+                token: SealedAppleToken(ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 4))))
+        }
+        return claimed
+    }
+
+    /// Apple accepted the refresh token: next check in about a day.
+    package static func markValid(_ identityID: UInt64, on connection: Connection) throws {
+        _ = try connection.execute(
+            "UPDATE apple_identities SET last_validated_at = UTC_TIMESTAMP(3), next_validation_at = \(nextValidationSQL) WHERE id = ?",
+            identityID)
+    }
+
+    /// Consent is gone (Apple answered `invalid_grant`, or a `consent-revoked` notification came):
+    /// the identity is marked revoked, its Apple token erased, and every session of the user ends.
+    /// Must run inside a transaction.
+    /// - Returns: how many sessions ended.
+    package static func consentRevoked(
+        userID: UInt64, identityID: UInt64, source: String, on connection: Connection
+    ) throws -> UInt64 {
+        _ = try connection.execute(
+            """
+            UPDATE apple_identities SET consent_state = 'revoked', apple_refresh_token = NULL, apple_refresh_token_key_id = NULL,
+                next_validation_at = NULL, updated_at = UTC_TIMESTAMP(3)
+            WHERE id = ?
+            """, identityID)
+        let ended = try Sessions.revokeAll(of: userID, reason: "apple_consent_revoked", on: connection)
+        try AuditLog.record(
+            "apple_consent_revoked", userID: userID, detail: #"{"source":\#(quotedJSON(source)),"sessionsEnded":\#(ended)}"#,
+            on: connection)
+        return ended
+    }
+
+    private static func quotedJSON(_ text: String) -> String {
+        "\"" + text.filter { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" } + "\""
+    }
+}

@@ -1,0 +1,168 @@
+package import MariaDB
+
+/// The app's own sessions: one per device, each with a family of refresh tokens that rotate on
+/// every use (DESIGN.md rule 3). Tokens and cookies are stored only as SHA-256; the callers make
+/// them and hash them.
+package enum Sessions {
+    /// A session that is neither revoked nor expired.
+    package struct Active: Sendable, Equatable {
+        package var sessionID: UInt64
+        package var userID: UInt64
+
+        package init(sessionID: UInt64, userID: UInt64) {
+            self.sessionID = sessionID
+            self.userID = userID
+        }
+    }
+
+    /// A session as its user sees it in the session list.
+    package struct Summary: Sendable, Equatable {
+        package var id: UInt64
+        package var device: String?
+        package var isWeb: Bool
+        /// Unix seconds.
+        package var createdAt: Int64
+        package var lastUsedAt: Int64
+        package var expiresAt: Int64
+    }
+
+    /// What presenting a refresh token led to.
+    package enum Rotation: Sendable, Equatable {
+        /// The token was current: it is now spent and `nextHash` is the session's token.
+        case rotated(Active)
+        /// No such token.
+        case unknown
+        /// The token's session is revoked or expired.
+        case inactive
+        /// The token was already spent: the session (the whole token family) has been revoked.
+        case reused(Active)
+    }
+
+    /// The longest device label kept.
+    package static let maximumDeviceLength = 128
+
+    /// Creates a session with its first refresh token (native) or its cookie (web).
+    /// - Parameter lifetime: seconds without use after which the session expires.
+    package static func create(
+        userID: UInt64, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int, on connection: Connection
+    ) throws -> UInt64 {
+        let device = AppleAccounts.sanitizedName(device).map { String($0.prefix(maximumDeviceLength)) }
+        let sessionID = try connection.execute(
+            "INSERT INTO sessions (user_id, device, cookie_hash, expires_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)",
+            userID, device, cookieHash, lifetime
+        ).lastInsertID
+        if let refreshTokenHash {
+            _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", refreshTokenHash, sessionID)
+        }
+        return sessionID
+    }
+
+    /// Spends the refresh token `presentedHash` and makes `nextHash` the session's token, extending
+    /// the session by `lifetime`. A spent token presented again revokes its session and records a
+    /// `refresh_token_reuse` audit event. Must run inside a transaction, which the caller commits
+    /// also for `.reused` (so the revocation stays).
+    package static func rotate(
+        presentedHash: [UInt8], nextHash: [UInt8], lifetime: Int, remoteAddress: String?, on connection: Connection
+    ) throws -> Rotation {
+        guard
+            let row = try connection.query(
+                """
+                SELECT t.session_id, s.user_id, t.spent_at IS NOT NULL,
+                    s.revoked_at IS NULL AND s.expires_at > UTC_TIMESTAMP(3)
+                FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
+                WHERE t.token_hash = ? FOR UPDATE
+                """, presentedHash
+            ).first
+        else { return .unknown }
+        let session = Active(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1))
+        let spent: Bool = try row.decode(at: 2)
+        let active: Bool = try row.decode(at: 3)
+        guard active else { return .inactive }
+        if spent {
+            _ = try revoke(session.sessionID, reason: "refresh_token_reuse", on: connection)
+            try AuditLog.record(
+                "refresh_token_reuse", userID: session.userID, sessionID: session.sessionID, remoteAddress: remoteAddress,
+                on: connection)
+            return .reused(session)
+        }
+        _ = try connection.execute("UPDATE refresh_tokens SET spent_at = UTC_TIMESTAMP(3) WHERE token_hash = ?", presentedHash)
+        _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
+        _ = try connection.execute(
+            "UPDATE sessions SET last_used_at = UTC_TIMESTAMP(3), expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = ?",
+            lifetime, session.sessionID)
+        return .rotated(session)
+    }
+
+    /// The session `sessionID` of `userID` when it is active (for access tokens, which name both).
+    package static func isActive(sessionID: UInt64, userID: UInt64, on connection: Connection) throws -> Bool {
+        try !connection.query(
+            "SELECT 1 FROM sessions WHERE id = ? AND user_id = ? AND revoked_at IS NULL AND expires_at > UTC_TIMESTAMP(3)",
+            sessionID, userID
+        ).isEmpty
+    }
+
+    /// The active session whose cookie has the SHA-256 `cookieHash`.
+    package static func active(cookieHash: [UInt8], on connection: Connection) throws -> Active? {
+        guard
+            let row = try connection.query(
+                "SELECT id, user_id FROM sessions WHERE cookie_hash = ? AND revoked_at IS NULL AND expires_at > UTC_TIMESTAMP(3)",
+                cookieHash
+            ).first
+        else { return nil }
+        return Active(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1))
+    }
+
+    /// The active sessions of `userID`, most recently used first.
+    package static func list(userID: UInt64, on connection: Connection) throws -> [Summary] {
+        try connection.query(
+            """
+            SELECT id, device, cookie_hash IS NOT NULL, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED),
+                CAST(UNIX_TIMESTAMP(last_used_at) AS SIGNED), CAST(UNIX_TIMESTAMP(expires_at) AS SIGNED)
+            FROM sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > UTC_TIMESTAMP(3)
+            ORDER BY last_used_at DESC, id DESC LIMIT 500
+            """, userID
+        ).map { row in
+            Summary(
+                id: try row.decode(at: 0), device: try row.decode(at: 1), isWeb: try row.decode(at: 2),
+                createdAt: try row.decode(at: 3), lastUsedAt: try row.decode(at: 4), expiresAt: try row.decode(at: 5))
+        }
+    }
+
+    /// Revokes one session; false when it does not exist or was already revoked.
+    package static func revoke(_ sessionID: UInt64, reason: String, on connection: Connection) throws -> Bool {
+        try connection.execute(
+            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id = ? AND revoked_at IS NULL",
+            reason, sessionID
+        ).affectedRows == 1
+    }
+
+    /// Revokes one session of `userID` (a user can revoke only their own).
+    package static func revoke(_ sessionID: UInt64, of userID: UInt64, reason: String, on connection: Connection) throws -> Bool {
+        try connection.execute(
+            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL",
+            reason, sessionID, userID
+        ).affectedRows == 1
+    }
+
+    /// Revokes every session of `userID`; returns how many were active.
+    package static func revokeAll(of userID: UInt64, reason: String, on connection: Connection) throws -> UInt64 {
+        try connection.execute(
+            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE user_id = ? AND revoked_at IS NULL",
+            reason, userID
+        ).affectedRows
+    }
+}
+
+/// Security-relevant events in `audit_events`: ids, a type and a small JSON detail, never a secret.
+package enum AuditLog {
+    /// Records one event.
+    /// - Parameter detail: a JSON object as text, or nil.
+    package static func record(
+        _ type: String, userID: UInt64?, sessionID: UInt64? = nil, remoteAddress: String? = nil, detail: String? = nil,
+        on connection: Connection
+    ) throws {
+        _ = try connection.execute(
+            "INSERT INTO audit_events (event_type, user_id, session_id, remote_address, detail) VALUES (?, ?, ?, ?, ?)",
+            type, userID, sessionID, remoteAddress.map { String($0.prefix(45)) }, detail)
+    }
+}

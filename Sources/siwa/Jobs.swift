@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import HTTPClient
+import Logging
+import MariaDB
+import Server
+
+struct Jobs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send queued revocations to Apple, re-validate Apple tokens daily, purge expired state.",
+        discussion: "Runs a pass every --interval seconds until SIGTERM or SIGINT; with --once, one pass and exit.")
+
+    @Flag(help: "Run one pass and exit (status 0 even when Apple could not be reached; the work stays queued).")
+    var once = false
+
+    @Option(help: "Seconds between passes.")
+    var interval: Double = 30
+
+    func run() throws {
+        let config = try loadConfiguration()
+        let logger = makeLogger(config, label: "siwa-jobs")
+        guard let apple = config.apple, let sessions = config.sessions else {
+            FileHandle.standardError.write(Data("invalid configuration:\n  - the SIWA_APPLE_* keys and SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR, SIWA_DATA_KEYS_FILE: required for jobs\n".utf8))
+            throw ExitCode(78)
+        }
+        initializeMariaDBLibrary()
+        initializeHTTPClientLibrary()
+        let database = Connection(configuration: config.database)
+        defer { database.close() }
+        let jobs = BackgroundJobs(apple: AppleServices(settings: apple), settings: sessions, database: database, logger: logger)
+        let stop = StopFlag()
+        if !once {
+            for signal in [SIGTERM, SIGINT] { stop.install(signal) }
+        }
+        repeat {
+            do {
+                let summary = try jobs.runOnce()
+                if once { print(summary) } else if !summary.isEmpty { logger.info("jobs pass", metadata: ["summary": "\(summary)"]) }
+            } catch {
+                logger.warning("jobs pass failed; retrying next pass", metadata: ["error": "\(error)"])
+                if once { throw ExitCode(75) }
+            }
+            var waited = 0.0
+            while !once && !stop.isSet && waited < interval {
+                Thread.sleep(forTimeInterval: 0.2)
+                waited += 0.2
+            }
+        } while !once && !stop.isSet
+    }
+}
+
+/// Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
+private final class StopFlag: @unchecked Sendable {
+    nonisolated(unsafe) private static var flag: sig_atomic_t = 0
+
+    var isSet: Bool { StopFlag.flag != 0 }
+
+    func install(_ signalNumber: Int32) {
+        signal(signalNumber) { _ in StopFlag.flag = 1 }
+    }
+}
