@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(
             name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "ServerTests", dependencies: ["Server", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
+            name: "ServerTests", dependencies: ["Server", "Accounts", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDEmulatorTests",

@@ -6,6 +6,13 @@ package struct PendingRevocation: Sendable, Equatable {
     package var token: SealedAppleToken
     package var tokenTypeHint: String
     package var attempts: Int
+
+    package init(id: UInt64, token: SealedAppleToken, tokenTypeHint: String, attempts: Int) {
+        self.id = id
+        self.token = token
+        self.tokenTypeHint = tokenTypeHint
+        self.attempts = attempts
+    }
 }
 
 /// The durable outbox of revocations to send to Apple: written in the account-deletion
@@ -29,8 +36,9 @@ package enum AppleRevocationOutbox {
             let attempts: Int = try row.decode(at: 5)
             let won = try connection.execute(
                 """
-                UPDATE apple_revocations SET attempts = attempts + 1,
-                    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, 30 * POW(2, LEAST(attempts, 20))) SECOND
+                UPDATE apple_revocations
+                SET next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, 30 * POW(2, LEAST(attempts, 20))) SECOND,
+                    attempts = attempts + 1
                 WHERE id = ? AND done_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(3) AND attempts = ?
                 """, maximumDelay, id, attempts
             ).affectedRows == 1

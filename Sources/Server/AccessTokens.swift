@@ -11,6 +11,12 @@ package struct AccessTokenClaims: Sendable, Equatable {
     package var userID: UInt64
     package var sessionID: UInt64
     package var expiresAt: Int64
+
+    package init(userID: UInt64, sessionID: UInt64, expiresAt: Int64) {
+        self.userID = userID
+        self.sessionID = sessionID
+        self.expiresAt = expiresAt
+    }
 }
 
 /// Our own access tokens (DESIGN.md rule 3): RS256 JWTs with a `kid`, 15 minutes, naming the user

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The web sign-in: a real headless Chromium (web_sign_in.py) through the page, the emulator's consent
+# and Apple's form post; then, with curl, the binding of the one-time handle to the browser that
+# started the sign-in, and `return_to` limited to our own paths.
+set -euo pipefail
+. "$(dirname "$0")/assert.sh"
+
+command -v chromium >/dev/null || fail "chromium is not installed (scripts/lib.sh installs it)"
+python3 "$(dirname "$0")/web_sign_in.py" || fail "the browser sign-in"
+
+# The same flow by hand: the handle works only in the browser that holds the binding cookie, once.
+jar=$E2E_TMP/web_jar
+ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
+user=$(curl -ks -X POST -H "$ADMIN" -d '{"email":"curl.e2e@example.com"}' "$E2E_APPLE_URL/admin/users" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+web_handle() { # start, consent at the emulator as $user, post Apple's answer to the callback: sets COMPLETE
+    rm -f "$jar"
+    local location form fields
+    location=$(curl -ks -c "$jar" -o /dev/null -w '%{redirect_url}' "$E2E_URL/auth/web/start?return_to=/account")
+    [[ "$location" == "$E2E_APPLE_URL/auth/authorize?"* ]] || fail "start: $location"
+    grep -q '__Host-siwa_signin' "$jar" || fail "no binding cookie"
+    form=$(curl -ks -X POST --data "${location#*\?}&user_id=$user&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
+    fields=$(python3 -c 'import html,re,sys,urllib.parse
+pairs=re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())
+print(urllib.parse.urlencode([(n, html.unescape(v)) for n, v in pairs]))' <<<"$form")
+    grep -q 'id_token=' <<<"$fields" || fail "the emulator's form post: $form"
+    COMPLETE=$(curl -ks -o /dev/null -w '%{redirect_url}' -X POST --data "$fields" "$E2E_URL/auth/callback")
+    [[ "$COMPLETE" == "$E2E_URL/auth/web/complete?handle="* ]] || fail "the callback's redirect: $COMPLETE"
+    ! grep -qE 'code=|id_token=|state=' <<<"$COMPLETE" || fail "a token in the redirect URL: $COMPLETE"
+}
+web_handle
+request GET "${COMPLETE#"$E2E_URL"}"
+expect_status 403 "the handle in another browser"
+request GET "${COMPLETE#"$E2E_URL"}" -b "$jar"
+expect_status 400 "the handle again, even with the right cookie"
+pass "the one-time handle is refused without the binding cookie (403) and cannot be used twice (400); no token in the redirect URL"
+
+web_handle
+request GET "${COMPLETE#"$E2E_URL"}" -b "$jar"
+expect_status 303 "the handle with the binding cookie"
+expect_header "location: /account" "the redirect to return_to"
+expect_header "set-cookie: __Host-siwa_session=" "the session cookie"
+pass "with the binding cookie the handle sets the session cookie and returns to return_to (/account)"
+
+for bad in '//evil.example/' 'https://evil.example/' '/\evil.example' 'account'; do
+    request GET "/auth/web/start?return_to=$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$bad")"
+    expect_status 400 "return_to $bad"
+done
+pass "return_to other than a path on this site (//host, https://host, /\\host, relative) gets 400"

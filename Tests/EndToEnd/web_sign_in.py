@@ -1,0 +1,186 @@
+"""The web sign-in in a real headless Chromium, through nginx over TLS, against the Apple ID
+emulator: the account page, the emulator's consent page, Apple's cross-site form post, the
+signed-in page; the session cookie's flags; Origin checks on cookie writes; revoking a device;
+signing out; a cancelled sign-in; a forged state; account deletion from the page."""
+
+import json
+import os
+import ssl
+import sys
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from browser import Browser  # noqa: E402
+
+BASE = os.environ["E2E_URL"]
+APPLE = os.environ["E2E_APPLE_URL"]
+ADMIN_SECRET = open(os.environ["E2E_APPLE_ADMIN_SECRET_FILE"]).read().strip()
+TLS = ssl.create_default_context()
+TLS.check_hostname = False
+TLS.verify_mode = ssl.CERT_NONE
+
+
+def fail(message):
+    print(f"FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def ok(message):
+    print(f"  ok: {message}")
+
+
+def http(method, url, body=None, headers=None):
+    """(status, parsed JSON or text) of one request."""
+    data = json.dumps(body).encode() if isinstance(body, dict) else body
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if isinstance(body, dict):
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, context=TLS) as response:
+            status, text = response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read().decode()
+    try:
+        return status, json.loads(text) if text else None
+    except ValueError:
+        return status, text
+
+
+def text(browser, element_id):
+    return browser.evaluate(f"document.getElementById('{element_id}').textContent")
+
+
+def signed_in(browser):
+    browser.wait_for(f"location.href === '{BASE}/' && !document.getElementById('signed-in').hidden"
+                     " && document.querySelectorAll('#sessions li').length > 0", "the signed-in page")
+
+
+def consent(browser, email=None):
+    """On the emulator's consent page: Continue as the test user with this email, or Cancel."""
+    browser.wait_for(f"location.href.startsWith('{APPLE}/auth/authorize') && document.getElementById('continue') !== null",
+                     "the emulator's consent page")
+    if email is None:
+        browser.evaluate("document.getElementById('cancel').click()")
+        return
+    found = browser.evaluate(
+        "(() => { const label = [...document.querySelectorAll('label')].find(l => l.textContent.includes("
+        f"{json.dumps(email)})); if (!label) return false; label.querySelector('input').checked = true;"
+        "document.getElementById('continue').click(); return true })()")
+    if not found:
+        fail(f"the consent page does not list {email}")
+
+
+def start(browser):
+    browser.navigate(BASE + "/")
+    browser.wait_for("!document.getElementById('signed-out').hidden", "the sign-in button")
+    browser.evaluate("document.getElementById('sign-in').click()")
+
+
+admin = {"Authorization": f"Bearer {ADMIN_SECRET}"}
+status, person = http("POST", APPLE + "/admin/users", {"email": "web.e2e@example.com", "firstName": "Web", "lastName": "Browser"}, admin)
+if status != 201:
+    fail(f"the emulator user: {status} {person}")
+me_sub = person["id"]
+
+with Browser() as browser:
+    # --- A first sign-in: button, consent page, form post, signed-in page.
+    start(browser)
+    authorize = browser.wait_for(f"location.href.startsWith('{APPLE}/auth/authorize') && location.href")
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(authorize).query)
+    expected = {"response_type": ["code id_token"], "response_mode": ["form_post"], "scope": ["name email"],
+                "client_id": ["com.example.siwa.web"], "redirect_uri": [BASE + "/auth/callback"]}
+    if any(query.get(name) != value for name, value in expected.items()) or not query.get("state") or not query.get("nonce"):
+        fail(f"the authorize URL: {authorize}")
+    consent(browser, "web.e2e@example.com")
+    signed_in(browser)
+    if text(browser, "user-name") != "Web Browser":
+        fail(f"the name from the first authorization's user JSON: {text(browser, 'user-name')!r}")
+    if "web.e2e@example.com" not in text(browser, "emails"):
+        fail(f"the email: {text(browser, 'emails')}")
+    if "Web browser" not in text(browser, "sessions"):
+        fail(f"the device list: {text(browser, 'sessions')}")
+    cookies = {cookie["name"]: cookie for cookie in browser.cookies()}
+    session = cookies.get("__Host-siwa_session")
+    if not session or not session["httpOnly"] or not session["secure"] or session.get("sameSite") != "Lax" or session["path"] != "/":
+        fail(f"the session cookie: {session}")
+    if "__Host-siwa_signin" in cookies:
+        fail("the browser-binding cookie was not cleared")
+    ok("the page's button, the emulator's consent, the form post and the signed-in page with name, email and device; "
+       "the session cookie is __Host-, HttpOnly, Secure, SameSite=Lax")
+
+    # --- Cookie writes need our Origin.
+    cookie = f"__Host-siwa_session={session['value']}"
+    status, _ = http("GET", BASE + "/auth/me", headers={"Cookie": cookie})
+    if status != 200:
+        fail(f"GET /auth/me with the cookie: {status}")
+    for origin in [None, "https://evil.example", "null"]:
+        headers = {"Cookie": cookie} | ({"Origin": origin} if origin else {})
+        status, body = http("POST", BASE + "/auth/logout", headers=headers)
+        if status != 403 or body.get("error") != "origin_mismatch":
+            fail(f"a cookie write with Origin {origin}: {status} {body}")
+    ok("cookie-authenticated writes without our Origin (none, another site, null) get 403 origin_mismatch")
+
+    # --- A second device (a native sign-in of the same Apple user), revoked from the page.
+    status, grant = http("POST", APPLE + "/admin/sign-in", {"userId": me_sub, "clientId": "com.example.siwa", "nonce": "web-e2e-native"}, admin)
+    status, native = http("POST", BASE + "/auth/apple", {"identityToken": grant["identityToken"], "nonce": "web-e2e-native", "device": "Web's iPhone"})
+    if status != 200 or native["user"]["firstName"] != "Web":
+        fail(f"the native sign-in of the same person: {status} {native}")
+    browser.evaluate("location.reload()")
+    browser.wait_for("document.querySelectorAll('#sessions li').length === 2", "two devices")
+    browser.evaluate("document.querySelector('#sessions button.revoke').click()")
+    browser.wait_for("document.querySelectorAll('#sessions li').length === 1", "one device after revoking")
+    status, _ = http("GET", BASE + "/auth/me", headers={"Authorization": f"Bearer {native['accessToken']}"})
+    if status != 401:
+        fail(f"the revoked device's access token: {status}")
+    ok("the same person's native session appears on the page as a second device; Revoke ends it")
+
+    # --- Sign out, then a returning sign-in: the name is kept (no user JSON the second time).
+    browser.evaluate("document.getElementById('sign-out').click()")
+    browser.wait_for("!document.getElementById('signed-out').hidden", "the signed-out page")
+    status, _ = http("GET", BASE + "/auth/me", headers={"Cookie": cookie})
+    if status != 401:
+        fail(f"the cookie after sign-out: {status}")
+    browser.evaluate("document.getElementById('sign-in').click()")
+    consent(browser, "web.e2e@example.com")
+    signed_in(browser)
+    if text(browser, "user-name") != "Web Browser":
+        fail(f"the returning user's name: {text(browser, 'user-name')!r}")
+    ok("sign out ends the cookie's session; a returning sign-in lands on the same user with the name kept")
+
+    # --- A cancelled sign-in returns to the page with a readable message.
+    browser.evaluate("document.getElementById('sign-out').click()")
+    browser.wait_for("!document.getElementById('signed-out').hidden", "the signed-out page")
+    browser.evaluate("document.getElementById('sign-in').click()")
+    consent(browser, None)
+    browser.wait_for(f"location.href === '{BASE}/' && document.getElementById('notice').textContent.includes('cancelled')",
+                     "the cancelled message")
+    if not browser.evaluate("!document.getElementById('signed-out').hidden"):
+        fail("signed in after a cancel")
+    ok("Cancel at Apple returns to the page with \"Sign-in was cancelled.\" and no session")
+
+    # --- A forged state posted to the callback.
+    browser.evaluate(
+        "(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/auth/callback';"
+        "for (const [n, v] of [['state', 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'], ['code', 'c'], ['id_token', 'x.y.z']]) {"
+        "const i = document.createElement('input'); i.type = 'hidden'; i.name = n; i.value = v; f.append(i) }"
+        "document.body.append(f); f.submit() })()")
+    message = browser.wait_for("location.pathname === '/auth/callback' && document.getElementById('message')?.textContent",
+                               "the callback's error page")
+    if "not valid" not in message:
+        fail(f"a forged state: {message}")
+    ok(f"a forged state at /auth/callback gets the error page: \"{message}\"")
+
+    # --- Delete the account from the page.
+    start(browser)
+    consent(browser, "web.e2e@example.com")
+    signed_in(browser)
+    cookie = "__Host-siwa_session=" + {c["name"]: c for c in browser.cookies()}["__Host-siwa_session"]["value"]
+    browser.evaluate("document.getElementById('delete-account').click()")
+    browser.evaluate("document.getElementById('confirm-delete').click()")
+    browser.wait_for("!document.getElementById('signed-out').hidden && document.getElementById('notice').textContent.includes('deleted')",
+                     "the deleted message")
+    status, _ = http("GET", BASE + "/auth/me", headers={"Cookie": cookie})
+    if status != 401:
+        fail(f"the deleted account's cookie: {status}")
+    ok("Delete account on the page: the account is gone and the page is signed out")

@@ -1,0 +1,149 @@
+import Accounts
+import Foundation
+import MariaDB
+import Server
+import Testing
+
+/// Sessions, refresh-token rotation, account deletion and the Apple token jobs' SQL, on a schema
+/// migrated with the project's own migrations.
+@Suite struct SessionsTests {
+    let database: TestDatabase
+    let connection: Connection
+
+    init() throws {
+        database = try TestDatabase()
+        let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardized.path
+        let migrating = try database.connect(multipleStatements: true)
+        defer { migrating.close() }
+        _ = try Migrator(directory: sql).migrate(on: migrating)
+        connection = try database.connect()
+    }
+
+    func hash(_ byte: UInt8) -> [UInt8] { [UInt8](repeating: byte, count: 32) }
+    func count(_ sql: String) throws -> Int { try connection.query(sql)[0].decode(at: 0) }
+
+    func user(sealed: SealedAppleToken? = nil) throws -> UInt64 {
+        try connection.transaction {
+            try AppleAccounts.signIn(
+                AppleSignIn(teamID: "TEAM", sub: UUID().uuidString, audience: "com.example.app", appleRefreshToken: sealed), on: connection)
+        }.userID
+    }
+
+    func rotate(_ presented: UInt8, _ next: UInt8) throws -> Sessions.Rotation {
+        try connection.transaction {
+            try Sessions.rotate(presentedHash: hash(presented), nextHash: hash(next), lifetime: 3600, remoteAddress: "127.0.0.1", on: connection)
+        }
+    }
+
+    @Test("Rotation spends the token and issues the next; a spent token again revokes the family and is audited")
+    func rotationAndReuse() throws {
+        defer { connection.close(); database.drop() }
+        let userID = try user()
+        let sessionID = try connection.transaction {
+            try Sessions.create(userID: userID, device: " iPhone\u{0000} ", refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+        }
+        let active = Sessions.Active(sessionID: sessionID, userID: userID)
+        #expect(try rotate(1, 2) == .rotated(active))
+        #expect(try rotate(2, 3) == .rotated(active))
+        #expect(try rotate(9, 10) == .unknown)
+        #expect(try Sessions.isActive(sessionID: sessionID, userID: userID, on: connection))
+        #expect(try rotate(1, 4) == .reused(active), "token 1 was spent")
+        #expect(try !Sessions.isActive(sessionID: sessionID, userID: userID, on: connection))
+        #expect(try rotate(3, 5) == .inactive, "the current token of a revoked family is refused too")
+        #expect(try count("SELECT COUNT(*) FROM audit_events WHERE event_type = 'refresh_token_reuse'") == 1)
+        #expect(try Sessions.list(userID: userID, on: connection).isEmpty)
+        let reason: String = try connection.query("SELECT revoke_reason FROM sessions WHERE id = ?", sessionID)[0].decode(at: 0)
+        #expect(reason == "refresh_token_reuse")
+    }
+
+    @Test("Only the SHA-256 of refresh tokens and cookies is stored; device labels are cleaned")
+    func storedAsHashes() throws {
+        defer { connection.close(); database.drop() }
+        let userID = try user()
+        let web = try Sessions.create(userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7), lifetime: 3600, on: connection)
+        let native = try Sessions.create(userID: userID, device: " iPhone\u{0007} ", refreshTokenHash: hash(8), cookieHash: nil, lifetime: 3600, on: connection)
+        #expect(try Sessions.active(cookieHash: hash(7), on: connection) == Sessions.Active(sessionID: web, userID: userID))
+        #expect(try Sessions.active(cookieHash: hash(8), on: connection) == nil)
+        let list = try Sessions.list(userID: userID, on: connection)
+        #expect(Set(list.map(\.id)) == [web, native])
+        #expect(list.first { $0.id == native }?.device == "iPhone")
+        #expect(list.first { $0.id == web }?.isWeb == true)
+        let stored: [UInt8] = try connection.query("SELECT token_hash FROM refresh_tokens WHERE session_id = ?", native)[0].decode(at: 0)
+        #expect(stored == hash(8))
+        #expect(try Sessions.revoke(web, of: userID + 1, reason: "x", on: connection) == false, "not another user's session")
+        #expect(try Sessions.revoke(web, of: userID, reason: "revoked_by_user", on: connection))
+        #expect(try Sessions.active(cookieHash: hash(7), on: connection) == nil)
+    }
+
+    @Test("Deleting an account removes every row of the user in one go and queues the revocation with the minting client id")
+    func deletion() throws {
+        defer { connection.close(); database.drop() }
+        let sealed = SealedAppleToken(ciphertext: [1, 2, 3, 4], keyID: "k1", clientID: "com.example.app")
+        let userID = try user(sealed: sealed)
+        let other = try user()
+        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+        _ = try Sessions.create(userID: other, device: nil, refreshTokenHash: hash(2), cookieHash: nil, lifetime: 3600, on: connection)
+        #expect(try connection.transaction { try AccountDeletion.delete(userID: userID, remoteAddress: nil, on: connection) })
+        #expect(try count("SELECT COUNT(*) FROM users") == 1)
+        #expect(try count("SELECT COUNT(*) FROM sessions") == 1)
+        #expect(try count("SELECT COUNT(*) FROM refresh_tokens") == 1)
+        #expect(try count("SELECT COUNT(*) FROM apple_identities") == 1)
+        #expect(try count("SELECT COUNT(*) FROM audit_events WHERE event_type = 'account_deleted'") == 1)
+        #expect(try connection.transaction { try AccountDeletion.delete(userID: userID, remoteAddress: nil, on: connection) } == false)
+
+        let claimed = try AppleRevocationOutbox.claimDue(limit: 10, on: connection)
+        #expect(claimed == [PendingRevocation(id: claimed.first?.id ?? 0, token: sealed, tokenTypeHint: "refresh_token", attempts: 1)])
+        #expect(try AppleRevocationOutbox.claimDue(limit: 10, on: connection).isEmpty, "claimed rows wait for their retry time")
+        let delay: Int = try connection.query("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), next_attempt_at) FROM apple_revocations")[0].decode(at: 0)
+        #expect((25...30).contains(delay), "first retry after 30 s, got \(delay)")
+        try AppleRevocationOutbox.markFailed(claimed[0].id, error: "unreachable", on: connection)
+        _ = try connection.execute("UPDATE apple_revocations SET next_attempt_at = UTC_TIMESTAMP(3)")
+        #expect(try AppleRevocationOutbox.claimDue(limit: 10, on: connection).map(\.attempts) == [2])
+        try AppleRevocationOutbox.markDone(claimed[0].id, on: connection)
+        _ = try connection.execute("UPDATE apple_revocations SET next_attempt_at = UTC_TIMESTAMP(3)")
+        #expect(try AppleRevocationOutbox.claimDue(limit: 10, on: connection).isEmpty, "done rows are never sent again")
+        #expect(try count("SELECT COUNT(*) FROM apple_revocations WHERE LENGTH(token) = 0") == 1, "the token is erased once revoked")
+    }
+
+    @Test("A repeat sign-in never queues a revocation; a due validation is claimed once; consent withdrawn ends every session")
+    func validation() throws {
+        defer { connection.close(); database.drop() }
+        let sealed = SealedAppleToken(ciphertext: [9, 9], keyID: "k1", clientID: "com.example.app")
+        let sub = "sub-validation"
+        let signIn = AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: sealed)
+        let userID = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }.userID
+        _ = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }
+        #expect(try count("SELECT COUNT(*) FROM apple_revocations") == 0)
+        #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "not due for a day")
+        _ = try connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3)")
+        let due = try AppleValidations.claimDue(limit: 10, on: connection)
+        #expect(due.map(\.token) == [sealed])
+        #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "claimed once")
+        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: nil, cookieHash: hash(2), lifetime: 3600, on: connection)
+        let ended = try connection.transaction {
+            try AppleValidations.consentRevoked(userID: userID, identityID: due[0].identityID, source: "daily_validation", on: connection)
+        }
+        #expect(ended == 2)
+        #expect(try Sessions.list(userID: userID, on: connection).isEmpty)
+        #expect(try count("SELECT COUNT(*) FROM apple_identities WHERE consent_state = 'revoked' AND apple_refresh_token IS NULL") == 1)
+        _ = try connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3)")
+        #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "a revoked identity is not checked again")
+    }
+
+    @Test("A web sign-in's handle is redeemed once; an unknown or expired state finds nothing")
+    func webSignIns() throws {
+        defer { connection.close(); database.drop() }
+        try WebSignIns.start(stateHash: hash(1), bindingHash: hash(2), nonce: "raw-nonce", returnTo: "/account", lifetime: 600, on: connection)
+        #expect(try WebSignIns.pending(stateHash: hash(9), on: connection) == nil)
+        let pending = try #require(try WebSignIns.pending(stateHash: hash(1), on: connection))
+        #expect(pending.nonce == "raw-nonce" && pending.returnTo == "/account")
+        try WebSignIns.complete(pending.id, handleHash: hash(3), userID: nil, isNewUser: false, error: "user_cancelled_authorize", on: connection)
+        #expect(try WebSignIns.pending(stateHash: hash(1), on: connection) == nil, "a state is used once")
+        let completed = try connection.transaction { try WebSignIns.redeem(handleHash: hash(3), on: connection) }
+        #expect(completed?.error == "user_cancelled_authorize" && completed?.bindingHash == hash(2))
+        #expect(try connection.transaction { try WebSignIns.redeem(handleHash: hash(3), on: connection) } == nil, "a handle is used once")
+        try WebSignIns.start(stateHash: hash(4), bindingHash: hash(2), nonce: "n", returnTo: "/", lifetime: -1, on: connection)
+        #expect(try WebSignIns.pending(stateHash: hash(4), on: connection) == nil, "expired")
+    }
+}

@@ -1,0 +1,92 @@
+// The account page: signs in through /auth/web/start, then shows the user, their emails and devices.
+// Every call carries the HttpOnly session cookie; writes are same-origin, so the browser sends Origin.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+const signInErrors = {
+  user_cancelled_authorize: "Sign-in was cancelled.",
+  invalid_token: "Apple's answer could not be verified. Please try again.",
+  invalid_request: "Apple's answer was incomplete. Please try again.",
+};
+
+async function api(method, path) {
+  const response = await fetch(path, { method, credentials: "same-origin", headers: { Accept: "application/json" } });
+  if (response.status === 401) return null;
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
+    throw new Error(body.message || `${method} ${path}: ${response.status}`);
+  }
+  return response.status === 204 ? {} : response.json();
+}
+
+function notice(text) {
+  $("notice").textContent = text;
+  $("notice").hidden = !text;
+}
+
+function item(text, tags = []) {
+  const li = document.createElement("li");
+  li.textContent = text;
+  for (const tag of tags) {
+    const span = document.createElement("span");
+    span.className = "tag";
+    span.textContent = tag;
+    li.append(span);
+  }
+  return li;
+}
+
+async function render() {
+  const me = await api("GET", "/auth/me");
+  $("signed-out").hidden = me !== null;
+  $("signed-in").hidden = me === null;
+  if (me === null) return;
+  const user = me.user;
+  $("user-name").textContent = [user.firstName, user.lastName].filter(Boolean).join(" ") || "Signed in";
+  $("emails").replaceChildren(...user.emails.map((email) => item(email.address, [
+    email.isPrivateRelay ? "Hide My Email" : null,
+    email.isPrivateRelay ? (email.forwardingEnabled ? "forwarding" : "forwarding off") : null,
+    email.verified ? "verified" : "not verified",
+  ].filter(Boolean))));
+  const { sessions } = await api("GET", "/auth/sessions");
+  $("sessions").replaceChildren(...sessions.map((session) => {
+    const last = new Date(session.lastUsedAt * 1000).toLocaleString();
+    const li = item(`${session.device || "Unknown device"} (${session.kind}), last used ${last}`, session.current ? ["this browser"] : []);
+    li.dataset.sessionId = session.id;
+    if (!session.current) {
+      const button = document.createElement("button");
+      button.textContent = "Revoke";
+      button.className = "revoke";
+      button.addEventListener("click", () => act(() => api("DELETE", `/auth/sessions/${session.id}`)));
+      li.append(button);
+    }
+    return li;
+  }));
+}
+
+async function act(action, message = "") {
+  try {
+    await action();
+    notice(message);
+  } catch (error) {
+    notice(error.message);
+  }
+  await render();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const params = new URLSearchParams(location.search);
+  const error = params.get("sign_in_error");
+  if (error) {
+    notice(signInErrors[error] || `Sign-in failed (${error}).`);
+    history.replaceState(null, "", location.pathname);
+  }
+  $("sign-out").addEventListener("click", () => act(() => api("POST", "/auth/logout"), "Signed out."));
+  $("delete-account").addEventListener("click", () => { $("confirm-delete").hidden = false; });
+  $("confirm-delete").addEventListener("click", () => act(async () => {
+    await api("DELETE", "/auth/account");
+    $("confirm-delete").hidden = true;
+  }, "Your account and all its data were deleted."));
+  render().catch((failure) => notice(failure.message));
+});
