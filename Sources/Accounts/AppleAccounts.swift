@@ -54,10 +54,17 @@ package struct SealedAppleToken: Sendable, Equatable {
 package struct SignedInAccount: Sendable, Equatable {
     package var userID: UInt64
     package var isNewUser: Bool
+    /// A new user's profile, exactly as just stored (so it needs no reading back); nil for a returning user.
+    package var newProfile: Profile?
 
-    package init(userID: UInt64, isNewUser: Bool) {
+    package init(userID: UInt64, isNewUser: Bool, newProfile: Profile? = nil) {
         self.userID = userID
         self.isNewUser = isNewUser
+        self.newProfile = newProfile
+    }
+
+    package static func == (lhs: SignedInAccount, rhs: SignedInAccount) -> Bool {
+        lhs.userID == rhs.userID && lhs.isNewUser == rhs.isNewUser
     }
 }
 
@@ -74,12 +81,15 @@ package enum AppleAccounts {
     /// Finds or creates the user of `signIn` and records what it brings. Must run inside a
     /// transaction (`connection.transaction`), so nothing is half-written.
     /// - Throws: `MariaDBError`; `.duplicateEntry` when another worker created the same identity at
-    ///   the same moment (call again: the retry finds it).
+    ///   the same moment, `.deadlock` under contention (run the transaction again: the retry finds it).
     package static func signIn(_ signIn: AppleSignIn, on connection: Connection) throws -> SignedInAccount {
         let firstName = sanitizedName(signIn.firstName)
         let lastName = sanitizedName(signIn.lastName)
+        // A plain read, not FOR UPDATE: a locking read of a missing key takes a gap lock, and two
+        // first sign-ins in the same gap would deadlock on their inserts. A concurrent creation
+        // shows up as `.duplicateEntry` on the unique (team, sub) instead; the retry finds the row.
         let existing = try connection.query(
-            "SELECT user_id FROM apple_identities WHERE team_id = ? AND sub = ? FOR UPDATE", signIn.teamID, signIn.sub
+            "SELECT user_id FROM apple_identities WHERE team_id = ? AND sub = ?", signIn.teamID, signIn.sub
         ).first
         let userID: UInt64
         if let existing {
@@ -110,8 +120,10 @@ package enum AppleAccounts {
                 WHERE team_id = ? AND sub = ?
                 """, token.ciphertext, token.keyID, token.clientID, signIn.teamID, signIn.sub)
         }
+        var storedEmail: Profile.Email?
         if let email = signIn.email?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 {
             let isRelay = signIn.isPrivateEmail == true || email.lowercased().hasSuffix(relayDomain)
+            storedEmail = Profile.Email(address: email, isPrivateRelay: isRelay, forwardingEnabled: true, verified: signIn.emailVerified ?? false)
             _ = try connection.execute(
                 """
                 INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, ?)
@@ -119,7 +131,11 @@ package enum AppleAccounts {
                     updated_at = UTC_TIMESTAMP(3)
                 """, userID, email, isRelay, signIn.emailVerified ?? false)
         }
-        return SignedInAccount(userID: userID, isNewUser: existing == nil)
+        guard existing == nil else { return SignedInAccount(userID: userID, isNewUser: false) }
+        let profile = Profile(
+            userID: userID, firstName: firstName, lastName: lastName, createdAt: Int64(Date().timeIntervalSince1970),
+            emails: storedEmail.map { [$0] } ?? [])
+        return SignedInAccount(userID: userID, isNewUser: true, newProfile: profile)
     }
 
     /// A name part trimmed, without control characters, at most `maximumNameLength` characters;

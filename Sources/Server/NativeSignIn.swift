@@ -43,11 +43,10 @@ package enum NativeSignIn {
             throw HTTPError(401, "user_mismatch", "`user` is not the subject of the identity token")
         }
         let nonceHash = nonce.map { SHA256.hash(Array($0.utf8)) }
-        // A cheap early look, so that a replay does not reach Apple; the insert below decides.
-        if let nonceHash, try Nonces.isUsed(hash: nonceHash, on: context.database) { throw nonceReused }
-
         var sealed: SealedAppleToken?
         if let code {
+            // A cheap early look, so that a replay does not reach Apple; the insert below decides.
+            if let nonceHash, try Nonces.isUsed(hash: nonceHash, on: context.database) { throw nonceReused }
             sealed = try exchange(code, clientID: identity.audience, redirectURI: nil, context: context, apple: apple, settings: settings)
         }
         let signIn = AppleSignIn(
@@ -56,7 +55,7 @@ package enum NativeSignIn {
             firstName: body.fullName?.givenName, lastName: body.fullName?.familyName, appleRefreshToken: sealed)
         let refreshToken = try OpaqueToken()
         let nonceExpiry = Int64(identity.expiresAt) + Int64(apple.settings.leeway) + 1
-        let (account, sessionID) = try retryingDuplicate(context) {
+        let (account, sessionID) = try retryingConflicts {
             try context.database.transaction {
                 if let nonceHash, try !Nonces.consume(hash: nonceHash, expiresAt: nonceExpiry, on: context.database) {
                     throw nonceReused
@@ -72,8 +71,8 @@ package enum NativeSignIn {
             }
         }
         return try tokenResponse(
-            userID: account.userID, sessionID: sessionID, refreshToken: refreshToken.value, isNewUser: account.isNewUser,
-            settings: settings, context: context)
+            userID: account.userID, sessionID: sessionID, refreshToken: refreshToken.value, account: account, settings: settings,
+            context: context)
     }
 
     struct RefreshBody: Decodable {
@@ -89,15 +88,17 @@ package enum NativeSignIn {
             throw HTTPError(401, "invalid_token", "The refresh token is not valid")
         }
         let next = try OpaqueToken()
-        let rotation = try context.database.transaction {
-            try Sessions.rotate(
-                presentedHash: presented, nextHash: next.hash, lifetime: settings.lifetime, remoteAddress: request.remoteAddress,
-                on: context.database)
+        let rotation = try retryingConflicts {
+            try context.database.transaction {
+                try Sessions.rotate(
+                    presentedHash: presented, nextHash: next.hash, lifetime: settings.lifetime, remoteAddress: request.remoteAddress,
+                    on: context.database)
+            }
         }
         switch rotation {
         case .rotated(let session):
             return try tokenResponse(
-                userID: session.userID, sessionID: session.sessionID, refreshToken: next.value, isNewUser: nil, settings: settings,
+                userID: session.userID, sessionID: session.sessionID, refreshToken: next.value, account: nil, settings: settings,
                 context: context)
         case .unknown: throw HTTPError(401, "invalid_token", "The refresh token is not valid")
         case .inactive: throw HTTPError(401, "invalid_token", "The session has ended; sign in again")
@@ -134,28 +135,34 @@ package enum NativeSignIn {
         }
     }
 
-    /// Runs `body` again once when another worker created the same identity at the same moment.
-    static func retryingDuplicate<T>(_ context: WorkerContext, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as MariaDBError where error.code == .duplicateEntry {
-            return try body()
+    /// Runs a whole transaction `body` again (up to 3 times in all) when it lost a race: another
+    /// worker created the same identity at the same moment (`.duplicateEntry`), or InnoDB chose it
+    /// as a deadlock victim. The rolled-back attempt left nothing behind.
+    static func retryingConflicts<T>(_ body: () throws -> T) throws -> T {
+        for _ in 1..<3 {
+            do {
+                return try body()
+            } catch let error as MariaDBError where error.code == .duplicateEntry || error.code == .deadlock {
+                continue
+            }
         }
+        return try body()
     }
 
-    /// `{accessToken, tokenType, expiresIn, refreshToken, user?, isNewUser?}`.
+    /// `{accessToken, tokenType, expiresIn, refreshToken, sessionId}`, and after a sign-in `user` and `isNewUser`.
     static func tokenResponse(
-        userID: UInt64, sessionID: UInt64, refreshToken: String, isNewUser: Bool?, settings: SessionSettings, context: WorkerContext
+        userID: UInt64, sessionID: UInt64, refreshToken: String, account: SignedInAccount?, settings: SessionSettings,
+        context: WorkerContext
     ) throws -> Response {
         let access = try settings.accessTokens.issue(userID: userID, sessionID: sessionID)
         var members: [(String, JSONText.Value?)] = [
             ("accessToken", .string(access.token)), ("tokenType", .string("Bearer")), ("expiresIn", .integer(Int64(access.expiresIn))),
             ("refreshToken", .string(refreshToken)), ("sessionId", .string(String(sessionID))),
         ]
-        if let isNewUser {
-            guard let profile = try Profile.load(userID: userID, on: context.database) else { throw HTTPError.notFound }
+        if let account {
+            guard let profile = try account.newProfile ?? Profile.load(userID: userID, on: context.database) else { throw HTTPError.notFound }
             members.append(("user", .raw(AccountRoutes.json(profile))))
-            members.append(("isNewUser", .bool(isNewUser)))
+            members.append(("isNewUser", .bool(account.isNewUser)))
         }
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(JSONText.object(members).utf8))
     }

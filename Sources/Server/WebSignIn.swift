@@ -70,22 +70,24 @@ package enum WebSignIn {
             outcome = try signIn(form: field, pending: pending, apple: apple, settings: settings, context: context)
         }
         let handle = try OpaqueToken()
-        try context.database.transaction {
-            guard try WebSignIns.pending(stateHash: stateHash, on: context.database) != nil else {
-                throw HTTPError(409, "already_completed", "This sign-in was already completed")
-            }
-            var account: SignedInAccount?
-            if case .verified(let signIn, let nonceHash, let nonceExpiry) = outcome {
-                guard try Nonces.consume(hash: nonceHash, expiresAt: nonceExpiry, on: context.database) else {
-                    throw NativeSignIn.nonceReused
+        try NativeSignIn.retryingConflicts {
+            try context.database.transaction {
+                guard try WebSignIns.pending(stateHash: stateHash, on: context.database) != nil else {
+                    throw HTTPError(409, "already_completed", "This sign-in was already completed")
                 }
-                account = try AppleAccounts.signIn(signIn, on: context.database)
+                var account: SignedInAccount?
+                if case .verified(let signIn, let nonceHash, let nonceExpiry) = outcome {
+                    guard try Nonces.consume(hash: nonceHash, expiresAt: nonceExpiry, on: context.database) else {
+                        throw NativeSignIn.nonceReused
+                    }
+                    account = try AppleAccounts.signIn(signIn, on: context.database)
+                }
+                var error: String?
+                if case .failed(let code) = outcome { error = code }
+                try WebSignIns.complete(
+                    pending.id, handleHash: handle.hash, userID: account?.userID, isNewUser: account?.isNewUser ?? false, error: error,
+                    on: context.database)
             }
-            var error: String?
-            if case .failed(let code) = outcome { error = code }
-            try WebSignIns.complete(
-                pending.id, handleHash: handle.hash, userID: account?.userID, isNewUser: account?.isNewUser ?? false, error: error,
-                on: context.database)
         }
         return Response(
             status: 303,

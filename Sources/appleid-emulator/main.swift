@@ -10,7 +10,38 @@ struct EmulatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appleid-emulator",
         abstract: "A local stand-in for Apple's Sign in with Apple endpoints, served over FastCGI.",
-        discussion: "See README.md, \"The Apple ID emulator\", for the configuration file and the admin API.")
+        discussion: "See README.md, \"The Apple ID emulator\", for the configuration file and the admin API.",
+        subcommands: [Serve.self, Mint.self], defaultSubcommand: Serve.self)
+}
+
+/// `appleid-emulator mint --config FILE --client-id ID --count N`: prints N identity tokens of new
+/// people, `<token> <raw nonce>` per line, signed with the emulator's current key (for benchmarks).
+struct Mint: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print identity tokens of new people for load tests: `<token> <raw nonce>` per line.")
+
+    @Option(help: "The JSON configuration file.")
+    var config: String
+
+    @Option(help: "The client id (audience).")
+    var clientId: String
+
+    @Option(help: "How many tokens (at most 1,000,000).")
+    var count: Int
+
+    func run() throws {
+        guard (1...1_000_000).contains(count) else { throw ValidationError("--count must be in 1...1000000") }
+        let emulator = try Emulator(configuration: try EmulatorConfiguration.load(path: config))
+        var out = ""
+        for (token, nonce) in try emulator.benchmarkTokens(clientID: clientId, count: count) {
+            out += token + " " + nonce + "\n"
+        }
+        FileHandle.standardOutput.write(Data(out.utf8))
+    }
+}
+
+/// `appleid-emulator [serve] --config FILE`.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the emulator on the configured unix socket until SIGTERM or SIGINT.")
 
     @Option(help: "The JSON configuration file.")
     var config: String

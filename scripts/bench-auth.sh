@@ -1,0 +1,49 @@
+# The sign-in and refresh benchmarks of `scripts/bench auth`; sourced by scripts/bench once its stack
+# (MariaDB, the emulator, nginx, siwa release build) runs. Uses URL, TMP, BIN_DIR, DURATION, CONNECTIONS.
+
+# Tokens for the whole run: well above the target rate, so that no thread runs out.
+COUNT=$(( DURATION * 3000 + 20000 ))
+log "minting $COUNT identity tokens at the emulator (its current key)"
+"$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count "$COUNT" >"$TMP/tokens"
+head -n 2000 "$TMP/tokens" >"$TMP/warmup_tokens"
+sed -n 2001,2200p "$TMP/tokens" >"$TMP/seed_tokens"
+tail -n +2201 "$TMP/tokens" >"$TMP/bench_tokens"
+
+log "warm-up"
+wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sign_in.lua" "$URL" -- "$TMP/warmup_tokens" 2 >/dev/null 2>&1
+wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
+
+echo
+echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx (TLS, 2 workers), siwa release with $THREADS threads, MariaDB with fsync per commit"
+printf '%-44s %10s %9s %9s %9s %7s\n' target req/s p50_ms p99_ms max_ms non2xx
+read -r h_rps h_p50 h_p99 h_max h_err < <(wrk_run "$URL/health")
+printf '%-44s %10s %9s %9s %9s %7s\n' "reference: GET /health (DB ping)" "$h_rps" "$h_p50" "$h_p99" "$h_max" "$h_err"
+read -r a_rps a_p50 a_p99 a_max a_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/bench_tokens" 2)
+printf '%-44s %10s %9s %9s %9s %7s\n' "POST /auth/apple (new user, fresh token)" "$a_rps" "$a_p50" "$a_p99" "$a_max" "$a_err"
+sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5 >"$TMP/sign_in_failures"
+
+# Refresh tokens to start from: sessions opened with the sign-ins' answers (100 per wrk thread).
+python3 - "$URL" "$TMP/seed_tokens" "$TMP/refresh_tokens" <<'PY'
+import json, ssl, sys, urllib.request
+url, tokens, out = sys.argv[1:]
+tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
+lines = open(tokens).read().split()
+with open(out, "w") as refresh:
+    for token, nonce in zip(lines[0::2], lines[1::2]):
+        body = json.dumps({"identityToken": token, "nonce": nonce, "device": "bench refresh"}).encode()
+        request = urllib.request.Request(url + "/auth/apple", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=tls) as response:
+            refresh.write(json.load(response)["refreshToken"] + "\n")
+PY
+read -r r_rps r_p50 r_p99 r_max r_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_tokens" 2)
+printf '%-44s %10s %9s %9s %9s %7s\n' "POST /auth/refresh (rotation)" "$r_rps" "$r_p50" "$r_p99" "$r_max" "$r_err"
+echo
+awk -v a="$a_rps" -v ap="$a_p99" -v r="$r_rps" -v rp="$r_p99" -v c="$CONNECTIONS" 'BEGIN {
+    printf "sign-in: %d/s (target >= 1000/s), p99 %.2f ms (target <= 50 ms) at %d connections: %s\n", a, ap, c, (a >= 1000 && ap <= 50) ? "met" : "NOT met"
+    printf "refresh: %d/s (target >= 1000/s), p99 %.2f ms (target <= 50 ms) at %d connections: %s\n", r, rp, c, (r >= 1000 && rp <= 50) ? "met" : "NOT met" }'
+echo "non-2xx answers of the sign-in run (status, body start):"
+cat "$TMP/sign_in_failures"
+echo "non-2xx answers of the refresh run (status, body start):"
+sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5
+echo "siwa errors logged during the run:"
+grep -E ' (error|critical) ' "$TMP/siwa.log" | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -5
