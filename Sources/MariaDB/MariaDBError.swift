@@ -57,7 +57,20 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
 
     package var description: String { "MariaDBError.\(code) (\(errno)/\(sqlState))" }
 
-    package var debugDescription: String { "MariaDBError.\(code) (\(errno)/\(sqlState)): \(message) [\(file):\(line)]" }
+    /// For logs: the message with quoted values redacted (a duplicate entry quotes the row's value,
+    /// which may be an email); quoted names of keys and tables stay.
+    package var debugDescription: String {
+        "MariaDBError.\(code) (\(errno)/\(sqlState)): \(MariaDBError.redactingValues(message)) [\(file):\(line)]"
+    }
+
+    static func redactingValues(_ message: String) -> String {
+        let parts = message.split(separator: "'", omittingEmptySubsequences: false)
+        return parts.enumerated().map { index, part in
+            let isQuoted = index % 2 == 1 && index < parts.count - 1
+            let isName = part.count <= 64 && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_.$`".contains($0)) }
+            return isQuoted && !isName ? "<redacted>" : String(part)
+        }.joined(separator: "'")
+    }
 }
 
 extension MariaDBError: Equatable {

@@ -146,4 +146,17 @@ import Testing
         try WebSignIns.start(stateHash: hash(4), bindingHash: hash(2), nonce: "n", returnTo: "/", lifetime: -1, on: connection)
         #expect(try WebSignIns.pending(stateHash: hash(4), on: connection) == nil, "expired")
     }
+
+    @Test("A duplicate-entry error names the key in its log text, not the value (DESIGN.md rule 8)")
+    func duplicateErrorsAreRedacted() throws {
+        defer { connection.close(); database.drop() }
+        let userID = try user()
+        let insert = "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'secret.person@example.com', 0, 1)"
+        _ = try connection.execute(insert, userID)
+        let error = try #require(throws: MariaDBError.self) { try connection.execute(insert, userID) }
+        #expect(error.code == .duplicateEntry)
+        let logged = String(reflecting: error)
+        #expect(!logged.contains("secret.person"), "\(logged)")
+        #expect(logged.contains("user_emails_user_address"), "\(logged)")
+    }
 }
