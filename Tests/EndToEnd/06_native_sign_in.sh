@@ -230,3 +230,24 @@ expect_status 401 "a session after consent was withdrawn"
 request POST /auth/refresh -H 'Content-Type: application/json' -d "{\"refreshToken\":\"$W_REFRESH\"}"
 expect_status 401 "a refresh after consent was withdrawn"
 pass "the daily validation: a valid token moves its next check a day on; after consent is withdrawn at Apple, invalid_grant ends every session"
+
+# --- siwa keys rotate: the running server signs with the new key within its rescan time (10 s); a
+# token signed before stays valid, and both keys are published.
+new_apple_user "rotate.e2e@example.com" Ro Tate
+apple_sign_in "$APPLE_USER" com.example.siwa nonce-rotate-1
+sign_in "{\"identityToken\":\"$TOKEN\",\"nonce\":\"nonce-rotate-1\"}"
+BEFORE_ACCESS=$ACCESS BEFORE_REFRESH=$REFRESH
+kid_of() { python3 -c 'import sys,json,base64; h=sys.argv[1].split(".")[0]; print(json.loads(base64.urlsafe_b64decode(h+"="*(-len(h)%4)))["kid"])' "$1"; }
+old_kid=$(kid_of "$BEFORE_ACCESS")
+out=$(siwa keys rotate)
+new_kid=$(sed -n 's/^added \([^;]*\).*/\1/p' <<<"$out")
+[ -n "$new_kid" ] && [ "$new_kid" != "$old_kid" ] || fail "siwa keys rotate: $out"
+sleep 11
+request POST /auth/refresh -H 'Content-Type: application/json' -d "{\"refreshToken\":\"$BEFORE_REFRESH\"}"
+expect_status 200 "a refresh after the rotation"
+[ "$(kid_of "$(json accessToken <<<"$BODY")")" = "$new_kid" ] || fail "the new key does not sign: $BODY"
+request GET /auth/me -H "$(bearer "$BEFORE_ACCESS")"
+expect_status 200 "a token signed with the previous key"
+request GET /auth/jwks.json
+grep -q "\"kid\":\"$old_kid\"" <<<"$BODY" && grep -q "\"kid\":\"$new_kid\"" <<<"$BODY" || fail "the JWKS after rotation: $BODY"
+pass "siwa keys rotate: new tokens carry the new kid within 10 s, tokens of the previous key stay valid, both keys in the JWKS"
