@@ -83,6 +83,7 @@ package struct AppConfig: Sendable {
         Key(name: "SIWA_APPLE_LEEWAY", type: "seconds 0...60", defaultValue: "60", summary: "clock skew allowed on `exp`, `iat`, `nbf`"),
         Key(name: "SIWA_APPLE_REQUIRE_NONCE", type: "true|false", defaultValue: "true", summary: "every identity token must carry the client's nonce"),
         Key(name: "SIWA_APPLE_KEYS_COOLDOWN", type: "seconds 1...3600", defaultValue: "10", summary: "least time between key-set fetches caused by unknown `kid`s or failures"),
+        Key(name: "SIWA_APPLE_ACCOUNT_DELETE", type: "delete|anonymise", defaultValue: "delete", summary: "what an `account-delete` notification from Apple does to the user"),
         Key(name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
         Key(name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil, summary: "the site's origin as browsers see it (`iss` of access tokens, web sign-in return URL, `Origin` checks)"),
         Key(name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil, summary: "directory of the access-token signing keys, `<kid>.pem` (RSA, 0600); `siwa keys rotate` adds one"),
@@ -154,6 +155,8 @@ package struct AppleSettings: Sendable {
     package var requireNonce: Bool
     package var keysCooldown: Double
     package var clientSecretLifetime: Int
+    /// Whether Apple's `account-delete` notification deletes the user or anonymises them.
+    package var anonymiseOnAccountDelete: Bool
 
     /// Every accepted audience: the bundle ids and the Services ID.
     package var clientIDs: Set<String> { Set(bundleIDs + (servicesID.map { [$0] } ?? [])) }
@@ -210,6 +213,13 @@ package struct AppleSettings: Sendable {
         requireNonce = reader.boolean("SIWA_APPLE_REQUIRE_NONCE")
         keysCooldown = Double(reader.integer("SIWA_APPLE_KEYS_COOLDOWN", in: 1...3600))
         clientSecretLifetime = reader.integer("SIWA_APPLE_CLIENT_SECRET_LIFETIME", in: 60...ClientSecretFactory.maximumLifetime)
+        switch reader.string("SIWA_APPLE_ACCOUNT_DELETE").lowercased() {
+        case "delete": anonymiseOnAccountDelete = false
+        case "anonymise", "anonymize": anonymiseOnAccountDelete = true
+        default:
+            reader.problem("SIWA_APPLE_ACCOUNT_DELETE: expected delete or anonymise")
+            anonymiseOnAccountDelete = false
+        }
     }
 }
 

@@ -8,6 +8,7 @@ package final class AppleServices: Sendable {
     package let settings: AppleSettings
     package let keys: AppleKeyCache
     package let identityTokens: IdentityTokenVerifier
+    package let notifications: NotificationVerifier
     package let clientSecrets: ClientSecretFactory
 
     package init(settings: AppleSettings) {
@@ -21,6 +22,7 @@ package final class AppleServices: Sendable {
             try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http))
         }
         identityTokens = IdentityTokenVerifier(keys: keys, policy: settings.identityTokenPolicy)
+        notifications = NotificationVerifier(keys: keys, policy: settings.identityTokenPolicy)
         clientSecrets = ClientSecretFactory(
             teamID: settings.teamID, keyID: settings.keyID, privateKey: settings.privateKey,
             lifetime: settings.clientSecretLifetime)

@@ -35,6 +35,7 @@ package final class Application: Sendable {
         router.add("GET", "/auth/web/start", WebSignIn.start)
         router.add("POST", "/auth/callback", WebSignIn.callback)
         router.add("GET", "/auth/web/complete", WebSignIn.complete)
+        router.add("POST", "/webhook/apple", AppleWebhook.handle)
         extraRoutes(&router)
         self.router = router
     }

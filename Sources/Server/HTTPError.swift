@@ -36,6 +36,6 @@ extension SignInError: ClientFacingError {
     package var status: Int { code == .keysUnavailable ? 503 : 401 }
     package var publicCode: String { code == .keysUnavailable ? "unavailable" : "invalid_token" }
     package var publicMessage: String {
-        code == .keysUnavailable ? "Apple's signing keys are unavailable; try again shortly" : "The identity token was refused: \(description)"
+        code == .keysUnavailable ? "Apple's signing keys are unavailable; try again shortly" : "The Apple token was refused: \(description)"
     }
 }

@@ -35,6 +35,8 @@ enum AppleVectors {
         let id: String
         let payload_jwt: String
         let aud: String
+        let event_type: String
+        let event_time_ms: Double
         let suggested_fixed_clock: Double
         let events_decoded: [String: AnyJSON]
     }

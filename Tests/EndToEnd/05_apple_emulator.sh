@@ -6,15 +6,7 @@
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
-ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
-apple() { # apple METHOD PATH [curl args...]: sets APPLE_STATUS and APPLE_BODY
-    local method=$1 path=$2
-    shift 2
-    APPLE_STATUS=$(curl -ks -X "$method" -o "$E2E_TMP/apple_body" -w '%{http_code}' "$@" "$E2E_APPLE_URL$path") || true
-    APPLE_BODY=$(cat "$E2E_TMP/apple_body")
-}
-field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
-siwa() { siwa_with_env "$E2E_BIN" "$E2E_ENV" "$@"; }
+. "$(dirname "$0")/apple_helpers.sh"
 
 apple GET /auth/keys
 keys=$APPLE_BODY
@@ -29,10 +21,10 @@ apple POST /admin/users
 [ "$APPLE_STATUS" = 401 ] || fail "admin without the secret: $APPLE_STATUS"
 apple POST /admin/users -H "$ADMIN" -d '{"email":"e2e@example.com","firstName":"E","lastName":"Two"}'
 [ "$APPLE_STATUS" = 201 ] || fail "create user: $APPLE_STATUS $APPLE_BODY"
-USER_ID=$(field id <<<"$APPLE_BODY")
+USER_ID=$(json id <<<"$APPLE_BODY")
 apple POST /admin/sign-in -H "$ADMIN" -d "{\"userId\":\"$USER_ID\",\"clientId\":\"com.example.siwa\",\"nonce\":\"e2e-raw-nonce\"}"
-TOKEN=$(field identityToken <<<"$APPLE_BODY")
-CODE=$(field authorizationCode <<<"$APPLE_BODY")
+TOKEN=$(json identityToken <<<"$APPLE_BODY")
+CODE=$(json authorizationCode <<<"$APPLE_BODY")
 out=$(siwa verify-token "$TOKEN" --nonce e2e-raw-nonce --code "$CODE") || fail "an emulator token did not verify: $out"
 grep -q "result: valid" <<<"$out" || fail "not valid: $out"
 IFS=. read -r h p s <<<"$TOKEN"
@@ -49,7 +41,7 @@ token_call() { # token_call SECRET CLIENT_ID CODE
 }
 new_code() { # sets NEW_CODE
     apple POST /admin/sign-in -H "$ADMIN" -d "{\"userId\":\"$USER_ID\",\"clientId\":\"com.example.siwa\"}"
-    NEW_CODE=$(field authorizationCode <<<"$APPLE_BODY")
+    NEW_CODE=$(json authorizationCode <<<"$APPLE_BODY")
 }
 refused() { # refused SECRET WHAT: the secret gets 400 invalid_client for a fresh code
     new_code
@@ -71,7 +63,7 @@ pass "the token endpoint accepts siwa client-secret, and answers invalid_client 
 
 apple POST /admin/notifications -H "$ADMIN" -d "{\"type\":\"consent-revoked\",\"userId\":\"$USER_ID\"}"
 [ "$APPLE_STATUS" = 200 ] || fail "notification: $APPLE_STATUS $APPLE_BODY"
-delivered=$(field deliveredStatus <<<"$APPLE_BODY")
+delivered=$(json deliveredStatus <<<"$APPLE_BODY")
 [ -n "$delivered" ] || fail "the notification was not delivered: $APPLE_BODY"
 grep -q "POST /webhook/apple" "$E2E_TMP/nginx/access.log" || fail "no POST /webhook/apple in nginx's log"
 pass "a signed notification is delivered through nginx to /webhook/apple (answered $delivered)"

@@ -7,54 +7,13 @@
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
-ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
-apple() { # apple METHOD PATH [curl args...]: sets APPLE_STATUS and APPLE_BODY
-    local method=$1 path=$2
-    shift 2
-    APPLE_STATUS=$(curl -ks -X "$method" -o "$E2E_TMP/apple_body" -w '%{http_code}' "$@" "$E2E_APPLE_URL$path") || true
-    APPLE_BODY=$(cat "$E2E_TMP/apple_body")
-}
-json() { python3 -c 'import json,sys
-v=json.load(sys.stdin)
-for k in sys.argv[1].split("."): v=v[int(k)] if isinstance(v,list) else v.get(k)
-print("" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else v))' "$1"; }
-sql() { mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_e2e -e "$1"; }
-siwa() { siwa_with_env "$E2E_BIN" "$E2E_ENV" "$@"; }
-# Every secret the test sees, to look for in the logs at the end.
-SECRETS=$E2E_TMP/secrets_seen
-: >"$SECRETS"
-remember() { printf '%s\n' "$@" >>"$SECRETS"; }
-
-new_apple_user() { # new_apple_user EMAIL FIRST LAST: sets APPLE_USER
-    apple POST /admin/users -H "$ADMIN" -d "{\"email\":\"$1\",\"firstName\":\"$2\",\"lastName\":\"$3\"}"
-    [ "$APPLE_STATUS" = 201 ] || fail "emulator user: $APPLE_STATUS $APPLE_BODY"
-    APPLE_USER=$(json id <<<"$APPLE_BODY")
-}
-apple_sign_in() { # apple_sign_in USER CLIENT NONCE [EXTRA_JSON]: sets TOKEN CODE SUB USER_JSON
-    apple POST /admin/sign-in -H "$ADMIN" -d "{\"userId\":\"$1\",\"clientId\":\"$2\",\"nonce\":\"$3\"${4:+,$4}}"
-    [ "$APPLE_STATUS" = 200 ] || fail "emulator sign-in: $APPLE_STATUS $APPLE_BODY"
-    TOKEN=$(json identityToken <<<"$APPLE_BODY")
-    CODE=$(json authorizationCode <<<"$APPLE_BODY")
-    SUB=$(json sub <<<"$APPLE_BODY")
-    USER_JSON=$(json user <<<"$APPLE_BODY")
-    remember "$TOKEN" "$CODE" "$3"
-}
-sign_in() { # sign_in BODY_JSON: POST /auth/apple
-    request POST /auth/apple -H 'Content-Type: application/json' -d "$1"
-    if [ "$STATUS" = 200 ]; then
-        ACCESS=$(json accessToken <<<"$BODY")
-        REFRESH=$(json refreshToken <<<"$BODY")
-        remember "$ACCESS" "$REFRESH"
-    fi
-}
-bearer() { echo "Authorization: Bearer $1"; }
+. "$(dirname "$0")/apple_helpers.sh"
 
 # --- New user, with the name of the first authorization and a code exchange.
 new_apple_user "jane.e2e@example.com" Jane Appleseed
 JANE=$APPLE_USER
 apple_sign_in "$JANE" com.example.siwa nonce-jane-1
 [ -n "$USER_JSON" ] || fail "the emulator sent no user JSON on a first authorization"
-remember "jane.e2e@example.com"
 FIRST_TOKEN=$TOKEN
 sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-jane-1\",\"user\":\"$SUB\",\"fullName\":{\"givenName\":\" Jane \",\"familyName\":\"Appleseed\"},\"device\":\"Jane's iPhone\"}"
 expect_status 200 "a first sign-in"

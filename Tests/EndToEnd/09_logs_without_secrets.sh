@@ -6,7 +6,7 @@ set -euo pipefail
 
 logs=("$E2E_TMP/siwa.log" "$E2E_TMP/nginx/error.log" "$E2E_TMP/nginx/access.log")
 for log_file in "${logs[@]}"; do [ -s "$log_file" ] || fail "$log_file is missing or empty"; done
-[ -s "$E2E_TMP/secrets_seen" ] || fail "06 recorded no secrets to look for"
+[ -s "$E2E_TMP/secrets_seen" ] || fail "the checks recorded no secrets to look for"
 grep -q 'refresh token reused' "$E2E_TMP/siwa.log" || fail "the log does not have the events this check expects"
 
 checked=0

@@ -1,0 +1,45 @@
+# Helpers for the checks that play Apple's part through the emulator's admin API and sign in to
+# siwa. Sourced after assert.sh; E2E_APPLE_URL and E2E_APPLE_ADMIN_SECRET_FILE come from scripts/test.
+
+ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
+apple() { # apple METHOD PATH [curl args...]: sets APPLE_STATUS and APPLE_BODY
+    local method=$1 path=$2
+    shift 2
+    APPLE_STATUS=$(curl -ks -X "$method" -o "$E2E_TMP/apple_body" -w '%{http_code}' "$@" "$E2E_APPLE_URL$path") || true
+    APPLE_BODY=$(cat "$E2E_TMP/apple_body")
+}
+# json PATH: a member of the JSON on standard input, dotted (list indexes as numbers); objects as JSON.
+json() { python3 -c 'import json,sys
+v=json.load(sys.stdin)
+for k in sys.argv[1].split("."): v=v[int(k)] if isinstance(v,list) else v.get(k)
+print("" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else v))' "$1"; }
+sql() { mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_e2e -e "$1"; }
+siwa() { siwa_with_env "$E2E_BIN" "$E2E_ENV" "$@"; }
+bearer() { echo "Authorization: Bearer $1"; }
+# Every secret the checks see, for 09_logs_without_secrets.sh to look for in the logs.
+SECRETS=$E2E_TMP/secrets_seen
+remember() { printf '%s\n' "$@" >>"$SECRETS"; }
+
+new_apple_user() { # new_apple_user EMAIL FIRST LAST: sets APPLE_USER
+    apple POST /admin/users -H "$ADMIN" -d "{\"email\":\"$1\",\"firstName\":\"$2\",\"lastName\":\"$3\"}"
+    [ "$APPLE_STATUS" = 201 ] || fail "emulator user: $APPLE_STATUS $APPLE_BODY"
+    APPLE_USER=$(json id <<<"$APPLE_BODY")
+    remember "$1"
+}
+apple_sign_in() { # apple_sign_in USER CLIENT NONCE [EXTRA_JSON]: sets TOKEN CODE SUB USER_JSON
+    apple POST /admin/sign-in -H "$ADMIN" -d "{\"userId\":\"$1\",\"clientId\":\"$2\",\"nonce\":\"$3\"${4:+,$4}}"
+    [ "$APPLE_STATUS" = 200 ] || fail "emulator sign-in: $APPLE_STATUS $APPLE_BODY"
+    TOKEN=$(json identityToken <<<"$APPLE_BODY")
+    CODE=$(json authorizationCode <<<"$APPLE_BODY")
+    SUB=$(json sub <<<"$APPLE_BODY")
+    USER_JSON=$(json user <<<"$APPLE_BODY")
+    remember "$TOKEN" "$CODE" "$3"
+}
+sign_in() { # sign_in BODY_JSON: POST /auth/apple; sets ACCESS and REFRESH on 200
+    request POST /auth/apple -H 'Content-Type: application/json' -d "$1"
+    if [ "$STATUS" = 200 ]; then
+        ACCESS=$(json accessToken <<<"$BODY")
+        REFRESH=$(json refreshToken <<<"$BODY")
+        remember "$ACCESS" "$REFRESH"
+    fi
+}
