@@ -69,7 +69,7 @@ let package = Package(
         ),
 
         // Test helpers: a FastCGI client that plays nginx's part.
-        .target(name: "SIWATestSupport", swiftSettings: swiftSettings),
+        .target(name: "SIWATestSupport", dependencies: ["Accounts"], swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.
         .target(
             name: "SIWAFixtures", path: "Tests/Fixtures", exclude: ["PROVENANCE.md"],
@@ -87,6 +87,7 @@ let package = Package(
             name: "AppleIDEmulatorTests",
             dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(
             name: "IntegrationTests",

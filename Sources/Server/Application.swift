@@ -36,6 +36,7 @@ package final class Application: Sendable {
         router.add("POST", "/auth/callback", WebSignIn.callback)
         router.add("GET", "/auth/web/complete", WebSignIn.complete)
         router.add("POST", "/webhook/apple", AppleWebhook.handle)
+        router.add("POST", "/sync", SyncRoute.handle)
         extraRoutes(&router)
         self.router = router
     }

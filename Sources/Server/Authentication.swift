@@ -114,13 +114,24 @@ extension Request {
         }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
-        } catch DecodingError.keyNotFound(let key, _) {
-            throw HTTPError.badRequest("`\(key.stringValue)` is required")
+        } catch DecodingError.keyNotFound(let key, let context) {
+            throw HTTPError.badRequest("`\(Request.path(context.codingPath + [key]))` is required")
         } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
-            throw HTTPError.badRequest("`\(context.codingPath.map(\.stringValue).joined(separator: "."))` has the wrong type")
+            throw HTTPError.badRequest("`\(Request.path(context.codingPath))` has the wrong type")
+        } catch DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty {
+            throw HTTPError.badRequest("`\(Request.path(context.codingPath))` is out of range")
         } catch {
             throw HTTPError.badRequest("The body is not a JSON object")
         }
+    }
+
+    /// A coding path as a client writes it: `progress[3].status`.
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+        }
+        return text
     }
 
     /// The fields of the query string (form encoding); nil when it is malformed.

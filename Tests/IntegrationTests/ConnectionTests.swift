@@ -138,11 +138,17 @@ import Testing
             }
         }
         try cycle(50)
-        let before = try residentKilobytes()
-        try cycle(500)
-        let growth = try residentKilobytes() - before
-        // A leaked MYSQL handle (~16 KiB each with its buffers) or statement would add megabytes here.
-        #expect(growth < 4096, "resident memory grew by \(growth) KiB over 500 connections")
+        // A leaked MYSQL handle (~16 KiB each with its buffers) or statement would add megabytes in
+        // every round. Other suites run in the same process at the same time and move its resident
+        // size too, so the smallest growth of three rounds is judged: a leak shows in all of them.
+        var growths: [Int] = []
+        for _ in 0..<3 {
+            let before = try residentKilobytes()
+            try cycle(500)
+            growths.append(try residentKilobytes() - before)
+            if growths.last! < 4096 { break }
+        }
+        #expect(growths.min()! < 4096, "resident memory grew by \(growths) KiB over rounds of 500 connections")
     }
 
     /// Resident set size of this process from /proc/self/statm (pages of 4 KiB).

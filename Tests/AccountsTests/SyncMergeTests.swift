@@ -1,0 +1,74 @@
+import Accounts
+import SIWATestSupport
+import Testing
+
+/// The merge rules are a join: commutative, associative, idempotent. Checked on random values and on
+/// random sequences applied in shuffled orders with repeats.
+@Suite struct SyncMergeTests {
+    /// Folds `changes` into a per-key state, as the server does one sync at a time.
+    func fold<Item>(_ changes: [Item], key: (Item) -> String, merge: (Item, Item) -> Item) -> [String: Item] {
+        var state: [String: Item] = [:]
+        for change in changes {
+            let key = key(change)
+            state[key] = state[key].map { merge($0, change) } ?? change
+        }
+        return state
+    }
+
+    @Test("Lesson progress: random sequences in shuffled orders, with repeats, reach the same state", arguments: 0..<200)
+    func lessons(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        let changes = (0..<Int.random(in: 1...12, using: &random)).map { _ in RandomChanges.lesson(&random) }
+        let key: (LessonProgress) -> String = { $0.beliefSystemID + "/" + $0.lessonID }
+        let expected = fold(changes, key: key) { $0.merged(with: $1) }
+        let reordered = (changes + changes.prefix(3)).shuffled(using: &random)
+        #expect(fold(reordered, key: key) { $0.merged(with: $1) } == expected)
+        for state in expected.values {
+            let contributing = changes.filter { key($0) == key(state) }
+            #expect(state.status == contributing.map(\.status).max(), "status never goes back")
+            #expect(state.score == contributing.map(\.score).max())
+            #expect(state.completedAt == contributing.compactMap(\.completedAt).min(), "the earliest completion")
+        }
+    }
+
+    @Test("Achievements: random sequences in shuffled orders, with repeats, reach the same state", arguments: 0..<200)
+    func achievements(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        let changes = (0..<Int.random(in: 1...12, using: &random)).map { _ in RandomChanges.achievement(&random) }
+        let expected = fold(changes, key: \.achievementID) { $0.merged(with: $1) }
+        #expect(fold((changes + changes.suffix(2)).shuffled(using: &random), key: \.achievementID) { $0.merged(with: $1) } == expected)
+        for state in expected.values {
+            let contributing = changes.filter { $0.achievementID == state.achievementID }
+            #expect(state.completed == contributing.contains { $0.completed }, "completed stays completed")
+            #expect(state.progress == contributing.map(\.progress).max())
+        }
+    }
+
+    @Test("Profile: commutative, associative, idempotent; the streak comes with the latest active date", arguments: 0..<300)
+    func profile(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        let a = RandomChanges.profile(&random), b = RandomChanges.profile(&random), c = RandomChanges.profile(&random)
+        #expect(a.merged(with: b) == b.merged(with: a))
+        #expect(a.merged(with: b).merged(with: c) == a.merged(with: b.merged(with: c)))
+        #expect(a.merged(with: a) == a)
+        let merged = a.merged(with: b)
+        #expect(merged.totalXP == max(a.totalXP, b.totalXP) && merged.currentLevel == max(a.currentLevel, b.currentLevel))
+        if let dateA = a.lastActiveDate, let dateB = b.lastActiveDate, dateA != dateB {
+            #expect(merged.streakDays == (dateA > dateB ? a.streakDays : b.streakDays))
+        }
+    }
+
+    @Test("Lessons and achievements: commutative, associative, idempotent on random triples", arguments: 0..<300)
+    func joinLaws(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        var a = RandomChanges.lesson(&random), b = RandomChanges.lesson(&random), c = RandomChanges.lesson(&random)
+        (b.beliefSystemID, b.lessonID, c.beliefSystemID, c.lessonID) = (a.beliefSystemID, a.lessonID, a.beliefSystemID, a.lessonID)
+        #expect(a.merged(with: b) == b.merged(with: a))
+        #expect(a.merged(with: b).merged(with: c) == a.merged(with: b.merged(with: c)))
+        #expect(a.merged(with: a) == a)
+        var x = RandomChanges.achievement(&random), y = RandomChanges.achievement(&random)
+        y.achievementID = x.achievementID
+        #expect(x.merged(with: y) == y.merged(with: x))
+        #expect(x.merged(with: x) == x)
+    }
+}

@@ -1,0 +1,125 @@
+import Accounts
+import Foundation
+import MariaDB
+import SIWATestSupport
+import Server
+import Synchronization
+import Testing
+
+/// Sync against MariaDB: order and repeats do not matter, unchanged data writes nothing, deltas
+/// carry other devices' changes, concurrent syncs of one user lose nothing.
+@Suite struct SyncStoreTests {
+    let database: TestDatabase
+    let connection: Connection
+
+    init() throws {
+        database = try TestDatabase()
+        let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardized.path
+        let migrating = try database.connect(multipleStatements: true)
+        defer { migrating.close() }
+        _ = try Migrator(directory: sql).migrate(on: migrating)
+        connection = try database.connect()
+    }
+
+    func newUser() throws -> UInt64 { try connection.execute("INSERT INTO users () VALUES ()").lastInsertID }
+
+    func sync(_ userID: UInt64, _ changes: SyncChanges) throws -> SyncDelta {
+        try #require(try connection.transaction { try SyncStore.sync(userID: userID, changes: changes, on: connection) })
+    }
+
+    /// The whole stored state, in a canonical order.
+    func everything(_ userID: UInt64) throws -> SyncDelta {
+        var delta = try sync(userID, SyncChanges(cursor: nil, profile: nil, progress: [], achievements: []))
+        delta.progress.sort { ($0.beliefSystemID, $0.lessonID) < ($1.beliefSystemID, $1.lessonID) }
+        delta.achievements.sort { $0.achievementID < $1.achievementID }
+        delta.cursor = 0
+        delta.changed = 0
+        return delta
+    }
+
+    func randomSyncs(_ random: inout SplitMix64, count: Int) -> [SyncChanges] {
+        (0..<count).map { _ in
+            SyncChanges(
+                cursor: nil, profile: Bool.random(using: &random) ? RandomChanges.profile(&random) : nil,
+                progress: (0..<Int.random(in: 0...4, using: &random)).map { _ in RandomChanges.lesson(&random) },
+                achievements: (0..<Int.random(in: 0...3, using: &random)).map { _ in RandomChanges.achievement(&random) })
+        }
+    }
+
+    @Test("Random syncs applied in two orders, one with repeats, give the same stored state", arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func orderAndRepeats(seed: UInt64) throws {
+        defer { connection.close(); database.drop() }
+        var random = SplitMix64(state: seed)
+        let syncs = randomSyncs(&random, count: 12)
+        let one = try newUser(), two = try newUser()
+        for changes in syncs { _ = try sync(one, changes) }
+        for changes in (syncs + syncs.prefix(4)).shuffled(using: &random) { _ = try sync(two, changes) }
+        #expect(try everything(one) == everything(two))
+    }
+
+    @Test("Re-sending what the server has writes nothing and keeps the cursor; a new device's null cursor gets everything")
+    func unchangedAndFull() throws {
+        defer { connection.close(); database.drop() }
+        let user = try newUser()
+        let changes = SyncChanges(
+            cursor: nil, profile: SyncProfile(totalXP: 10, currentLevel: 2, streakDays: 3, lastActiveDate: "2026-11-20"),
+            progress: [LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 9, earnedXP: 5, completedAt: 1000)],
+            achievements: [AchievementProgress(achievementID: "a1", progress: 3, completed: false, completedAt: nil)])
+        let first = try sync(user, changes)
+        #expect(first.changed == 3 && first.cursor == 1)
+        var again = changes
+        again.cursor = first.cursor
+        let second = try sync(user, again)
+        #expect(second.changed == 0 && second.cursor == 1)
+        #expect(second.progress.isEmpty && second.achievements.isEmpty && second.profile == nil, "nothing new since the cursor")
+        let updated: Int = try connection.query("SELECT COUNT(*) FROM progress WHERE version > 1")[0].decode(at: 0)
+        #expect(updated == 0)
+        let full = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [], achievements: []))
+        #expect(full.progress == changes.progress && full.achievements == changes.achievements && full.profile == changes.profile)
+        let future = try sync(user, SyncChanges(cursor: 99, profile: nil, progress: [], achievements: []))
+        #expect(future.progress.count == 1, "a cursor from the future gets everything")
+    }
+
+    @Test("Two devices with offline changes: each sync returns the other's changes; both converge")
+    func twoDevices() throws {
+        defer { connection.close(); database.drop() }
+        let user = try newUser()
+        let phone = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [
+            LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil),
+        ], achievements: []))
+        let tablet = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [
+            LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 2, earnedXP: 3, completedAt: 2000),
+            LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .inProgress, score: 1, earnedXP: 0, completedAt: nil),
+        ], achievements: []))
+        #expect(tablet.progress.first { $0.lessonID == "l1" } == LessonProgress(
+            beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 4, earnedXP: 3, completedAt: 2000))
+        let phoneAgain = try sync(user, SyncChanges(cursor: phone.cursor, profile: nil, progress: [], achievements: []))
+        #expect(Set(phoneAgain.progress.map(\.lessonID)) == ["l1", "l2"], "the tablet's changes reach the phone")
+        #expect(phoneAgain.cursor == tablet.cursor)
+    }
+
+    @Test("Concurrent syncs of one user on separate connections lose nothing")
+    func concurrent() throws {
+        defer { connection.close(); database.drop() }
+        let user = try newUser()
+        var random = SplitMix64(state: 99)
+        let syncs = randomSyncs(&random, count: 24)
+        let failures = Mutex<[String]>([])
+        let configuration = database.configuration
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            do {
+                let own = Connection(configuration: configuration)
+                defer { own.close() }
+                for index in stride(from: worker, to: syncs.count, by: 8) {
+                    _ = try own.transaction { try SyncStore.sync(userID: user, changes: syncs[index], on: own) }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let sequential = try newUser()
+        for changes in syncs { _ = try sync(sequential, changes) }
+        #expect(try everything(user) == everything(sequential))
+    }
+}
