@@ -27,76 +27,144 @@ package struct SyncDelta: Sendable, Equatable {
     package var changed: Int
 }
 
-/// The SQL of sync. One sync is one transaction that first locks the user's row, so two devices of
-/// one user are merged one after the other and no update is lost; the merge itself is
-/// `SyncMerge.swift`'s. Only rows whose merged state differs are written, so re-sending what the
-/// server has writes nothing.
+/// The SQL of sync.
+///
+/// A sync first reads the user's state without locks and merges in memory. When nothing would
+/// change (a device re-sending what the server has), it answers from that read: no transaction,
+/// no write. Otherwise it writes in one transaction that locks the user's row first, so two
+/// devices of one user are merged one after the other and no update is lost; if another sync
+/// got in between (the user's version moved), the state is read again under the lock. Only rows
+/// whose merged state differs are written. The merge rules are `SyncMerge.swift`'s.
 package enum SyncStore {
-    /// Keys looked up per statement; the last key is repeated to fill a statement, so only a few
-    /// statement shapes are ever prepared.
-    static let lookupChunk = 32
-    /// Rows written per statement, for the same reason (a repeated row rewrites the same values).
+    /// Rows written per statement; a chunk is filled up by repeating its last row (which rewrites
+    /// the same values), so only a few statement shapes are ever prepared.
     static let writeChunks = [4, 16, 64]
 
-    /// Merges `changes` into `userID`'s state and returns what changed since the cursor. Must run
-    /// inside a transaction.
+    /// The user's stored state, as one sync reads it.
+    struct Stored {
+        var version: UInt64
+        var profileVersion: UInt64
+        var profile: SyncProfile
+        var lessons: [String: LessonProgress]
+        var achievements: [String: AchievementProgress]
+    }
+
+    /// What the incoming changes do to a stored state.
+    struct Merge {
+        var lessons: [LessonProgress]
+        var achievements: [AchievementProgress]
+        var profile: SyncProfile
+        var profileChanged: Bool
+        var count: Int { lessons.count + achievements.count + (profileChanged ? 1 : 0) }
+    }
+
+    /// Merges `changes` into `userID`'s state and returns what changed since the cursor. Runs its
+    /// own transaction when it writes; call it outside one.
     /// - Returns: nil when the user does not exist (deleted meanwhile).
     package static func sync(userID: UInt64, changes: SyncChanges, on connection: Connection) throws -> SyncDelta? {
+        let lessons = collapse(changes.progress, key: lessonKey, merge: { $0.merged(with: $1) })
+        let achievements = collapse(changes.achievements, key: \.achievementID, merge: { $0.merged(with: $1) })
+        guard var stored = try read(userID: userID, lock: false, on: connection) else { return nil }
+        var merge = merged(lessons, achievements, changes.profile, into: stored)
+        var version = stored.version
+        if merge.count > 0 {
+            let written = try connection.transaction { () -> (Stored, Merge)? in
+                guard let locked = try lockedVersions(userID: userID, on: connection) else { return nil }
+                if locked.version != stored.version {
+                    guard let fresh = try read(userID: userID, lock: true, on: connection) else { return nil }
+                    stored = fresh
+                    merge = merged(lessons, achievements, changes.profile, into: stored)
+                }
+                if merge.count > 0 {
+                    try write(merge, userID: userID, version: stored.version + 1, profileVersion: stored.profileVersion, on: connection)
+                }
+                return (stored, merge)
+            }
+            guard let written else { return nil }
+            (stored, merge) = written
+            version = merge.count > 0 ? stored.version + 1 : stored.version
+        }
+        let profileVersion = merge.profileChanged ? version : stored.profileVersion
+        // A cursor from the future (a restored backup, another server) gets everything.
+        let since = changes.cursor.flatMap { $0 <= stored.version ? $0 : nil } ?? 0
+        var delta = SyncDelta(
+            cursor: version, profile: since == 0 || profileVersion > since ? merge.profile : nil, progress: merge.lessons,
+            achievements: merge.achievements, changed: merge.count)
+        // A device that was up to date gets exactly what this sync changed; one that was behind also
+        // gets what other devices changed meanwhile.
+        if since != stored.version {
+            delta.progress = try progressChanged(userID: userID, since: since, on: connection)
+            delta.achievements = try achievementsChanged(userID: userID, since: since, on: connection)
+        }
+        return delta
+    }
+
+    static func lessonKey(_ lesson: LessonProgress) -> String { lesson.beliefSystemID + "\u{0}" + lesson.lessonID }
+
+    /// The stored rows that `lessons`, `achievements` and `profile` would change, merged.
+    static func merged(
+        _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?, into stored: Stored
+    ) -> Merge {
+        let changedLessons = lessons.compactMap { incoming -> LessonProgress? in
+            let current = stored.lessons[lessonKey(incoming)]
+            let merged = current?.merged(with: incoming) ?? incoming
+            return merged == current ? nil : merged
+        }
+        let changedAchievements = achievements.compactMap { incoming -> AchievementProgress? in
+            let current = stored.achievements[incoming.achievementID]
+            let merged = current?.merged(with: incoming) ?? incoming
+            return merged == current ? nil : merged
+        }
+        let mergedProfile = profile.map { stored.profile.merged(with: $0) } ?? stored.profile
+        return Merge(lessons: changedLessons, achievements: changedAchievements, profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
+    }
+
+    /// The user's versions, locking the user's row until the transaction ends.
+    static func lockedVersions(userID: UInt64, on connection: Connection) throws -> (version: UInt64, profileVersion: UInt64)? {
+        guard let row = try connection.query("SELECT sync_version, profile_version FROM users WHERE id = ? FOR UPDATE", userID).first
+        else { return nil }
+        return (try row.decode(at: 0), try row.decode(at: 1))
+    }
+
+    /// The user's whole synced state (a user has a bounded set of lessons and achievements).
+    static func read(userID: UInt64, lock: Bool, on connection: Connection) throws -> Stored? {
         guard
             let user = try connection.query(
                 """
                 SELECT sync_version, total_xp, current_level, streak_days, DATE_FORMAT(last_active_date, '%Y-%m-%d'), profile_version
-                FROM users WHERE id = ? FOR UPDATE
+                FROM users WHERE id = ?\(lock ? " FOR UPDATE" : "")
                 """, userID
             ).first
         else { return nil }
-        let previousVersion: UInt64 = try user.decode(at: 0)
-        let version = previousVersion + 1
-        let storedProfile = SyncProfile(
-            totalXP: try user.decode(at: 1), currentLevel: try user.decode(at: 2), streakDays: try user.decode(at: 3),
-            lastActiveDate: try user.decode(at: 4))
-        let profileVersion: UInt64 = try user.decode(at: 5)
-        var changed = 0
-
-        let lessons = collapse(changes.progress, key: { "\($0.beliefSystemID)\u{0}\($0.lessonID)" }, merge: { $0.merged(with: $1) })
-        let storedLessons = try storedProgress(userID: userID, keys: lessons.map { ($0.beliefSystemID, $0.lessonID) }, on: connection)
-        let changedLessons = lessons.compactMap { incoming -> LessonProgress? in
-            let stored = storedLessons["\(incoming.beliefSystemID)\u{0}\(incoming.lessonID)"]
-            let merged = stored?.merged(with: incoming) ?? incoming
-            return merged == stored ? nil : merged
+        var lessons: [String: LessonProgress] = [:]
+        for row in try connection.query("SELECT \(progressColumns) FROM progress WHERE user_id = ?", userID) {
+            let lesson = try lesson(row)
+            lessons[lessonKey(lesson)] = lesson
         }
-        try write(changedLessons, version: version, userID: userID, on: connection)
-
-        let achievements = collapse(changes.achievements, key: \.achievementID, merge: { $0.merged(with: $1) })
-        let storedAchievements = try storedAchievements(userID: userID, ids: achievements.map(\.achievementID), on: connection)
-        let changedAchievements = achievements.compactMap { incoming -> AchievementProgress? in
-            let stored = storedAchievements[incoming.achievementID]
-            let merged = stored?.merged(with: incoming) ?? incoming
-            return merged == stored ? nil : merged
+        var achievements: [String: AchievementProgress] = [:]
+        for row in try connection.query("SELECT \(achievementColumns) FROM user_achievements WHERE user_id = ?", userID) {
+            let achievement = try achievement(row)
+            achievements[achievement.achievementID] = achievement
         }
-        try write(changedAchievements, version: version, userID: userID, on: connection)
-        changed = changedLessons.count + changedAchievements.count
+        return Stored(
+            version: try user.decode(at: 0), profileVersion: try user.decode(at: 5),
+            profile: SyncProfile(
+                totalXP: try user.decode(at: 1), currentLevel: try user.decode(at: 2), streakDays: try user.decode(at: 3),
+                lastActiveDate: try user.decode(at: 4)),
+            lessons: lessons, achievements: achievements)
+    }
 
-        let mergedProfile = changes.profile.map { storedProfile.merged(with: $0) } ?? storedProfile
-        let profileChanged = mergedProfile != storedProfile
-        if profileChanged { changed += 1 }
-        if changed > 0 {
-            _ = try connection.execute(
-                """
-                UPDATE users SET sync_version = ?, total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?,
-                    profile_version = ?
-                WHERE id = ?
-                """, version, mergedProfile.totalXP, mergedProfile.currentLevel, mergedProfile.streakDays, mergedProfile.lastActiveDate,
-                profileChanged ? version : profileVersion, userID)
-        }
-        let current = changed > 0 ? version : previousVersion
-        // A cursor from the future (a restored backup, another server) gets everything.
-        let since = changes.cursor.flatMap { $0 <= previousVersion ? $0 : nil } ?? 0
-        let profileSince = profileChanged ? version : profileVersion
-        return SyncDelta(
-            cursor: current, profile: since == 0 || profileSince > since ? mergedProfile : nil,
-            progress: try progressChanged(userID: userID, since: since, on: connection),
-            achievements: try achievementsChanged(userID: userID, since: since, on: connection), changed: changed)
+    /// Writes the changed rows with `version` and moves the user's version to it.
+    static func write(_ merge: Merge, userID: UInt64, version: UInt64, profileVersion: UInt64, on connection: Connection) throws {
+        try write(merge.lessons, version: version, userID: userID, on: connection)
+        try write(merge.achievements, version: version, userID: userID, on: connection)
+        let profile = merge.profile
+        _ = try connection.execute(
+            """
+            UPDATE users SET sync_version = ?, total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = ?
+            WHERE id = ?
+            """, version, profile.totalXP, profile.currentLevel, profile.streakDays, profile.lastActiveDate,
+            merge.profileChanged ? version : profileVersion, userID)
     }
 
     /// Items with the same key merged into one (a device may list an item twice).
@@ -113,14 +181,6 @@ package enum SyncStore {
         return order.map { merged[$0]! }
     }
 
-    /// `keys` in chunks of `lookupChunk`, the last one filled up with its last element.
-    static func padded<Key>(_ keys: [Key], chunk: Int) -> [[Key]] {
-        stride(from: 0, to: keys.count, by: chunk).map { start in
-            let slice = Array(keys[start..<min(start + chunk, keys.count)])
-            return slice + Array(repeating: slice[slice.count - 1], count: chunk - slice.count)
-        }
-    }
-
     // MARK: - Progress
 
     static let progressColumns = "belief_system_id, lesson_id, status, score, earned_xp, completed_at"
@@ -130,21 +190,6 @@ package enum SyncStore {
             beliefSystemID: try row.decode(at: 0), lessonID: try row.decode(at: 1),
             status: LessonStatus(rawValue: try row.decode(at: 2)) ?? .notStarted, score: try row.decode(at: 3),
             earnedXP: try row.decode(at: 4), completedAt: try row.decode(at: 5))
-    }
-
-    static func storedProgress(userID: UInt64, keys: [(String, String)], on connection: Connection) throws -> [String: LessonProgress] {
-        var stored: [String: LessonProgress] = [:]
-        for chunk in padded(keys, chunk: lookupChunk) {
-            let tuples = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ", ")
-            let binds: [any DatabaseValueConvertible] = [userID] + chunk.flatMap { [$0.0, $0.1] as [any DatabaseValueConvertible] }
-            for row in try connection.query(
-                "SELECT \(progressColumns) FROM progress WHERE user_id = ? AND (belief_system_id, lesson_id) IN (\(tuples))", binds: binds)
-            {
-                let lesson = try lesson(row)
-                stored["\(lesson.beliefSystemID)\u{0}\(lesson.lessonID)"] = lesson
-            }
-        }
-        return stored
     }
 
     static func write(_ lessons: [LessonProgress], version: UInt64, userID: UInt64, on connection: Connection) throws {
@@ -177,21 +222,6 @@ package enum SyncStore {
         AchievementProgress(
             achievementID: try row.decode(at: 0), progress: try row.decode(at: 1), completed: try row.decode(at: 2),
             completedAt: try row.decode(at: 3))
-    }
-
-    static func storedAchievements(userID: UInt64, ids: [String], on connection: Connection) throws -> [String: AchievementProgress] {
-        var stored: [String: AchievementProgress] = [:]
-        for chunk in padded(ids, chunk: lookupChunk) {
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-            let binds: [any DatabaseValueConvertible] = [userID] + chunk
-            for row in try connection.query(
-                "SELECT \(achievementColumns) FROM user_achievements WHERE user_id = ? AND achievement_id IN (\(marks))", binds: binds)
-            {
-                let achievement = try achievement(row)
-                stored[achievement.achievementID] = achievement
-            }
-        }
-        return stored
     }
 
     static func write(_ achievements: [AchievementProgress], version: UInt64, userID: UInt64, on connection: Connection) throws {

@@ -48,7 +48,7 @@ package enum SyncRoute {
         let principal = try Authentication.authenticate(request, context)
         let changes = try validated(try request.decodeJSON(Body.self))
         let delta = try NativeSignIn.retryingConflicts {
-            try context.database.transaction { try SyncStore.sync(userID: principal.userID, changes: changes, on: context.database) }
+            try SyncStore.sync(userID: principal.userID, changes: changes, on: context.database)
         }
         guard let delta else { throw Authentication.unauthorized("The account no longer exists") }
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(json(delta).utf8))

@@ -24,7 +24,7 @@ import Testing
     func newUser() throws -> UInt64 { try connection.execute("INSERT INTO users () VALUES ()").lastInsertID }
 
     func sync(_ userID: UInt64, _ changes: SyncChanges) throws -> SyncDelta {
-        try #require(try connection.transaction { try SyncStore.sync(userID: userID, changes: changes, on: connection) })
+        try #require(try SyncStore.sync(userID: userID, changes: changes, on: connection))
     }
 
     /// The whole stored state, in a canonical order.
@@ -111,7 +111,7 @@ import Testing
                 let own = Connection(configuration: configuration)
                 defer { own.close() }
                 for index in stride(from: worker, to: syncs.count, by: 8) {
-                    _ = try own.transaction { try SyncStore.sync(userID: user, changes: syncs[index], on: own) }
+                    _ = try SyncStore.sync(userID: user, changes: syncs[index], on: own)
                 }
             } catch {
                 failures.withLock { $0.append("\(error)") }

@@ -1,0 +1,69 @@
+# The sync benchmark of `scripts/bench sync`; sourced by scripts/bench once its stack (MariaDB with
+# an fsync per commit, the emulator, nginx, siwa release build) runs. Uses URL, TMP, BIN_DIR,
+# DURATION, CONNECTIONS, THREADS and wrk_run.
+USERS=1000
+log "signing in $USERS users and giving each 20 lessons and 5 achievements"
+"$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count "$USERS" >"$TMP/sync_tokens"
+python3 - "$URL" "$TMP/sync_tokens" "$TMP/sync_users" <<'PY'
+import json, ssl, sys, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+url, tokens, out = sys.argv[1:]
+tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
+def post(path, body, token=None):
+    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers=headers)
+    with urllib.request.urlopen(request, context=tls, timeout=30) as response:
+        return json.load(response)
+baseline = {"cursor": None,
+            "progress": [{"beliefSystemId": "bench", "lessonId": f"l{i}", "status": "in_progress", "score": 10, "earnedXp": 5} for i in range(1, 21)],
+            "achievements": [{"achievementId": f"a{i}", "progress": 1} for i in range(1, 6)]}
+def user(line):
+    token, nonce = line.split()
+    signed_in = post("/auth/apple", {"identityToken": token, "nonce": nonce, "device": "bench"})
+    post("/sync", baseline, signed_in["accessToken"])
+    return f'{signed_in["accessToken"]} {signed_in["user"]["id"]}'
+with ThreadPoolExecutor(8) as pool:
+    lines = list(pool.map(user, open(tokens).read().splitlines()))
+open(out, "w").write("\n".join(lines) + "\n")
+PY
+# users_file: "<token> <sync version>" from the database, so each run starts from the right cursors.
+users_file() {
+    mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -N -B siwa -e "SELECT id, sync_version FROM users" >"$TMP/versions"
+    awk 'NR == FNR { version[$1] = $2; next } { print $1, version[$2] }' "$TMP/versions" "$TMP/sync_users" >"$TMP/sync_run_users"
+}
+writes() { mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -N -B -e "SHOW GLOBAL STATUS LIKE 'Innodb_rows_%'" \
+    | awk '$1 != "Innodb_rows_read" { n += $2 } END { print n }'; }
+
+log "warm-up"
+users_file
+wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sync.lua" "$URL" -- "$TMP/sync_run_users" 2 unchanged >/dev/null 2>&1
+wrk -t2 -c"$CONNECTIONS" -d2s "$URL/bench/c-responder" >/dev/null
+
+echo
+echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx (TLS, 2 workers), siwa release with $THREADS threads, MariaDB innodb_flush_log_at_trx_commit=1"
+echo "$USERS users; each POST /sync carries 20 progress and 5 achievement items and the device's cursor"
+printf '%-40s %10s %9s %9s %9s %7s %12s\n' target req/s p50_ms p99_ms max_ms non2xx "rows written"
+read -r c_rps c_p50 c_p99 c_max c_err < <(wrk_run "$URL/bench/c-responder")
+printf '%-40s %10s %9s %9s %9s %7s %12s\n' "reference: C libfcgi responder" "$c_rps" "$c_p50" "$c_p99" "$c_max" "$c_err" "-"
+declare -A rps p99
+for mode in mixed unchanged new; do
+    users_file
+    before=$(writes)
+    read -r s_rps s_p50 s_p99 s_max s_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sync.lua" -- "$TMP/sync_run_users" 2 "$mode")
+    written=$(( $(writes) - before ))
+    rps[$mode]=$s_rps p99[$mode]=$s_p99
+    case $mode in
+        mixed) label="POST /sync, ~5 of 25 items change" ;;
+        unchanged) label="POST /sync, all 25 unchanged" ;;
+        new) label="POST /sync, all 25 new" ;;
+    esac
+    printf '%-40s %10s %9s %9s %9s %7s %12s\n' "$label" "$s_rps" "$s_p50" "$s_p99" "$s_max" "$s_err" "$written"
+    [ "$s_err" = 0 ] || sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -3
+done
+echo
+awk -v s="${rps[mixed]}" -v p="${p99[mixed]}" -v c="$c_rps" -v n="$CONNECTIONS" 'BEGIN {
+    printf "sync (~5 changes): %.2fx the C responder (target >= 0.2x), p99 %.2f ms (target <= 30 ms) at %d connections: %s\n",
+        s / c, p, n, (s / c >= 0.2 && p <= 30) ? "met" : "NOT met" }'
+echo "rows written counts InnoDB row inserts, updates and deletes during the run (the unchanged case should write none)"
+echo "siwa errors logged during the run:"
+grep -E ' (error|critical) ' "$TMP/siwa.log" | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -5
