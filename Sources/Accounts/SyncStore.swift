@@ -38,7 +38,7 @@ package struct SyncDelta: Sendable, Equatable {
 package enum SyncStore {
     /// Rows written per statement; a chunk is filled up by repeating its last row (which rewrites
     /// the same values), so only a few statement shapes are ever prepared.
-    static let writeChunks = [4, 16, 64]
+    static let writeChunks = [1, 4, 16, 64]
 
     /// The user's stored state, as one sync reads it.
     struct Stored {
@@ -69,14 +69,17 @@ package enum SyncStore {
         var version = stored.version
         if merge.count > 0 {
             let written = try connection.transaction { () -> (Stored, Merge)? in
-                guard let locked = try lockedVersions(userID: userID, on: connection) else { return nil }
-                if locked.version != stored.version {
+                // Moving the version from the one read locks the user's row; if another sync moved it
+                // first, read again under the lock and merge again.
+                if try !advance(userID: userID, from: stored, merge, on: connection) {
                     guard let fresh = try read(userID: userID, lock: true, on: connection) else { return nil }
                     stored = fresh
                     merge = merged(lessons, achievements, changes.profile, into: stored)
+                    if merge.count > 0 { guard try advance(userID: userID, from: stored, merge, on: connection) else { return nil } }
                 }
                 if merge.count > 0 {
-                    try write(merge, userID: userID, version: stored.version + 1, profileVersion: stored.profileVersion, on: connection)
+                    try write(merge.lessons, version: stored.version + 1, userID: userID, on: connection)
+                    try write(merge.achievements, version: stored.version + 1, userID: userID, on: connection)
                 }
                 return (stored, merge)
             }
@@ -119,13 +122,6 @@ package enum SyncStore {
         return Merge(lessons: changedLessons, achievements: changedAchievements, profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
     }
 
-    /// The user's versions, locking the user's row until the transaction ends.
-    static func lockedVersions(userID: UInt64, on connection: Connection) throws -> (version: UInt64, profileVersion: UInt64)? {
-        guard let row = try connection.query("SELECT sync_version, profile_version FROM users WHERE id = ? FOR UPDATE", userID).first
-        else { return nil }
-        return (try row.decode(at: 0), try row.decode(at: 1))
-    }
-
     /// The user's whole synced state (a user has a bounded set of lessons and achievements).
     static func read(userID: UInt64, lock: Bool, on connection: Connection) throws -> Stored? {
         guard
@@ -154,17 +150,19 @@ package enum SyncStore {
             lessons: lessons, achievements: achievements)
     }
 
-    /// Writes the changed rows with `version` and moves the user's version to it.
-    static func write(_ merge: Merge, userID: UInt64, version: UInt64, profileVersion: UInt64, on connection: Connection) throws {
-        try write(merge.lessons, version: version, userID: userID, on: connection)
-        try write(merge.achievements, version: version, userID: userID, on: connection)
+    /// Moves the user's version on by one (and stores the merged profile), if it is still the
+    /// version of `stored`; false otherwise (another sync got in between, or the user is gone).
+    /// The update locks the user's row until the transaction ends.
+    static func advance(userID: UInt64, from stored: Stored, _ merge: Merge, on connection: Connection) throws -> Bool {
+        let version = stored.version + 1
         let profile = merge.profile
-        _ = try connection.execute(
+        return try connection.execute(
             """
             UPDATE users SET sync_version = ?, total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = ?
-            WHERE id = ?
+            WHERE id = ? AND sync_version = ?
             """, version, profile.totalXP, profile.currentLevel, profile.streakDays, profile.lastActiveDate,
-            merge.profileChanged ? version : profileVersion, userID)
+            merge.profileChanged ? version : stored.profileVersion, userID, stored.version
+        ).affectedRows == 1
     }
 
     /// Items with the same key merged into one (a device may list an item twice).
