@@ -4,7 +4,8 @@ package import Logging
 package import MariaDB
 
 /// The work `siwa jobs` does outside requests: send queued revocations to Apple, re-validate
-/// Apple refresh tokens once a day, purge expired nonces and web sign-ins. Each pass is bounded.
+/// Apple refresh tokens once a day, purge expired nonces and web sign-ins and month-old notification
+/// records. Each pass is bounded.
 package struct BackgroundJobs {
     /// What one pass did.
     package struct Summary: Sendable, Equatable, CustomStringConvertible {
@@ -49,6 +50,7 @@ package struct BackgroundJobs {
         try sendRevocations(&summary)
         try validateAppleTokens(&summary)
         summary.purged = try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
+            + AppleNotifications.purgeOld(on: database)
         return summary
     }
 
