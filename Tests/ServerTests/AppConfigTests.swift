@@ -108,6 +108,34 @@ import Testing
         #expect(local.apple?.baseURL == "http://127.0.0.1:9999")
     }
 
+    @Test("Session settings: every problem named at once; a world-readable data key file is refused; valid ones load")
+    func sessionSettings() throws {
+        #expect(try AppConfig(environment: Self.minimal).sessions == nil)
+        let emptyDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: emptyDirectory, withIntermediateDirectories: false)
+        let readable = try temporaryFile(contents: "k1 \(Data(count: 32).base64EncodedString())", mode: 0o644)
+        let error = try #require(throws: ConfigurationError.self) {
+            try AppConfig(environment: Self.minimal.merging([
+                "SIWA_PUBLIC_URL": "https://example.com/path", "SIWA_ACCESS_KEYS_DIR": emptyDirectory,
+                "SIWA_DATA_KEYS_FILE": readable, "SIWA_SESSION_LIFETIME": "10",
+            ]) { $1 })
+        }
+        let text = error.description
+        for key in ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"] {
+            #expect(text.contains(key), "\(key) not named in: \(text)")
+        }
+        #expect(!text.contains(Data(count: 32).base64EncodedString()), "the key itself is never printed")
+
+        _ = try AccessTokens.addKey(to: emptyDirectory)
+        let keys = try temporaryFile(contents: "k1 \(Data(count: 32).base64EncodedString())\n", mode: 0o600)
+        let config = try AppConfig(environment: Self.minimal.merging([
+            "SIWA_PUBLIC_URL": "https://auth.example.com/", "SIWA_ACCESS_KEYS_DIR": emptyDirectory, "SIWA_DATA_KEYS_FILE": keys,
+        ]) { $1 })
+        let sessions = try #require(config.sessions)
+        #expect(sessions.publicURL == "https://auth.example.com" && sessions.callbackURL == "https://auth.example.com/auth/callback")
+        #expect(sessions.lifetime == 7_776_000 && sessions.dataKeys.currentKeyID == "k1")
+    }
+
     private func temporaryFile(contents: String, mode: Int) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
         try contents.write(toFile: path, atomically: true, encoding: .utf8)
