@@ -123,6 +123,20 @@ package struct JSONObject: Sendable {
         return strings
     }
 
+    /// The objects of the array member `name`; nil if absent. An element that is not an object is
+    /// reported by its index.
+    package func objectArray(_ name: String) throws(JSONError) -> [JSONObject]? {
+        guard let member = member(name) else { return nil }
+        guard member.kind == .array else { throw .typeMismatch(member: name, expected: .array) }
+        var parser = JSONParser(text: Array(text[member.value]), maximumDepth: 16)
+        var objects: [JSONObject] = []
+        for (index, element) in try parser.parseArrayElements().enumerated() {
+            guard element.kind == .object else { throw .typeMismatch(member: "\(name)[\(index)]", expected: .object) }
+            objects.append(try JSONObject(parsing: Array(parser.text[element.range])))
+        }
+        return objects
+    }
+
     private func decodeString(_ member: Member, name: String) throws(JSONError) -> String {
         let inner = member.value.lowerBound + 1..<member.value.upperBound - 1
         if !member.escaped {
@@ -264,6 +278,28 @@ struct JSONParser {
             }
             try expect(UInt8(ascii: "]"), "expected ',' or ']'")
             return strings
+        }
+    }
+
+    /// Parses a whole text that must be an array; returns each element's kind and byte range.
+    mutating func parseArrayElements() throws(JSONError) -> [(kind: JSONObject.Kind, range: Range<Int>)] {
+        skipWhitespace()
+        try expect(UInt8(ascii: "["), "expected an array")
+        var elements: [(kind: JSONObject.Kind, range: Range<Int>)] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "]") { return elements }
+        while true {
+            skipWhitespace()
+            let start = position
+            let (kind, _) = try scanValue(depth: 1)
+            elements.append((kind, start..<position))
+            skipWhitespace()
+            if current == UInt8(ascii: ",") {
+                position += 1
+                continue
+            }
+            try expect(UInt8(ascii: "]"), "expected ',' or ']'")
+            return elements
         }
     }
 

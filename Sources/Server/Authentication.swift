@@ -109,9 +109,7 @@ extension Request {
     /// Decodes the JSON body as `T`.
     /// - Throws: 415 for another content type, 400 naming the first problem.
     package func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
-        if let contentType = headers["content-type"], !contentType.lowercased().hasPrefix("application/json") {
-            throw HTTPError(415, "unsupported_media_type", "Send the body as application/json")
-        }
+        try requireJSON()
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch DecodingError.keyNotFound(let key, let context) {
@@ -122,6 +120,13 @@ extension Request {
             throw HTTPError.badRequest("`\(Request.path(context.codingPath))` is out of range")
         } catch {
             throw HTTPError.badRequest("The body is not a JSON object")
+        }
+    }
+
+    /// - Throws: 415 when the body is declared as anything but JSON.
+    package func requireJSON() throws {
+        if let contentType = headers["content-type"], !contentType.lowercased().hasPrefix("application/json") {
+            throw HTTPError(415, "unsupported_media_type", "Send the body as application/json")
         }
     }
 

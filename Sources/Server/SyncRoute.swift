@@ -14,39 +14,9 @@ package enum SyncRoute {
     /// 2100-01-01, in Unix milliseconds.
     static let latestTime: Int64 = 4_102_444_800_000
 
-    struct Body: Decodable {
-        struct Profile: Decodable {
-            var totalXp: Int64?
-            var currentLevel: Int64?
-            var streakDays: Int64?
-            var lastActiveDate: String?
-        }
-
-        struct Progress: Decodable {
-            var beliefSystemId: String
-            var lessonId: String
-            var status: String
-            var score: Int64?
-            var earnedXp: Int64?
-            var completedAt: Int64?
-        }
-
-        struct Achievement: Decodable {
-            var achievementId: String
-            var progress: Int64?
-            var completed: Bool?
-            var completedAt: Int64?
-        }
-
-        var cursor: String?
-        var profile: Profile?
-        var progress: [Progress]?
-        var achievements: [Achievement]?
-    }
-
     package static func handle(_ request: Request, _ parameters: [String: String], _ context: WorkerContext) throws -> Response {
         let principal = try Authentication.authenticate(request, context)
-        let changes = try validated(try request.decodeJSON(Body.self))
+        let changes = try changes(in: request)
         let delta = try NativeSignIn.retryingConflicts {
             try SyncStore.sync(userID: principal.userID, changes: changes, on: context.database)
         }
@@ -56,47 +26,51 @@ package enum SyncRoute {
 
     // MARK: - Validation
 
-    static func validated(_ body: Body) throws -> SyncChanges {
+    /// The request body, read and validated. The body is parsed by the strict byte-level JSON
+    /// parser (Foundation's `JSONDecoder` cost as much as the rest of a sync).
+    static func changes(in request: Request) throws -> SyncChanges {
+        try request.requireJSON()
+        let body: Fields
+        do { body = Fields(object: try JSONObject(parsing: request.body), path: "") } catch {
+            throw HTTPError.badRequest("The body is not a JSON object")
+        }
         var cursor: UInt64?
-        if let text = body.cursor {
+        if let text = try body.string("cursor") {
             guard text.utf8.count <= 20, let value = UInt64(text) else { throw invalid("cursor", "is not a cursor this server gave") }
             cursor = value
         }
-        let progress = body.progress ?? []
-        let achievements = body.achievements ?? []
+        let progress = try body.objects("progress") ?? []
+        let achievements = try body.objects("achievements") ?? []
         guard progress.count <= maximumItems else { throw invalid("progress", "has more than \(maximumItems) items") }
         guard achievements.count <= maximumItems else { throw invalid("achievements", "has more than \(maximumItems) items") }
         return SyncChanges(
-            cursor: cursor, profile: try body.profile.map(profile),
-            progress: try progress.enumerated().map { try lesson($1, path: "progress[\($0)]") },
-            achievements: try achievements.enumerated().map { try achievement($1, path: "achievements[\($0)]") })
+            cursor: cursor, profile: try body.object("profile").map(profile),
+            progress: try progress.map(lesson), achievements: try achievements.map(achievement))
     }
 
-    static func profile(_ profile: Body.Profile) throws -> SyncProfile {
+    static func profile(_ item: Fields) throws -> SyncProfile {
         SyncProfile(
-            totalXP: try count(profile.totalXp, "profile.totalXp", maximum: 1_000_000_000_000),
-            currentLevel: try count(profile.currentLevel, "profile.currentLevel", maximum: 100_000),
-            streakDays: try count(profile.streakDays, "profile.streakDays", maximum: 100_000),
-            lastActiveDate: try profile.lastActiveDate.map { try date($0, "profile.lastActiveDate") })
+            totalXP: try count(item, "totalXp", maximum: 1_000_000_000_000), currentLevel: try count(item, "currentLevel", maximum: 100_000),
+            streakDays: try count(item, "streakDays", maximum: 100_000),
+            lastActiveDate: try item.string("lastActiveDate").map { try date($0, item.path("lastActiveDate")) })
     }
 
-    static func lesson(_ item: Body.Progress, path: String) throws -> LessonProgress {
-        guard let status = LessonStatus(name: item.status) else {
-            throw invalid("\(path).status", "must be not_started, in_progress or completed")
+    static func lesson(_ item: Fields) throws -> LessonProgress {
+        let beliefSystemID = try identifier(try item.requiredString("beliefSystemId"), item.path("beliefSystemId"))
+        let lessonID = try identifier(try item.requiredString("lessonId"), item.path("lessonId"))
+        guard let status = LessonStatus(name: try item.requiredString("status")) else {
+            throw invalid(item.path("status"), "must be not_started, in_progress or completed")
         }
         return LessonProgress(
-            beliefSystemID: try identifier(item.beliefSystemId, "\(path).beliefSystemId"),
-            lessonID: try identifier(item.lessonId, "\(path).lessonId"), status: status,
-            score: try count(item.score, "\(path).score", maximum: maximumCount),
-            earnedXP: try count(item.earnedXp, "\(path).earnedXp", maximum: maximumCount),
-            completedAt: try time(item.completedAt, "\(path).completedAt"))
+            beliefSystemID: beliefSystemID, lessonID: lessonID, status: status, score: try count(item, "score", maximum: maximumCount),
+            earnedXP: try count(item, "earnedXp", maximum: maximumCount), completedAt: try time(item, "completedAt"))
     }
 
-    static func achievement(_ item: Body.Achievement, path: String) throws -> AchievementProgress {
+    static func achievement(_ item: Fields) throws -> AchievementProgress {
         AchievementProgress(
-            achievementID: try identifier(item.achievementId, "\(path).achievementId"),
-            progress: try count(item.progress, "\(path).progress", maximum: maximumCount), completed: item.completed ?? false,
-            completedAt: try time(item.completedAt, "\(path).completedAt"))
+            achievementID: try identifier(try item.requiredString("achievementId"), item.path("achievementId")),
+            progress: try count(item, "progress", maximum: maximumCount), completed: try item.bool("completed") ?? false,
+            completedAt: try time(item, "completedAt"))
     }
 
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`.
@@ -110,15 +84,15 @@ package enum SyncRoute {
         return value
     }
 
-    static func count(_ value: Int64?, _ path: String, maximum: Int64) throws -> Int64 {
-        guard let value else { return 0 }
-        guard (0...maximum).contains(value) else { throw invalid(path, "must be an integer from 0 to \(maximum)") }
+    static func count(_ item: Fields, _ name: String, maximum: Int64) throws -> Int64 {
+        guard let value = try item.integer(name) else { return 0 }
+        guard (0...maximum).contains(value) else { throw invalid(item.path(name), "must be an integer from 0 to \(maximum)") }
         return value
     }
 
-    static func time(_ value: Int64?, _ path: String) throws -> Int64? {
-        guard let value else { return nil }
-        guard (0...latestTime).contains(value) else { throw invalid(path, "must be Unix milliseconds before 2100") }
+    static func time(_ item: Fields, _ name: String) throws -> Int64? {
+        guard let value = try item.integer(name) else { return nil }
+        guard (0...latestTime).contains(value) else { throw invalid(item.path(name), "must be Unix milliseconds before 2100") }
         return value
     }
 
@@ -163,5 +137,65 @@ package enum SyncRoute {
             ("progress", .raw("[" + progress.joined(separator: ",") + "]")),
             ("achievements", .raw("[" + achievements.joined(separator: ",") + "]")),
         ])
+    }
+}
+
+/// Typed reads of one JSON object of a request, each error naming the member's path (such as
+/// `progress[3].status`); `null` counts as absent.
+struct Fields {
+    let object: JSONObject
+    /// The object's own path: empty for the body, `progress[3]` for an item.
+    let prefix: String
+
+    init(object: JSONObject, path: String) {
+        self.object = object
+        self.prefix = path
+    }
+
+    func path(_ name: String) -> String { prefix.isEmpty ? name : prefix + "." + name }
+
+    private func present(_ name: String, _ kind: JSONObject.Kind) throws -> Bool {
+        switch object.kind(of: name) {
+        case nil, .null: return false
+        case kind: return true
+        default: throw HTTPError.badRequest("`\(path(name))` has the wrong type")
+        }
+    }
+
+    func string(_ name: String) throws -> String? {
+        guard try present(name, .string), let value = try? object.string(name) else { return nil }
+        return value
+    }
+
+    func requiredString(_ name: String) throws -> String {
+        guard let value = try string(name) else { throw HTTPError.badRequest("`\(path(name))` is required") }
+        return value
+    }
+
+    func integer(_ name: String) throws -> Int64? {
+        guard try present(name, .number) else { return nil }
+        guard let value = try? object.integer(name) else { throw HTTPError.badRequest("`\(path(name))` must be an integer") }
+        return value
+    }
+
+    func bool(_ name: String) throws -> Bool? {
+        guard try present(name, .bool) else { return nil }
+        return try? object.bool(name)
+    }
+
+    func object(_ name: String) throws -> Fields? {
+        guard try present(name, .object), let value = try? object.object(name) else { return nil }
+        return Fields(object: value, path: path(name))
+    }
+
+    func objects(_ name: String) throws -> [Fields]? {
+        guard try present(name, .array) else { return nil }
+        do {
+            return try object.objectArray(name)?.enumerated().map { Fields(object: $1, path: "\(path(name))[\($0)]") }
+        } catch .typeMismatch(let member, _) {
+            throw HTTPError.badRequest("`\(prefix.isEmpty ? member : prefix + "." + member)` must be an object")
+        } catch {
+            throw HTTPError.badRequest("`\(path(name))` is not a valid JSON array")
+        }
     }
 }

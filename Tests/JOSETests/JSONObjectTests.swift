@@ -75,4 +75,16 @@ import Testing
         let pair = try JSONObject(parsing: #"{"a":"\ud83d\ude00"}"#)
         #expect(try pair.string("a") == "😀")
     }
+
+    @Test("objectArray: the objects of an array member; a non-object element is named by its index")
+    func objectArrays() throws {
+        let object = try JSONObject(parsing: #"{"items":[{"a":1},{"a":2,"b":[1,{"c":"x"}]}],"mixed":[{"a":1},2],"none":[]}"#)
+        let items = try #require(try object.objectArray("items"))
+        #expect(items.count == 2)
+        #expect(try items[1].integer("a") == 2)
+        #expect(try object.objectArray("none")?.isEmpty == true)
+        #expect(try object.objectArray("absent") == nil)
+        #expect(throws: JSONError.typeMismatch(member: "mixed[1]", expected: .object)) { try object.objectArray("mixed") }
+        #expect(throws: JSONError.typeMismatch(member: "items", expected: .string)) { try object.string("items") }
+    }
 }
