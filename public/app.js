@@ -10,8 +10,12 @@ const signInErrors = {
   invalid_request: "Apple's answer was incomplete. Please try again.",
 };
 
-async function api(method, path) {
-  const response = await fetch(path, { method, credentials: "same-origin", headers: { Accept: "application/json" } });
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method, credentials: "same-origin", headers, body: body === undefined ? undefined : JSON.stringify(body),
+  });
   if (response.status === 401) return null;
   if (!response.ok) {
     const body = await response.json().catch(() => ({}));
@@ -49,6 +53,14 @@ async function render() {
     email.isPrivateRelay ? (email.forwardingEnabled ? "forwarding" : "forwarding off") : null,
     email.verified ? "verified" : "not verified",
   ].filter(Boolean))));
+  const synced = await api("POST", "/sync", { cursor: null });
+  if (synced !== null) {
+    const profile = synced.profile || {};
+    const completed = synced.progress.filter((lesson) => lesson.status === "completed").length;
+    const achieved = synced.achievements.filter((achievement) => achievement.completed).length;
+    $("progress").textContent = `Level ${profile.currentLevel || 0} · ${profile.totalXp || 0} XP · ${profile.streakDays || 0}-day streak · `
+      + `${completed} of ${synced.progress.length} lessons completed · ${achieved} achievements`;
+  }
   const { sessions } = await api("GET", "/auth/sessions");
   $("sessions").replaceChildren(...sessions.map((session) => {
     const last = new Date(session.lastUsedAt * 1000).toLocaleString();

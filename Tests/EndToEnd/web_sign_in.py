@@ -100,6 +100,7 @@ with Browser() as browser:
         fail(f"the email: {text(browser, 'emails')}")
     if "Web browser" not in text(browser, "sessions"):
         fail(f"the device list: {text(browser, 'sessions')}")
+    browser.wait_for("document.getElementById('progress').textContent.startsWith('Level')", "the progress line (POST /sync with the cookie)")
     cookies = {cookie["name"]: cookie for cookie in browser.cookies()}
     session = cookies.get("__Host-siwa_session")
     if not session or not session["httpOnly"] or not session["secure"] or session.get("sameSite") != "Lax" or session["path"] != "/":
