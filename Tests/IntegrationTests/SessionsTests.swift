@@ -159,4 +159,25 @@ import Testing
         #expect(!logged.contains("secret.person"), "\(logged)")
         #expect(logged.contains("user_emails_user_address"), "\(logged)")
     }
+
+    @Test("Anonymising keeps the user row and its progress but drops names, emails, identities and sessions; the Apple account signs in anew")
+    func anonymise() throws {
+        defer { connection.close(); database.drop() }
+        let signIn = AppleSignIn(
+            teamID: "TEAM", sub: "sub-anon", audience: "com.example.app", email: "anon@example.com", emailVerified: true,
+            firstName: "Ann", lastName: "On")
+        let userID = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }.userID
+        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+        _ = try connection.execute(
+            "INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, version) VALUES (?, 'b', 'l', 2, 1, 1, 1)", userID)
+        #expect(try connection.transaction { try AccountDeletion.anonymise(userID: userID, source: "apple_notification", on: connection) })
+        #expect(try count("SELECT COUNT(*) FROM users WHERE id = \(userID) AND first_name IS NULL AND last_name IS NULL") == 1)
+        #expect(try count("SELECT COUNT(*) FROM user_emails") == 0)
+        #expect(try count("SELECT COUNT(*) FROM apple_identities") == 0)
+        #expect(try count("SELECT COUNT(*) FROM progress WHERE user_id = \(userID)") == 1, "progress is kept")
+        #expect(try Sessions.list(userID: userID, on: connection).isEmpty)
+        let again = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }
+        #expect(again.isNewUser && again.userID != userID, "the same Apple account is a new user now")
+        #expect(try connection.transaction { try AccountDeletion.anonymise(userID: 999_999, source: "x", on: connection) } == false)
+    }
 }
