@@ -28,7 +28,7 @@ package enum AppleWebhook {
             context.logger.warning("Apple notification refused", metadata: ["reason": "\(error.code.rawValue)"])
             throw error
         }
-        let outcome = try NativeSignIn.retryingConflicts {
+        let outcome = try retryingConflicts {
             try context.database.transaction { try apply(notification, apple: apple.settings, context: context) }
         }
         context.logger.info(

@@ -17,7 +17,7 @@ package enum SyncRoute {
     package static func handle(_ request: Request, _ parameters: [String: String], _ context: WorkerContext) throws -> Response {
         let principal = try Authentication.authenticate(request, context)
         let changes = try changes(in: request)
-        let delta = try NativeSignIn.retryingConflicts {
+        let delta = try retryingConflicts {
             try SyncStore.sync(userID: principal.userID, changes: changes, on: context.database)
         }
         guard let delta else { throw Authentication.unauthorized("The account no longer exists") }

@@ -70,7 +70,7 @@ package enum WebSignIn {
             outcome = try signIn(form: field, pending: pending, apple: apple, settings: settings, context: context)
         }
         let handle = try OpaqueToken()
-        try NativeSignIn.retryingConflicts {
+        try retryingConflicts {
             try context.database.transaction {
                 guard try WebSignIns.pending(stateHash: stateHash, on: context.database) != nil else {
                     throw HTTPError(409, "already_completed", "This sign-in was already completed")
