@@ -6,26 +6,14 @@
 --         new        25 items the server has never seen
 -- Users are split between wrk threads; each thread sends its users in turn, with the cursor the
 -- device would have (the version after its previous sync).
-local next_thread = 0
-local threads = {}
-
-function setup(thread)
-    thread:set("thread_index", next_thread)
-    next_thread = next_thread + 1
-    threads[#threads + 1] = thread
-end
+dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "wrk_common.lua")
 
 function init(args)
-    users, turn = {}, 0
-    local count, line_number = tonumber(args[2]), 0
-    mode = args[3]
-    for line in io.lines(args[1]) do
-        if line_number % count == thread_index then
-            local token, version = line:match("(%S+) (%S+)")
-            users[#users + 1] = { header = { ["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json" },
-                                  version = tonumber(version), sent = 0 }
-        end
-        line_number = line_number + 1
+    users, turn, mode = {}, 0, args[3]
+    for _, line in ipairs(thread_lines(args[1], tonumber(args[2]))) do
+        local token, version = line:match("(%S+) (%S+)")
+        users[#users + 1] = { header = { ["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json" },
+                              version = tonumber(version), sent = 0 }
     end
 end
 
@@ -69,14 +57,5 @@ function request()
 end
 
 function response(status, headers, body)
-    if status ~= 200 then
-        failures = (failures or "") .. status .. " " .. body:sub(1, 60) .. "\n"
-    end
-end
-
-function done(summary, latency, requests)
-    for _, thread in ipairs(threads) do
-        local failures = thread:get("failures")
-        if failures then io.stderr:write(failures) end
-    end
+    if status ~= 200 then failed(status, body) end
 end

@@ -13,11 +13,7 @@ import Testing
     let connection: Connection
 
     init() throws {
-        database = try TestDatabase()
-        let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardized.path
-        let migrating = try database.connect(multipleStatements: true)
-        defer { migrating.close() }
-        _ = try Migrator(directory: sql).migrate(on: migrating)
+        database = try TestDatabase.migrated()
         connection = try database.connect()
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import MariaDB
+import Server
 
 /// Reads a test setting, with a local default (postgres-nio's `env` helper).
 func env(_ name: String) -> String? {
@@ -31,6 +32,16 @@ final class TestDatabase {
         configuration.database = name
         configuration.allowsMultipleStatements = false
         self.configuration = configuration
+    }
+
+    /// A new test schema with the project's own migrations (`sql/`) applied.
+    static func migrated() throws -> TestDatabase {
+        let database = try TestDatabase()
+        let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardized.path
+        let migrating = try database.connect(multipleStatements: true)
+        defer { migrating.close() }
+        _ = try Migrator(directory: sql).migrate(on: migrating)
+        return database
     }
 
     /// A new connection to the test schema.
