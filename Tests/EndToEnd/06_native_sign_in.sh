@@ -3,7 +3,7 @@
 # hidden email, the name only the first time; refused tokens (replayed nonce, another audience,
 # `user` not the subject); refresh rotation and reuse detection; logout; the session list and
 # revoking one; our JWKS; account deletion with the revocation retried while "Apple" is down;
-# consent withdrawn at Apple and caught by the daily validation.
+# consent withdrawn at Apple and caught by the daily validation, Apple unreachable during it; key rotation.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
@@ -189,6 +189,24 @@ expect_status 401 "a session after consent was withdrawn"
 request POST /auth/refresh -H 'Content-Type: application/json' -d "{\"refreshToken\":\"$W_REFRESH\"}"
 expect_status 401 "a refresh after consent was withdrawn"
 pass "the daily validation: a valid token moves its next check a day on; after consent is withdrawn at Apple, invalid_grant ends every session"
+
+# --- Apple unreachable during the daily validation: the sessions stay, the check is retried later.
+new_apple_user "unreachable.e2e@example.com" Un Reachable
+apple_sign_in "$APPLE_USER" com.example.siwa nonce-unreachable-1
+sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-unreachable-1\"}"
+expect_status 200 "a sign-in"
+U_ID=$(json user.id <<<"$BODY")
+U_ACCESS=$ACCESS
+stop_pidfile "$E2E_TMP/emulator.pid" 10
+sql "UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) WHERE user_id = $U_ID"
+out=$(siwa jobs --once 2>/dev/null)
+start_emulator "$(dirname "$E2E_BIN")/appleid-emulator" "$E2E_TMP/apple/emulator.json" "$E2E_TMP/emulator.log" "$E2E_TMP/emulator.pid"
+grep -q "validationsFailed=1" <<<"$out" || fail "the validation with Apple down: $out"
+request GET /auth/me -H "$(bearer "$U_ACCESS")"
+expect_status 200 "a session while Apple was unreachable"
+retry=$(sql "SELECT consent_state, TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), next_validation_at) BETWEEN 800 AND 901 FROM apple_identities WHERE user_id = $U_ID")
+[ "$retry" = "$(printf 'active\t1')" ] || fail "the identity after a failed validation: $retry"
+pass "Apple unreachable during the daily validation: the session stays, consent stays active, the check is retried in 15 minutes"
 
 # --- siwa keys rotate: the running server signs with the new key within its rescan time (10 s); a
 # token signed before stays valid, and both keys are published.
