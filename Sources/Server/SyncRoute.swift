@@ -77,8 +77,12 @@ package enum SyncRoute {
     static func identifier(_ value: String, _ path: String) throws -> String {
         let valid = (1...128).contains(value.utf8.count)
             && value.utf8.allSatisfy { byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || Array("._:-".utf8).contains(byte)
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
+                    true
+                default: false
+                }
             }
         guard valid else { throw invalid(path, "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
         return value
