@@ -127,12 +127,8 @@ package enum AppleValidations {
             """, identityID)
         let ended = try Sessions.revokeAll(of: userID, reason: "apple_consent_revoked", on: connection)
         try AuditLog.record(
-            "apple_consent_revoked", userID: userID, detail: #"{"source":\#(quotedJSON(source)),"sessionsEnded":\#(ended)}"#,
+            "apple_consent_revoked", userID: userID, detail: #"{"source":\#(AuditLog.name(source)),"sessionsEnded":\#(ended)}"#,
             on: connection)
         return ended
-    }
-
-    private static func quotedJSON(_ text: String) -> String {
-        "\"" + text.filter { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" } + "\""
     }
 }

@@ -128,19 +128,14 @@ package enum Sessions {
         }
     }
 
-    /// Revokes one session; false when it does not exist or was already revoked.
-    package static func revoke(_ sessionID: UInt64, reason: String, on connection: Connection) throws -> Bool {
+    /// Revokes one session (only if it is `userID`'s, when given: a user revokes only their own);
+    /// false when there is no such active session.
+    package static func revoke(_ sessionID: UInt64, of userID: UInt64? = nil, reason: String, on connection: Connection) throws -> Bool {
         try connection.execute(
-            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id = ? AND revoked_at IS NULL",
-            reason, sessionID
-        ).affectedRows == 1
-    }
-
-    /// Revokes one session of `userID` (a user can revoke only their own).
-    package static func revoke(_ sessionID: UInt64, of userID: UInt64, reason: String, on connection: Connection) throws -> Bool {
-        try connection.execute(
-            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL",
-            reason, sessionID, userID
+            """
+            UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ?
+            WHERE id = ? AND user_id = COALESCE(?, user_id) AND revoked_at IS NULL
+            """, reason, sessionID, userID
         ).affectedRows == 1
     }
 
@@ -150,19 +145,5 @@ package enum Sessions {
             "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE user_id = ? AND revoked_at IS NULL",
             reason, userID
         ).affectedRows
-    }
-}
-
-/// Security-relevant events in `audit_events`: ids, a type and a small JSON detail, never a secret.
-package enum AuditLog {
-    /// Records one event.
-    /// - Parameter detail: a JSON object as text, or nil.
-    package static func record(
-        _ type: String, userID: UInt64?, sessionID: UInt64? = nil, remoteAddress: String? = nil, detail: String? = nil,
-        on connection: Connection
-    ) throws {
-        _ = try connection.execute(
-            "INSERT INTO audit_events (event_type, user_id, session_id, remote_address, detail) VALUES (?, ?, ?, ?, ?)",
-            type, userID, sessionID, remoteAddress.map { String($0.prefix(45)) }, detail)
     }
 }

@@ -36,9 +36,9 @@ package struct SyncDelta: Sendable, Equatable {
 /// got in between (the user's version moved), the state is read again under the lock. Only rows
 /// whose merged state differs are written. The merge rules are `SyncMerge.swift`'s.
 package enum SyncStore {
-    /// Rows written per statement; a chunk is filled up by repeating its last row (which rewrites
-    /// the same values), so only a few statement shapes are ever prepared.
-    static let writeChunks = [1, 4, 16, 64]
+    /// Rows written per statement, largest first: items are written in the largest chunks that fit,
+    /// so only a few statement shapes are ever prepared and no row is written twice.
+    static let writeChunks = [64, 16, 4, 1]
 
     /// The user's stored state, as one sync reads it.
     struct Stored {
@@ -244,15 +244,12 @@ package enum SyncStore {
         ).map(achievement)
     }
 
-    /// Writes `items` with as few statements as the chunk sizes allow, each chunk padded by
-    /// repeating its last row.
+    /// Writes `items` in the largest chunks that fit (5 items: 4, then 1).
     static func writeChunked<Item>(_ items: [Item], _ write: ([Item]) throws -> Void) throws {
         var start = 0
         while start < items.count {
-            let remaining = items.count - start
-            let size = writeChunks.first { $0 >= remaining } ?? writeChunks[writeChunks.count - 1]
-            let slice = Array(items[start..<min(start + size, items.count)])
-            try write(slice + Array(repeating: slice[slice.count - 1], count: size - slice.count))
+            let size = writeChunks.first { $0 <= items.count - start }!
+            try write(Array(items[start..<start + size]))
             start += size
         }
     }

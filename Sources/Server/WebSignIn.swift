@@ -99,40 +99,50 @@ package enum WebSignIn {
         guard let handle = request.queryFields?.last(where: { $0.0 == "handle" })?.1, let handleHash = OpaqueToken.hash(of: handle) else {
             return page(400, "This sign-in link is not valid. Please start again.")
         }
-        let binding = Authentication.cookieValue(Authentication.bindingCookie, in: request) ?? ""
+        let bindingHash = SHA256.hash(Array((Authentication.cookieValue(Authentication.bindingCookie, in: request) ?? "").utf8))
         let cookie = try OpaqueToken()
         let clearBinding = Authentication.setCookie(Authentication.bindingCookie, "", maxAge: 0)
-        let result: (completed: WebSignIns.Completed, sessionID: UInt64?)? = try context.database.transaction {
-            guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: context.database) else { return nil }
-            // The handle is spent either way; a wrong browser gets nothing from it.
-            guard constantTimeEquals(SHA256.hash(Array(binding.utf8)), completed.bindingHash) else { return (completed, nil) }
-            guard completed.error == nil, let userID = completed.userID else { return (completed, nil) }
+        let redemption = try context.database.transaction { () -> Redemption in
+            // The handle is spent whatever follows; a wrong browser gets nothing from it.
+            guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: context.database) else { return .unknown }
+            guard constantTimeEquals(bindingHash, completed.bindingHash) else { return .otherBrowser }
+            guard completed.error == nil, let userID = completed.userID else {
+                return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
+            }
             let sessionID = try Sessions.create(
                 userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: cookie.hash, lifetime: settings.lifetime,
                 on: context.database)
             try AuditLog.record(
                 "sign_in", userID: userID, sessionID: sessionID, remoteAddress: request.remoteAddress,
                 detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: context.database)
-            return (completed, sessionID)
+            return .signedIn(returnTo: completed.returnTo)
         }
-        guard let result else { return page(400, "This sign-in link has expired or was already used. Please start again.") }
-        guard constantTimeEquals(SHA256.hash(Array(binding.utf8)), result.completed.bindingHash) else {
+        switch redemption {
+        case .unknown:
+            return page(400, "This sign-in link has expired or was already used. Please start again.")
+        case .otherBrowser:
             context.logger.warning("web sign-in completed in another browser than the one that started it")
             return page(403, "This sign-in was started in another browser. Please start again here.", headers: [clearBinding])
-        }
-        let returnTo = result.completed.returnTo
-        guard result.sessionID != nil else {
-            let code = result.completed.error ?? "sign_in_failed"
+        case .failed(let returnTo, let code):
             let separator = returnTo.contains("?") ? "&" : "?"
             return Response(
                 status: 303, headers: [("Location", returnTo + separator + "sign_in_error=" + FormEncoding.encode(code)), clearBinding])
+        case .signedIn(let returnTo):
+            return Response(
+                status: 303,
+                headers: [
+                    ("Location", returnTo), ("Cache-Control", "no-store"), clearBinding,
+                    Authentication.setCookie(Authentication.sessionCookie, cookie.value, maxAge: settings.lifetime),
+                ])
         }
-        return Response(
-            status: 303,
-            headers: [
-                ("Location", returnTo), ("Cache-Control", "no-store"), clearBinding,
-                Authentication.setCookie(Authentication.sessionCookie, cookie.value, maxAge: settings.lifetime),
-            ])
+    }
+
+    /// What redeeming a handle led to.
+    enum Redemption {
+        case unknown
+        case otherBrowser
+        case failed(returnTo: String, code: String)
+        case signedIn(returnTo: String)
     }
 
     // MARK: - Internals
