@@ -30,12 +30,14 @@ function request()
     local user = users[turn]
     user.sent = user.sent + 1
     local n = user.sent
+    -- Values that rise with the stored version, so that a repeated run changes the state again.
+    local rising = user.version + n
     local progress, achievements = {}, {}
     for i = 1, 20 do
         if mode == "new" then
             progress[i] = lesson("new-" .. thread_index .. "-" .. n .. "-" .. i, 1)
         elseif mode == "mixed" and i <= 4 then
-            progress[i] = lesson("l" .. i, 10 + n)
+            progress[i] = lesson("l" .. i, 10 + rising)
         else
             progress[i] = lesson("l" .. i, 10)
         end
@@ -44,7 +46,7 @@ function request()
         if mode == "new" then
             achievements[i] = achievement("new-" .. thread_index .. "-" .. n .. "-" .. i, 1)
         elseif mode == "mixed" and i == 1 then
-            achievements[i] = achievement("a1", 1 + n)
+            achievements[i] = achievement("a1", 1 + rising)
         else
             achievements[i] = achievement("a" .. i, 1)
         end

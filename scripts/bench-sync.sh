@@ -36,6 +36,12 @@ users_file() {
 writes() { mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -N -B -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update', 'Handler_delete')" \
     | awk '{ n += $2 } END { print n + 0 }'; }
 
+if [ -n "${BENCH_HOLD:-}" ]; then
+    # Keeps the stack up for profiling: the variables a wrk or perf run needs go to the named file.
+    printf 'URL=%s\nTMP=%s\n' "$URL" "$TMP" >"$BENCH_HOLD"
+    log "holding the stack (see $BENCH_HOLD); stop with Ctrl-C"
+    sleep infinity
+fi
 log "warm-up"
 users_file
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sync.lua" "$URL" -- "$TMP/sync_run_users" 2 unchanged >/dev/null 2>&1

@@ -61,32 +61,40 @@ package enum SyncStore {
     /// Merges `changes` into `userID`'s state and returns what changed since the cursor. Runs its
     /// own transaction when it writes; call it outside one.
     /// - Returns: nil when the user does not exist (deleted meanwhile).
-    package static func sync(userID: UInt64, changes: SyncChanges, on connection: Connection) throws -> SyncDelta? {
+    /// - Parameters:
+    ///   - group: batches the write with other users' concurrent syncs; nil writes alone.
+    ///   - cache: the process's recently synced states, used and kept up to date; nil reads the user.
+    package static func sync(
+        userID: UInt64, changes: SyncChanges, on connection: Connection, group: SyncGroupCommit? = nil, cache: SyncCache? = nil
+    ) throws -> SyncDelta? {
         let lessons = collapse(changes.progress, key: lessonKey, merge: { $0.merged(with: $1) })
         let achievements = collapse(changes.achievements, key: \.achievementID, merge: { $0.merged(with: $1) })
-        guard var stored = try read(userID: userID, lock: false, on: connection) else { return nil }
+        let cached = cache?.state(of: userID)
+        guard var stored = try cached ?? read(userID: userID, lock: false, on: connection) else { return nil }
         var merge = merged(lessons, achievements, changes.profile, into: stored)
+        // A cached state that this sync does not change is checked against the stored version before
+        // it answers (another device may have moved on); a changing sync's write checks it under lock.
+        if cached != nil, merge.count == 0, try currentVersion(of: userID, on: connection) != stored.version {
+            guard let fresh = try read(userID: userID, lock: false, on: connection) else {
+                cache?.forget(userID)
+                return nil
+            }
+            stored = fresh
+            merge = merged(lessons, achievements, changes.profile, into: stored)
+        }
         var version = stored.version
         if merge.count > 0 {
-            let written = try connection.transaction { () -> (Stored, Merge)? in
-                // Moving the version from the one read locks the user's row; if another sync moved it
-                // first, read again under the lock and merge again.
-                if try !advance(userID: userID, from: stored, merge, on: connection) {
-                    guard let fresh = try read(userID: userID, lock: true, on: connection) else { return nil }
-                    stored = fresh
-                    merge = merged(lessons, achievements, changes.profile, into: stored)
-                    if merge.count > 0 { guard try advance(userID: userID, from: stored, merge, on: connection) else { return nil } }
+            if group?.commit(userID: userID, from: stored, merge, on: connection) != true {
+                guard let written = try writeAlone(userID: userID, lessons, achievements, changes.profile, from: stored, merge, on: connection)
+                else {
+                    cache?.forget(userID)
+                    return nil
                 }
-                if merge.count > 0 {
-                    try write(merge.lessons, version: stored.version + 1, userID: userID, on: connection)
-                    try write(merge.achievements, version: stored.version + 1, userID: userID, on: connection)
-                }
-                return (stored, merge)
+                (stored, merge) = written
             }
-            guard let written else { return nil }
-            (stored, merge) = written
             version = merge.count > 0 ? stored.version + 1 : stored.version
         }
+        cache?.keep(merge.count > 0 ? applied(merge, to: stored) : stored, of: userID)
         let profileVersion = merge.profileChanged ? version : stored.profileVersion
         // A cursor from the future (a restored backup, another server) gets everything.
         let since = changes.cursor.flatMap { $0 <= stored.version ? $0 : nil } ?? 0
@@ -100,6 +108,48 @@ package enum SyncStore {
             delta.achievements = try achievementsChanged(userID: userID, since: since, on: connection)
         }
         return delta
+    }
+
+    /// Writes `merge` in a transaction of its own. Moving the version from the one read locks the
+    /// user's row; if another sync moved it first, the state is read again under the lock and merged
+    /// again. Returns the state the write started from and what it wrote; nil when the user is gone.
+    static func writeAlone(
+        userID: UInt64, _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?,
+        from stored: Stored, _ merge: Merge, on connection: Connection
+    ) throws -> (Stored, Merge)? {
+        try connection.transaction { () -> (Stored, Merge)? in
+            var (stored, merge) = (stored, merge)
+            if try !advance(userID: userID, from: stored, merge, on: connection) {
+                guard let fresh = try read(userID: userID, lock: true, on: connection) else { return nil }
+                stored = fresh
+                merge = merged(lessons, achievements, profile, into: stored)
+                if merge.count > 0 { guard try advance(userID: userID, from: stored, merge, on: connection) else { return nil } }
+            }
+            if merge.count > 0 {
+                let version = stored.version + 1
+                try write(merge.lessons.map { (userID, version, $0) }, on: connection)
+                try write(merge.achievements.map { (userID, version, $0) }, on: connection)
+            }
+            return (stored, merge)
+        }
+    }
+
+    /// The state after `merge` was written over `stored`.
+    static func applied(_ merge: Merge, to stored: Stored) -> Stored {
+        var state = stored
+        state.version += 1
+        if merge.profileChanged {
+            state.profile = merge.profile
+            state.profileVersion = state.version
+        }
+        for lesson in merge.lessons { state.lessons[lessonKey(lesson)] = lesson }
+        for achievement in merge.achievements { state.achievements[achievement.achievementID] = achievement }
+        return state
+    }
+
+    /// The user's version as stored now; nil when the user is gone.
+    static func currentVersion(of userID: UInt64, on connection: Connection) throws -> UInt64? {
+        try connection.query("SELECT sync_version FROM users WHERE id = ?", userID).first?.decode(at: 0)
     }
 
     static func lessonKey(_ lesson: LessonProgress) -> String { lesson.beliefSystemID + "\u{0}" + lesson.lessonID }
@@ -165,6 +215,27 @@ package enum SyncStore {
         ).affectedRows == 1
     }
 
+    /// The versions of `userIDs` (sorted, so that batches lock in one order), locked until the
+    /// transaction ends; users that are gone are missing.
+    static func lockVersions(of userIDs: [UInt64], on connection: Connection) throws -> [UInt64: UInt64] {
+        var versions: [UInt64: UInt64] = [:]
+        try writeChunked(userIDs) { chunk in
+            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(list)) FOR UPDATE", binds: chunk) {
+                versions[try row.decode(at: 0)] = try row.decode(at: 1)
+            }
+        }
+        return versions
+    }
+
+    /// Moves the versions of `userIDs` on by one; their rows must be locked by this transaction.
+    static func advance(_ userIDs: [UInt64], on connection: Connection) throws {
+        try writeChunked(userIDs) { chunk in
+            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            _ = try connection.execute("UPDATE users SET sync_version = sync_version + 1 WHERE id IN (\(list))", binds: chunk)
+        }
+    }
+
     /// Items with the same key merged into one (a device may list an item twice).
     static func collapse<Item>(_ items: [Item], key: (Item) -> String, merge: (Item, Item) -> Item) -> [Item] {
         var order: [String] = []
@@ -190,11 +261,13 @@ package enum SyncStore {
             earnedXP: try row.decode(at: 4), completedAt: try row.decode(at: 5))
     }
 
-    static func write(_ lessons: [LessonProgress], version: UInt64, userID: UInt64, on connection: Connection) throws {
+    /// Upserts lessons, each with its user and the version that changed it.
+    static func write(_ lessons: [(userID: UInt64, version: UInt64, lesson: LessonProgress)], on connection: Connection) throws {
         try writeChunked(lessons) { chunk in
             let rows = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
-            let binds: [any DatabaseValueConvertible] = chunk.flatMap { lesson -> [any DatabaseValueConvertible] in
-                [userID, lesson.beliefSystemID, lesson.lessonID, lesson.status.rawValue, lesson.score, lesson.earnedXP, lesson.completedAt, version]
+            let binds: [any DatabaseValueConvertible] = chunk.flatMap { row -> [any DatabaseValueConvertible] in
+                let lesson = row.lesson
+                return [row.userID, lesson.beliefSystemID, lesson.lessonID, lesson.status.rawValue, lesson.score, lesson.earnedXP, lesson.completedAt, row.version]
             }
             _ = try connection.execute(
                 """
@@ -222,11 +295,13 @@ package enum SyncStore {
             completedAt: try row.decode(at: 3))
     }
 
-    static func write(_ achievements: [AchievementProgress], version: UInt64, userID: UInt64, on connection: Connection) throws {
+    /// Upserts achievements, each with its user and the version that changed it.
+    static func write(_ achievements: [(userID: UInt64, version: UInt64, achievement: AchievementProgress)], on connection: Connection) throws {
         try writeChunked(achievements) { chunk in
             let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
-            let binds: [any DatabaseValueConvertible] = chunk.flatMap { item -> [any DatabaseValueConvertible] in
-                [userID, item.achievementID, item.progress, item.completed, item.completedAt, version]
+            let binds: [any DatabaseValueConvertible] = chunk.flatMap { row -> [any DatabaseValueConvertible] in
+                let item = row.achievement
+                return [row.userID, item.achievementID, item.progress, item.completed, item.completedAt, row.version]
             }
             _ = try connection.execute(
                 """

@@ -13,6 +13,8 @@ package enum JSONText {
 
     /// `value` as a JSON string literal.
     package static func quoted(_ value: String) -> String {
+        // Most names and values need no escape: copied whole.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) { return "\"" + value + "\"" }
         var out = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -31,9 +33,11 @@ package enum JSONText {
     /// A JSON object of `members` in order; members whose value is nil are left out.
     package static func object(_ members: [(String, Value?)]) -> String {
         var out = "{"
+        var first = true
         for (name, value) in members {
             guard let value else { continue }
-            if out.count > 1 { out += "," }
+            if !first { out += "," }
+            first = false
             out += quoted(name) + ":"
             switch value {
             case .string(let text): out += quoted(text)

@@ -1,3 +1,4 @@
+import Accounts
 package import FastCGI
 package import Logging
 import MariaDB
@@ -9,6 +10,10 @@ package final class Application: Sendable {
     package let logger: Logger
     /// Apple's keys, verifier and client secrets; nil when Apple is not configured.
     package let apple: AppleServices?
+    /// Batches concurrent sync writes of the worker threads into shared transactions.
+    let syncCommits = SyncGroupCommit()
+    /// The synced state of recently active users, shared by the worker threads.
+    let syncCache = SyncCache()
 
     /// Request headers the handlers read; only these are copied out of the FastCGI parameters.
     /// (`x-request-id` comes from nginx's `REQUEST_ID` parameter, never from the client.)
@@ -53,7 +58,9 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let database = Connection(configuration: config.database)
-        return Worker(application: self, context: WorkerContext(database: database, logger: logger, apple: apple, sessions: config.sessions))
+        return Worker(application: self, context: WorkerContext(
+                database: database, logger: logger, apple: apple, sessions: config.sessions, syncCommits: syncCommits,
+                syncCache: syncCache))
     }
 }
 

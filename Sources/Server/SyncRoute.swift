@@ -18,7 +18,7 @@ package enum SyncRoute {
         let principal = try Authentication.authenticate(request, context)
         let changes = try changes(in: request)
         let delta = try retryingConflicts {
-            try SyncStore.sync(userID: principal.userID, changes: changes, on: context.database)
+            try SyncStore.sync(userID: principal.userID, changes: changes, on: context.database, group: context.syncCommits, cache: context.syncCache)
         }
         guard let delta else { throw Authentication.unauthorized("The account no longer exists") }
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(json(delta).utf8))

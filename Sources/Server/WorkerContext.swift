@@ -1,3 +1,4 @@
+package import Accounts
 import AppleID
 package import Logging
 package import MariaDB
@@ -15,11 +16,20 @@ package final class WorkerContext {
     package let apple: AppleServices?
     /// The app's own sessions and tokens; nil when not configured.
     package let sessions: SessionSettings?
+    /// The process's group commit of sync writes, shared by every worker.
+    package let syncCommits: SyncGroupCommit
+    /// The process's cache of recently synced users, shared by every worker.
+    package let syncCache: SyncCache
     /// This thread's client for Apple's endpoints, made on first use.
     private var client: AppleClient?
 
-    package init(database: Connection, logger: Logger, apple: AppleServices? = nil, sessions: SessionSettings? = nil) {
+    package init(
+        database: Connection, logger: Logger, apple: AppleServices? = nil, sessions: SessionSettings? = nil,
+        syncCommits: SyncGroupCommit = SyncGroupCommit(), syncCache: SyncCache = SyncCache()
+    ) {
         self.database = database
+        self.syncCommits = syncCommits
+        self.syncCache = syncCache
         self.logger = logger
         self.apple = apple
         self.sessions = sessions

@@ -118,4 +118,68 @@ import Testing
         for changes in syncs { _ = try sync(sequential, changes) }
         #expect(try everything(user) == everything(sequential))
     }
+
+    @Test("Concurrent syncs of several users through one group commit and one cache lose nothing")
+    func groupCommit() throws {
+        defer { connection.close(); database.drop() }
+        let users = try (0..<4).map { _ in try newUser() }
+        var random = SplitMix64(state: 7)
+        let syncs = randomSyncs(&random, count: 64).map { (user: Int.random(in: 0..<4, using: &random), changes: $0) }
+        let group = SyncGroupCommit(), cache = SyncCache()
+        let failures = Mutex<[String]>([])
+        let configuration = database.configuration
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            do {
+                let own = Connection(configuration: configuration)
+                defer { own.close() }
+                for index in stride(from: worker, to: syncs.count, by: 8) {
+                    let delta = try SyncStore.sync(
+                        userID: users[syncs[index].user], changes: syncs[index].changes, on: own, group: group, cache: cache)
+                    if delta == nil { failures.withLock { $0.append("sync \(index): no user") } }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(group.statistics.committedWrites > 0, "writes went through the group commit")
+        for (index, user) in users.enumerated() {
+            let sequential = try newUser()
+            for sync in syncs where sync.user == index { _ = try self.sync(sequential, sync.changes) }
+            #expect(try everything(user) == everything(sequential))
+        }
+    }
+
+    @Test("A cached state another process moved past is caught: the delta carries its changes, a write merges with them")
+    func staleCache() throws {
+        defer { connection.close(); database.drop() }
+        let user = try newUser()
+        let cache = SyncCache(), group = SyncGroupCommit()
+        func cached(_ changes: SyncChanges) throws -> SyncDelta {
+            try #require(try SyncStore.sync(userID: user, changes: changes, on: connection, group: group, cache: cache))
+        }
+        let l1 = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
+        let first = try cached(SyncChanges(cursor: nil, profile: nil, progress: [l1], achievements: []))
+        #expect(cache.count == 1 && first.cursor == 1)
+        // Another server process (no cache) writes l2.
+        let l2 = LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .completed, score: 9, earnedXP: 2, completedAt: 5)
+        _ = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [l2], achievements: []))
+        // Re-sending l1 changes nothing, but the answer must carry l2 and the stored cursor.
+        let unchanged = try cached(SyncChanges(cursor: first.cursor, profile: nil, progress: [l1], achievements: []))
+        #expect(unchanged.cursor == 2 && unchanged.progress == [l2] && unchanged.changed == 0)
+        // The other process moves l1 on; a write from the stale cache must not undo it.
+        let faster = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 7, earnedXP: 1, completedAt: 9)
+        _ = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [faster], achievements: []))
+        var better = l1
+        better.earnedXP = 3
+        let written = try cached(SyncChanges(cursor: 2, profile: nil, progress: [better], achievements: []))
+        var expected = faster
+        expected.earnedXP = 3
+        #expect(written.cursor == 4 && written.progress == [expected])
+        #expect(try everything(user).progress == [expected, l2])
+        // A deleted user's cached state answers nothing.
+        _ = try connection.execute("DELETE FROM users WHERE id = ?", user)
+        #expect(try SyncStore.sync(userID: user, changes: SyncChanges(cursor: 4, profile: nil, progress: [l1], achievements: []),
+            on: connection, group: group, cache: cache) == nil)
+    }
 }

@@ -1,0 +1,118 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MariaDB
+
+/// Group commit of sync writes: the changing syncs of several users that arrive together are
+/// written in one transaction, with one multi-row statement per table and one durable commit,
+/// instead of a transaction each.
+///
+/// There is no extra thread: the first waiting worker becomes the leader, takes every queued
+/// write, commits them on its own connection and wakes the others; writes that arrive meanwhile
+/// queue for the next leader. Each write carries the user's version its merge was computed from;
+/// under the batch's row locks, a write whose user moved on since (another device, another
+/// process) is not applied and its worker writes alone, re-reading under the lock
+/// (`SyncStore.writeAlone`). So is every write of a batch that fails. Re-applying a merge is
+/// harmless: merges are idempotent.
+package final class SyncGroupCommit: @unchecked Sendable {
+    /// Users per batch (at most one write per user).
+    static let maximumBatch = 64
+
+    /// One sync's write, waiting in the queue; `committed` is set by its batch's leader.
+    final class Write {
+        let userID: UInt64
+        let stored: SyncStore.Stored
+        let merge: SyncStore.Merge
+        var committed: Bool?
+
+        init(userID: UInt64, stored: SyncStore.Stored, merge: SyncStore.Merge) {
+            self.userID = userID
+            self.stored = stored
+            self.merge = merge
+        }
+    }
+
+    // The queue and the leader flag, guarded by `mutex`; waiters sleep on `changed`.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var queue: [Write] = []
+    private var leading = false
+    private var batches = 0
+    private var committedWrites = 0
+
+    package init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(changed, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        changed.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Writes `merge` (computed from `stored`) for `userID`, in a batch with whatever else is queued.
+    /// - Returns: true when committed at version `stored.version + 1`; false when the caller must
+    ///   write alone (the user moved on, or the batch failed).
+    func commit(userID: UInt64, from stored: SyncStore.Stored, _ merge: SyncStore.Merge, on connection: Connection) -> Bool {
+        let write = Write(userID: userID, stored: stored, merge: merge)
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        queue.append(write)
+        while true {
+            if let committed = write.committed { return committed }
+            if leading {
+                pthread_cond_wait(changed, mutex)
+                continue
+            }
+            leading = true
+            let batch = Array(queue.prefix(SyncGroupCommit.maximumBatch))
+            queue.removeFirst(batch.count)
+            pthread_mutex_unlock(mutex)
+            let outcomes = SyncGroupCommit.commit(batch, on: connection)
+            pthread_mutex_lock(mutex)
+            for (write, committed) in zip(batch, outcomes) { write.committed = committed }
+            batches += 1
+            committedWrites += outcomes.count { $0 }
+            leading = false
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    /// Batches run and writes they committed, since the start (tests, diagnostics).
+    package var statistics: (batches: Int, committedWrites: Int) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return (batches, committedWrites)
+    }
+
+    /// One batch in one transaction. A write is applied when its user's locked version is still
+    /// the one it was merged from, and only the first write of a user counts.
+    /// - Returns: per write, whether it was committed; all false when the transaction failed.
+    static func commit(_ batch: [Write], on connection: Connection) -> [Bool] {
+        do {
+            return try connection.transaction {
+                let versions = try SyncStore.lockVersions(of: Array(Set(batch.map(\.userID))).sorted(), on: connection)
+                var taken = Set<UInt64>()
+                let applied = batch.map { write in
+                    versions[write.userID] == write.stored.version && taken.insert(write.userID).inserted
+                }
+                let writes = zip(batch, applied).filter(\.1).map(\.0)
+                try SyncStore.advance(writes.filter { !$0.merge.profileChanged }.map(\.userID), on: connection)
+                for write in writes where write.merge.profileChanged {
+                    guard try SyncStore.advance(userID: write.userID, from: write.stored, write.merge, on: connection) else {
+                        throw MariaDBError(.misuse, message: "a locked user's version moved")
+                    }
+                }
+                try SyncStore.write(
+                    writes.flatMap { write in write.merge.lessons.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
+                try SyncStore.write(
+                    writes.flatMap { write in write.merge.achievements.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
+                return applied
+            }
+        } catch {
+            return batch.map { _ in false }
+        }
+    }
+}
