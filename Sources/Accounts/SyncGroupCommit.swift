@@ -17,6 +17,9 @@ import MariaDB
 package final class SyncGroupCommit: @unchecked Sendable {
     /// Users per batch (at most one write per user).
     static let maximumBatch = 64
+    /// Batches committed at the same time: while one waits for its commit to reach the disk, the
+    /// next runs its statements.
+    static let maximumLeaders = 2
 
     /// One sync's write, waiting in the queue; `committed` is set by its batch's leader.
     final class Write {
@@ -36,7 +39,8 @@ package final class SyncGroupCommit: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var queue: [Write] = []
-    private var leading = false
+    /// Batches being committed now, each by its leader on its own connection.
+    private var leading = 0
     private var batches = 0
     private var committedWrites = 0
 
@@ -62,11 +66,11 @@ package final class SyncGroupCommit: @unchecked Sendable {
         queue.append(write)
         while true {
             if let committed = write.committed { return committed }
-            if leading {
+            if leading >= SyncGroupCommit.maximumLeaders || queue.isEmpty {
                 pthread_cond_wait(changed, mutex)
                 continue
             }
-            leading = true
+            leading += 1
             let batch = Array(queue.prefix(SyncGroupCommit.maximumBatch))
             queue.removeFirst(batch.count)
             pthread_mutex_unlock(mutex)
@@ -75,7 +79,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
             for (write, committed) in zip(batch, outcomes) { write.committed = committed }
             batches += 1
             committedWrites += outcomes.count { $0 }
-            leading = false
+            leading -= 1
             pthread_cond_broadcast(changed)
         }
     }

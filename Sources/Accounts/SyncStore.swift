@@ -38,7 +38,7 @@ package struct SyncDelta: Sendable, Equatable {
 package enum SyncStore {
     /// Rows written per statement, largest first: items are written in the largest chunks that fit,
     /// so only a few statement shapes are ever prepared and no row is written twice.
-    static let writeChunks = [64, 16, 4, 1]
+    static let writeChunks = [64, 32, 16, 8, 4, 2, 1]
 
     /// The user's stored state, as one sync reads it.
     struct Stored {

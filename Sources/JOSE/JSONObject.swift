@@ -21,8 +21,8 @@ package struct JSONObject: Sendable {
         var escaped: Bool
     }
 
-    /// The JSON text of the object (and only of it: a nested object is copied out when read).
-    package let text: [UInt8]
+    /// The JSON text the object is in: a nested object shares its parent's text, its member ranges point into it.
+    let text: [UInt8]
     let members: [Member]
     /// Every member name, unescaped, back to back.
     let names: [UInt8]
@@ -32,9 +32,23 @@ package struct JSONObject: Sendable {
     package init(parsing text: [UInt8], maximumDepth: Int = 16) throws(JSONError) {
         var parser = JSONParser(text: text, maximumDepth: maximumDepth)
         let (members, names) = try parser.parseTopLevelObject()
+        self.init(text: text, members: members, names: names)
+    }
+
+    /// An object inside `text` (already checked as a whole): its members' ranges are in `text`,
+    /// which is shared, not copied.
+    init(text: [UInt8], members: [Member], names: [UInt8]) {
         self.text = text
         self.members = members
         self.names = names
+    }
+
+    /// The object value of `member`, parsed in place.
+    private func nested(_ member: Member) throws(JSONError) -> JSONObject {
+        var parser = JSONParser(text: text, maximumDepth: 16)
+        parser.position = member.value.lowerBound
+        let (members, names) = try parser.parseObject(depth: 1)
+        return JSONObject(text: text, members: members, names: names)
     }
 
     /// Parses the UTF-8 of `text`.
@@ -108,7 +122,7 @@ package struct JSONObject: Sendable {
     package func object(_ name: String) throws(JSONError) -> JSONObject? {
         guard let member = member(name) else { return nil }
         guard member.kind == .object else { throw .typeMismatch(member: name, expected: .object) }
-        return try JSONObject(parsing: Array(text[member.value]))
+        return try nested(member)
     }
 
     /// The elements of the member's array value that are strings.
@@ -128,11 +142,14 @@ package struct JSONObject: Sendable {
     package func objectArray(_ name: String) throws(JSONError) -> [JSONObject]? {
         guard let member = member(name) else { return nil }
         guard member.kind == .array else { throw .typeMismatch(member: name, expected: .array) }
-        var parser = JSONParser(text: Array(text[member.value]), maximumDepth: 16)
+        var parser = JSONParser(text: text, maximumDepth: 16)
+        parser.position = member.value.lowerBound
+        let elements = try parser.parseArrayElements()
         var objects: [JSONObject] = []
-        for (index, element) in try parser.parseArrayElements().enumerated() {
+        objects.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
             guard element.kind == .object else { throw .typeMismatch(member: "\(name)[\(index)]", expected: .object) }
-            objects.append(try JSONObject(parsing: Array(parser.text[element.range])))
+            objects.append(try nested(Member(name: 0..<0, kind: .object, value: element.range, escaped: false)))
         }
         return objects
     }
@@ -210,6 +227,15 @@ struct JSONParser {
 
     mutating func parseTopLevelObject() throws(JSONError) -> ([JSONObject.Member], [UInt8]) {
         skipWhitespace()
+        let parsed = try parseObject(depth: 1)
+        skipWhitespace()
+        guard position == text.count else { throw fail("unexpected data after the object") }
+        return parsed
+    }
+
+    /// Parses the object at `position`; its members' values are scanned, not parsed. Member
+    /// ranges are positions in `text`.
+    mutating func parseObject(depth: Int) throws(JSONError) -> ([JSONObject.Member], [UInt8]) {
         guard current == UInt8(ascii: "{") else { throw fail("expected an object") }
         position += 1
         var members: [JSONObject.Member] = []
@@ -239,7 +265,7 @@ struct JSONParser {
                 try expect(UInt8(ascii: ":"), "expected ':' after a member name")
                 skipWhitespace()
                 let valueStart = position
-                let (kind, escaped) = try scanValue(depth: 1)
+                let (kind, escaped) = try scanValue(depth: depth)
                 members.append(.init(name: name, kind: kind, value: valueStart..<position, escaped: escaped))
                 skipWhitespace()
                 if current == UInt8(ascii: ",") {
@@ -250,8 +276,6 @@ struct JSONParser {
                 break
             }
         }
-        skipWhitespace()
-        guard position == text.count else { throw fail("unexpected data after the object") }
         return (members, names)
     }
 

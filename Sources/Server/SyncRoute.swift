@@ -31,7 +31,7 @@ package enum SyncRoute {
     static func changes(in request: Request) throws -> SyncChanges {
         try request.requireJSON()
         let body: Fields
-        do { body = Fields(object: try JSONObject(parsing: request.body), path: "") } catch {
+        do { body = Fields(object: try JSONObject(parsing: request.body)) } catch {
             throw HTTPError.badRequest("The body is not a JSON object")
         }
         var cursor: UInt64?
@@ -52,12 +52,12 @@ package enum SyncRoute {
         SyncProfile(
             totalXP: try count(item, "totalXp", maximum: 1_000_000_000_000), currentLevel: try count(item, "currentLevel", maximum: 100_000),
             streakDays: try count(item, "streakDays", maximum: 100_000),
-            lastActiveDate: try item.string("lastActiveDate").map { try date($0, item.path("lastActiveDate")) })
+            lastActiveDate: try date(item, "lastActiveDate"))
     }
 
     static func lesson(_ item: Fields) throws -> LessonProgress {
-        let beliefSystemID = try identifier(try item.requiredString("beliefSystemId"), item.path("beliefSystemId"))
-        let lessonID = try identifier(try item.requiredString("lessonId"), item.path("lessonId"))
+        let beliefSystemID = try identifier(item, "beliefSystemId")
+        let lessonID = try identifier(item, "lessonId")
         guard let status = LessonStatus(name: try item.requiredString("status")) else {
             throw invalid(item.path("status"), "must be not_started, in_progress or completed")
         }
@@ -68,13 +68,14 @@ package enum SyncRoute {
 
     static func achievement(_ item: Fields) throws -> AchievementProgress {
         AchievementProgress(
-            achievementID: try identifier(try item.requiredString("achievementId"), item.path("achievementId")),
+            achievementID: try identifier(item, "achievementId"),
             progress: try count(item, "progress", maximum: maximumCount), completed: try item.bool("completed") ?? false,
             completedAt: try time(item, "completedAt"))
     }
 
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`.
-    static func identifier(_ value: String, _ path: String) throws -> String {
+    static func identifier(_ item: Fields, _ name: String) throws -> String {
+        let value = try item.requiredString(name)
         let valid = (1...128).contains(value.utf8.count)
             && value.utf8.allSatisfy { byte in
                 switch byte {
@@ -84,7 +85,7 @@ package enum SyncRoute {
                 default: false
                 }
             }
-        guard valid else { throw invalid(path, "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
+        guard valid else { throw invalid(item.path(name), "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
         return value
     }
 
@@ -100,15 +101,16 @@ package enum SyncRoute {
         return value
     }
 
-    /// `YYYY-MM-DD`, a real calendar date from 2000 to 2099.
-    static func date(_ value: String, _ path: String) throws -> String {
+    /// `YYYY-MM-DD`, a real calendar date from 2000 to 2099; nil when absent.
+    static func date(_ item: Fields, _ name: String) throws -> String? {
+        guard let value = try item.string(name) else { return nil }
         let parts = value.split(separator: "-", omittingEmptySubsequences: false)
         guard value.utf8.count == 10, parts.count == 3, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
             (2000...2099).contains(year), (1...12).contains(month)
-        else { throw invalid(path, "must be a date YYYY-MM-DD") }
+        else { throw invalid(item.path(name), "must be a date YYYY-MM-DD") }
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-        guard (1...days).contains(day) else { throw invalid(path, "must be a date YYYY-MM-DD") }
+        guard (1...days).contains(day) else { throw invalid(item.path(name), "must be a date YYYY-MM-DD") }
         return value
     }
 
@@ -148,13 +150,19 @@ package enum SyncRoute {
 /// `progress[3].status`); `null` counts as absent.
 struct Fields {
     let object: JSONObject
-    /// The object's own path: empty for the body, `progress[3]` for an item.
-    let prefix: String
+    /// Where the object is: the member holding it (empty for the body) and, for an array item, its
+    /// index. The path text is made only for an error message.
+    let container: String
+    let index: Int?
 
-    init(object: JSONObject, path: String) {
+    init(object: JSONObject, container: String = "", index: Int? = nil) {
         self.object = object
-        self.prefix = path
+        self.container = container
+        self.index = index
     }
+
+    /// The object's own path: empty for the body, `progress[3]` for an item.
+    var prefix: String { index.map { "\(container)[\($0)]" } ?? container }
 
     func path(_ name: String) -> String { prefix.isEmpty ? name : prefix + "." + name }
 
@@ -189,13 +197,13 @@ struct Fields {
 
     func object(_ name: String) throws -> Fields? {
         guard try present(name, .object), let value = try? object.object(name) else { return nil }
-        return Fields(object: value, path: path(name))
+        return Fields(object: value, container: path(name))
     }
 
     func objects(_ name: String) throws -> [Fields]? {
         guard try present(name, .array) else { return nil }
         do {
-            return try object.objectArray(name)?.enumerated().map { Fields(object: $1, path: "\(path(name))[\($0)]") }
+            return try object.objectArray(name)?.enumerated().map { Fields(object: $1, container: path(name), index: $0) }
         } catch .typeMismatch(let member, _) {
             throw HTTPError.badRequest("`\(prefix.isEmpty ? member : prefix + "." + member)` must be an object")
         } catch {
