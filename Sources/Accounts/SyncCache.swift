@@ -9,33 +9,49 @@ import Synchronization
 /// locked version is still the cached one, and a sync that writes nothing compares the version
 /// first. Deleting a user removes the row, so its version check fails too.
 package final class SyncCache: Sendable {
-    /// Users kept; when full, an arbitrary entry makes room.
+    /// Lessons and achievements kept in all (about 150 bytes each); when full, arbitrary entries
+    /// make room. A user with more than `maximumPerUser` items is not kept at all.
     let capacity: Int
-    private let entries = Mutex<[UInt64: SyncStore.Stored]>([:])
+    let maximumPerUser: Int
+    private let entries = Mutex<(states: [UInt64: SyncStore.Stored], items: Int)>(([:], 0))
 
-    package init(capacity: Int = 20_000) {
+    package init(capacity: Int = 1_000_000, maximumPerUser: Int = 5_000) {
         self.capacity = capacity
+        self.maximumPerUser = maximumPerUser
     }
 
     func state(of userID: UInt64) -> SyncStore.Stored? {
-        entries.withLock { $0[userID] }
+        entries.withLock { $0.states[userID] }
     }
 
     func keep(_ state: SyncStore.Stored, of userID: UInt64) {
+        let size = SyncCache.size(of: state)
         entries.withLock { entries in
-            if entries[userID] == nil, entries.count >= capacity, let evicted = entries.keys.first {
-                entries.removeValue(forKey: evicted)
-            }
             // Two workers may race for one user: the newer version wins.
-            if let current = entries[userID], current.version > state.version { return }
-            entries[userID] = state
+            if let current = entries.states[userID] {
+                if current.version > state.version { return }
+                entries.states[userID] = nil
+                entries.items -= SyncCache.size(of: current)
+            }
+            guard size <= maximumPerUser else { return }
+            while entries.items + size > capacity, let evicted = entries.states.first {
+                entries.states[evicted.key] = nil
+                entries.items -= SyncCache.size(of: evicted.value)
+            }
+            entries.states[userID] = state
+            entries.items += size
         }
     }
 
     func forget(_ userID: UInt64) {
-        _ = entries.withLock { $0.removeValue(forKey: userID) }
+        entries.withLock { entries in
+            if let removed = entries.states.removeValue(forKey: userID) { entries.items -= SyncCache.size(of: removed) }
+        }
     }
 
-    /// Number of users cached (tests).
-    package var count: Int { entries.withLock { $0.count } }
+    /// A state's size in items (the profile counts as one).
+    static func size(of state: SyncStore.Stored) -> Int { 1 + state.lessons.count + state.achievements.count }
+
+    /// Users and items cached (tests).
+    package var count: (users: Int, items: Int) { entries.withLock { ($0.states.count, $0.items) } }
 }

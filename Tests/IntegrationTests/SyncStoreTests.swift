@@ -160,7 +160,7 @@ import Testing
         }
         let l1 = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
         let first = try cached(SyncChanges(cursor: nil, profile: nil, progress: [l1], achievements: []))
-        #expect(cache.count == 1 && first.cursor == 1)
+        #expect(cache.count == (users: 1, items: 2) && first.cursor == 1)
         // Another server process (no cache) writes l2.
         let l2 = LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .completed, score: 9, earnedXP: 2, completedAt: 5)
         _ = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [l2], achievements: []))
@@ -181,5 +181,27 @@ import Testing
         _ = try connection.execute("DELETE FROM users WHERE id = ?", user)
         #expect(try SyncStore.sync(userID: user, changes: SyncChanges(cursor: 4, profile: nil, progress: [l1], achievements: []),
             on: connection, group: group, cache: cache) == nil)
+    }
+
+    @Test("The state cache stays within its item budget and skips users over the per-user limit")
+    func cacheBounds() throws {
+        defer { connection.close(); database.drop() }
+        let cache = SyncCache(capacity: 10, maximumPerUser: 6)
+        func syncCached(lessons: Int) throws {
+            let progress = (0..<lessons).map {
+                LessonProgress(beliefSystemID: "bs", lessonID: "l\($0)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil)
+            }
+            _ = try SyncStore.sync(
+                userID: try newUser(), changes: SyncChanges(cursor: nil, profile: nil, progress: progress, achievements: []),
+                on: connection, cache: cache)
+        }
+        try syncCached(lessons: 5)
+        try syncCached(lessons: 3)
+        #expect(cache.count == (users: 2, items: 10))
+        try syncCached(lessons: 2)
+        #expect(cache.count.items <= 10 && cache.count.users >= 1, "older entries made room")
+        let before = cache.count
+        try syncCached(lessons: 7)
+        #expect(cache.count == before, "a user over the per-user limit is not kept")
     }
 }
