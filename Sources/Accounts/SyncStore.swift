@@ -94,7 +94,12 @@ package enum SyncStore {
             }
             version = merge.count > 0 ? stored.version + 1 : stored.version
         }
-        cache?.keep(merge.count > 0 ? applied(merge, to: stored) : stored, of: userID)
+        // The cache learns the state, unless it is the cached state itself, unchanged.
+        if merge.count > 0 {
+            cache?.keep(applied(merge, to: stored), of: userID)
+        } else if cached?.version != stored.version {
+            cache?.keep(stored, of: userID)
+        }
         let profileVersion = merge.profileChanged ? version : stored.profileVersion
         // A cursor from the future (a restored backup, another server) gets everything.
         let since = changes.cursor.flatMap { $0 <= stored.version ? $0 : nil } ?? 0

@@ -43,10 +43,10 @@ package struct JSONObject: Sendable {
         self.names = names
     }
 
-    /// The object value of `member`, parsed in place.
-    private func nested(_ member: Member) throws(JSONError) -> JSONObject {
+    /// The object that starts at `offset` of `text`, parsed in place.
+    private func nested(at offset: Int) throws(JSONError) -> JSONObject {
         var parser = JSONParser(text: text, maximumDepth: 16)
-        parser.position = member.value.lowerBound
+        parser.position = offset
         let (members, names) = try parser.parseObject(depth: 1)
         return JSONObject(text: text, members: members, names: names)
     }
@@ -122,7 +122,7 @@ package struct JSONObject: Sendable {
     package func object(_ name: String) throws(JSONError) -> JSONObject? {
         guard let member = member(name) else { return nil }
         guard member.kind == .object else { throw .typeMismatch(member: name, expected: .object) }
-        return try nested(member)
+        return try nested(at: member.value.lowerBound)
     }
 
     /// The elements of the member's array value that are strings.
@@ -149,7 +149,7 @@ package struct JSONObject: Sendable {
         objects.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
             guard element.kind == .object else { throw .typeMismatch(member: "\(name)[\(index)]", expected: .object) }
-            objects.append(try nested(Member(name: 0..<0, kind: .object, value: element.range, escaped: false)))
+            objects.append(try nested(at: element.range.lowerBound))
         }
         return objects
     }

@@ -33,6 +33,25 @@ import Testing
         return delta
     }
 
+    /// Runs syncs 0..<count on 8 threads, each with its own connection (sync `i` on thread `i % 8`).
+    /// - Returns: the errors, and the syncs that found no user.
+    func concurrently(_ count: Int, _ sync: @escaping @Sendable (Int, Connection) throws -> SyncDelta?) -> [String] {
+        let failures = Mutex<[String]>([])
+        let configuration = database.configuration
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            do {
+                let own = Connection(configuration: configuration)
+                defer { own.close() }
+                for index in stride(from: worker, to: count, by: 8) where try sync(index, own) == nil {
+                    failures.withLock { $0.append("sync \(index): no user") }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        return failures.withLock { $0 }
+    }
+
     func randomSyncs(_ random: inout SplitMix64, count: Int) -> [SyncChanges] {
         (0..<count).map { _ in
             SyncChanges(
@@ -100,20 +119,10 @@ import Testing
         let user = try newUser()
         var random = SplitMix64(state: 99)
         let syncs = randomSyncs(&random, count: 24)
-        let failures = Mutex<[String]>([])
-        let configuration = database.configuration
-        DispatchQueue.concurrentPerform(iterations: 8) { worker in
-            do {
-                let own = Connection(configuration: configuration)
-                defer { own.close() }
-                for index in stride(from: worker, to: syncs.count, by: 8) {
-                    _ = try SyncStore.sync(userID: user, changes: syncs[index], on: own)
-                }
-            } catch {
-                failures.withLock { $0.append("\(error)") }
-            }
+        let failures = concurrently(syncs.count) { index, own in
+            try SyncStore.sync(userID: user, changes: syncs[index], on: own)
         }
-        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(failures.isEmpty)
         let sequential = try newUser()
         for changes in syncs { _ = try sync(sequential, changes) }
         #expect(try everything(user) == everything(sequential))
@@ -126,22 +135,10 @@ import Testing
         var random = SplitMix64(state: 7)
         let syncs = randomSyncs(&random, count: 64).map { (user: Int.random(in: 0..<4, using: &random), changes: $0) }
         let group = SyncGroupCommit(), cache = SyncCache()
-        let failures = Mutex<[String]>([])
-        let configuration = database.configuration
-        DispatchQueue.concurrentPerform(iterations: 8) { worker in
-            do {
-                let own = Connection(configuration: configuration)
-                defer { own.close() }
-                for index in stride(from: worker, to: syncs.count, by: 8) {
-                    let delta = try SyncStore.sync(
-                        userID: users[syncs[index].user], changes: syncs[index].changes, on: own, group: group, cache: cache)
-                    if delta == nil { failures.withLock { $0.append("sync \(index): no user") } }
-                }
-            } catch {
-                failures.withLock { $0.append("\(error)") }
-            }
+        let failures = concurrently(syncs.count) { index, own in
+            try SyncStore.sync(userID: users[syncs[index].user], changes: syncs[index].changes, on: own, group: group, cache: cache)
         }
-        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(failures.isEmpty)
         #expect(group.statistics.committedWrites > 0, "writes went through the group commit")
         for (index, user) in users.enumerated() {
             let sequential = try newUser()
