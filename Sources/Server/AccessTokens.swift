@@ -42,12 +42,27 @@ package final class AccessTokens: Sendable {
         var keys: [SigningKey]
         var modified: timespec
         var checkedAt: Double
+        /// Moves on whenever the keys are reloaded, so that verifications made with the old
+        /// keys are not reused.
+        var generation = 0
     }
+
+    /// Tokens whose signature and claims were verified with the keys of `generation`, with their
+    /// claims: a token seen again is not verified again (an RSA verification costs a sync's
+    /// request about as much as its database work). Its expiry is checked at every use.
+    private struct VerifiedTokens: Sendable {
+        var generation = 0
+        var claims: [String: AccessTokenClaims] = [:]
+    }
+
+    /// Verified tokens kept at most (about 1 KB each).
+    static let verifiedCapacity = 20_000
 
     package let directory: String
     package let issuer: String
     private let rescanInterval: Double
     private let ring: Mutex<KeyRing>
+    private let verified = Mutex(VerifiedTokens())
 
     /// Loads the keys of `directory`.
     /// - Parameter issuer: the `iss` of every token (the site's public URL).
@@ -79,12 +94,29 @@ package final class AccessTokens: Sendable {
     /// Verifies one of our access tokens: RS256 with a known `kid`, `typ`, `iss`, and `exp` in the future.
     /// - Throws: `HTTPError` 401 `invalid_token` naming what is wrong.
     package func verify(_ token: String, now: Double = Date().timeIntervalSince1970) throws -> AccessTokenClaims {
+        let ring = currentRing()
+        let known = verified.withLock { $0.generation == ring.generation ? $0.claims[token] : nil }
+        let claims = try known ?? verifySignature(token, ring.keys)
+        guard Double(claims.expiresAt) > now else { throw HTTPError(401, "invalid_token", "The access token was refused: expired") }
+        if known == nil {
+            verified.withLock { verified in
+                if verified.generation != ring.generation || verified.claims.count >= AccessTokens.verifiedCapacity {
+                    verified = VerifiedTokens(generation: ring.generation)
+                }
+                verified.claims[token] = claims
+            }
+        }
+        return claims
+    }
+
+    /// The claims of `token` if it is signed by one of `keys` and well formed, whatever its expiry.
+    private func verifySignature(_ token: String, _ keys: [SigningKey]) throws -> AccessTokenClaims {
         func refuse(_ reason: String) -> HTTPError { HTTPError(401, "invalid_token", "The access token was refused: \(reason)") }
         guard let jws = try? CompactJWS(token, maximumLength: 4096) else { throw refuse("malformed") }
         guard (try? jws.header.string("alg")) == "RS256", (try? jws.header.string("typ")) == AccessTokens.type else {
             throw refuse("not one of our access tokens")
         }
-        guard let keyID = try? jws.header.string("kid"), let key = currentRing().keys.first(where: { $0.keyID == keyID }) else {
+        guard let keyID = try? jws.header.string("kid"), let key = keys.first(where: { $0.keyID == keyID }) else {
             throw refuse("unknown key")
         }
         guard key.publicKey.isValidSignature(jws.signature, for: jws.signingInput) else { throw refuse("bad signature") }
@@ -93,7 +125,6 @@ package final class AccessTokens: Sendable {
             let sessionID = (try? claims.string("sid")).flatMap({ $0.flatMap(UInt64.init) }),
             let expiresAt = (try? claims.integer("exp")).flatMap({ $0 })
         else { throw refuse("malformed claims") }
-        guard Double(expiresAt) > now else { throw refuse("expired") }
         return AccessTokenClaims(userID: userID, sessionID: sessionID, expiresAt: expiresAt)
     }
 
@@ -193,6 +224,7 @@ package final class AccessTokens: Sendable {
             {
                 ring.keys = keys
                 ring.modified = modified
+                ring.generation += 1
             }
             return ring
         }

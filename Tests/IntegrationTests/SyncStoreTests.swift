@@ -183,7 +183,7 @@ import Testing
     @Test("The state cache stays within its item budget and skips users over the per-user limit")
     func cacheBounds() throws {
         defer { connection.close(); database.drop() }
-        let cache = SyncCache(capacity: 10, maximumPerUser: 6)
+        let cache = SyncCache(capacity: 10, maximumPerUser: 6, shards: 1)
         func syncCached(lessons: Int) throws {
             let progress = (0..<lessons).map {
                 LessonProgress(beliefSystemID: "bs", lessonID: "l\($0)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil)

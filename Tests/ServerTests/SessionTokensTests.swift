@@ -27,7 +27,8 @@ import Testing
         #expect(try jws.header.string("typ") == "at+jwt")
         let claims = try tokens.verify(token, now: 1_800_000_899)
         #expect(claims == AccessTokenClaims(userID: 42, sessionID: 7, expiresAt: 1_800_000_900))
-        #expect(throws: HTTPError.self) { try tokens.verify(token, now: 1_800_000_900) }
+        #expect(try tokens.verify(token, now: 1_800_000_899) == claims, "verified again, from the verified tokens")
+        #expect(throws: HTTPError.self, "expiry is checked at every use") { try tokens.verify(token, now: 1_800_000_900) }
         let other = try AccessTokens(directory: directory, issuer: "https://other.example.com")
         #expect(throws: HTTPError.self, "another issuer") { try other.verify(token, now: 1_800_000_000) }
         // A tampered claim, and a token with the same header signed by another key.
@@ -56,7 +57,7 @@ import Testing
         }
     }
 
-    @Test("After a rotation the new key signs, the old key still verifies, and both are in the JWKS; pruning drops only long-replaced keys")
+    @Test("After a rotation the new key signs, the old key still verifies, and both are in the JWKS; pruning drops only long-replaced keys, whose tokens then fail")
     func rotation() throws {
         let directory = try keyDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -72,6 +73,8 @@ import Testing
         #expect(before.jwks().contains(newKeyID) && before.jwks().contains("20231114T221320Z"))
         #expect(try AccessTokens.pruneKeys(in: directory, retention: 1200).isEmpty, "the old key was replaced just now")
         #expect(try AccessTokens.pruneKeys(in: directory, retention: 1200, now: Date().addingTimeInterval(1300)) == ["20231114T221320Z"])
+        #expect(throws: HTTPError.self, "a token verified before its key was removed is refused after") { try before.verify(old) }
+        #expect(try before.verify(new).sessionID == 2)
         #expect(try AccessTokens(directory: directory, issuer: "x").keys.map(\.keyID) == [newKeyID])
     }
 
