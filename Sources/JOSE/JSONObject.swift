@@ -155,19 +155,7 @@ package struct JSONObject: Sendable {
     }
 
     private func decodeString(_ member: Member, name: String) throws(JSONError) -> String {
-        let inner = member.value.lowerBound + 1..<member.value.upperBound - 1
-        if !member.escaped {
-            // Scanned bytes were checked for control characters; UTF-8 validity is checked here,
-            // only for the strings that are read.
-            guard let string = text.withUnsafeBufferPointer({ String(validating: UnsafeBufferPointer(rebasing: $0[inner]), as: UTF8.self) }) else {
-                throw .invalidUTF8(member: name)
-            }
-            return string
-        }
-        var output: [UInt8] = []
-        guard JSONParser.unescape(text[inner], into: &output),
-            let string = String(validating: output, as: UTF8.self)
-        else { throw .invalidUTF8(member: name) }
+        guard let string = JSONParser.stringValue(text, member.value, escaped: member.escaped) else { throw .invalidUTF8(member: name) }
         return string
     }
 }
@@ -207,11 +195,11 @@ struct JSONParser {
         self.maximumDepth = maximumDepth
     }
 
-    private func fail(_ reason: String) -> JSONError { .syntax(offset: position, reason: reason) }
+    func fail(_ reason: String) -> JSONError { .syntax(offset: position, reason: reason) }
 
-    private var current: UInt8? { position < text.count ? text[position] : nil }
+    var current: UInt8? { position < text.count ? text[position] : nil }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while position < text.count {
             switch text[position] {
             case 0x20, 0x09, 0x0A, 0x0D: position += 1
@@ -220,7 +208,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func expect(_ byte: UInt8, _ reason: String) throws(JSONError) {
+    mutating func expect(_ byte: UInt8, _ reason: String) throws(JSONError) {
         guard current == byte else { throw fail(reason) }
         position += 1
     }
@@ -328,7 +316,7 @@ struct JSONParser {
     }
 
     /// Scans any value; returns its kind and, for strings, whether it has escapes.
-    private mutating func scanValue(depth: Int) throws(JSONError) -> (JSONObject.Kind, Bool) {
+    mutating func scanValue(depth: Int) throws(JSONError) -> (JSONObject.Kind, Bool) {
         guard let byte = current else { throw fail("expected a value") }
         switch byte {
         case UInt8(ascii: "\""):
@@ -404,7 +392,7 @@ struct JSONParser {
         return position - start
     }
 
-    private mutating func scanNumber() throws(JSONError) {
+    mutating func scanNumber() throws(JSONError) {
         if current == UInt8(ascii: "-") { position += 1 }
         if current == UInt8(ascii: "0") {
             position += 1
@@ -423,7 +411,7 @@ struct JSONParser {
     }
 
     /// Scans a string starting at the opening quote; returns its range (quotes included).
-    private mutating func scanString() throws(JSONError) -> (range: Range<Int>, escaped: Bool) {
+    mutating func scanString() throws(JSONError) -> (range: Range<Int>, escaped: Bool) {
         guard current == UInt8(ascii: "\"") else { throw fail("expected a string") }
         let start = position
         position += 1
@@ -456,6 +444,18 @@ struct JSONParser {
             position += 1
         }
         throw fail("unterminated string")
+    }
+
+    /// The value of the string scanned at `range` of `text` (quotes included); nil if it is not
+    /// valid UTF-8 or holds a lone surrogate escape. Scanning already refused control characters.
+    static func stringValue(_ text: [UInt8], _ range: Range<Int>, escaped: Bool) -> String? {
+        let inner = range.lowerBound + 1..<range.upperBound - 1
+        if !escaped {
+            return text.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[inner]), as: UTF8.self) }
+        }
+        var output: [UInt8] = []
+        guard unescape(text[inner], into: &output) else { return nil }
+        return String(validating: output, as: UTF8.self)
     }
 
     static func hexValue(_ byte: UInt8) -> UInt32? {

@@ -26,25 +26,26 @@ package enum SyncRoute {
 
     // MARK: - Validation
 
-    /// The request body, read and validated. The body is parsed by the strict byte-level JSON
-    /// parser (Foundation's `JSONDecoder` cost as much as the rest of a sync).
+    /// The request body, read and validated. The body is read once by the strict JSON pull
+    /// reader into the members a sync uses; the rules are applied once all of it was read, so a
+    /// malformed body is refused as such whatever its members hold.
     static func changes(in request: Request) throws -> SyncChanges {
         try request.requireJSON()
-        let body: Fields
-        do { body = Fields(object: try JSONObject(parsing: request.body)) } catch {
+        let body: Body
+        do { body = try Body(reading: request.body) } catch {
             throw HTTPError.badRequest("The body is not a JSON object")
         }
         var cursor: UInt64?
-        if let text = try body.string("cursor") {
+        if let text = try body.top.string("cursor") {
             guard text.utf8.count <= 20, let value = UInt64(text) else { throw invalid("cursor", "is not a cursor this server gave") }
             cursor = value
         }
-        let progress = try body.objects("progress") ?? []
-        let achievements = try body.objects("achievements") ?? []
+        let progress = try body.progress.items(path: "progress")
+        let achievements = try body.achievements.items(path: "achievements")
         guard progress.count <= maximumItems else { throw invalid("progress", "has more than \(maximumItems) items") }
         guard achievements.count <= maximumItems else { throw invalid("achievements", "has more than \(maximumItems) items") }
         return SyncChanges(
-            cursor: cursor, profile: try body.object("profile").map(profile),
+            cursor: cursor, profile: try body.profile.items(path: "profile").first.map(profile),
             progress: try progress.map(lesson), achievements: try achievements.map(achievement))
     }
 
@@ -146,19 +147,132 @@ package enum SyncRoute {
     }
 }
 
-/// Typed reads of one JSON object of a request, each error naming the member's path (such as
-/// `progress[3].status`); `null` counts as absent.
+/// The members of a sync's body, as read, before any rule is applied.
+struct Body {
+    /// The members a sync reads from each kind of object; others are skipped.
+    static let topNames = ["cursor"]
+    static let profileNames = ["totalXp", "currentLevel", "streakDays", "lastActiveDate"]
+    static let lessonNames = ["beliefSystemId", "lessonId", "status", "score", "earnedXp", "completedAt"]
+    static let achievementNames = ["achievementId", "progress", "completed", "completedAt"]
+
+    var top = Fields(names: Body.topNames)
+    var profile = Objects.absent
+    var progress = Objects.absent
+    var achievements = Objects.absent
+
+    /// Reads `bytes`, which must be one JSON object.
+    init(reading bytes: [UInt8]) throws(JSONError) {
+        var reader = JSONReader(bytes)
+        try reader.beginObject()
+        while let name = try reader.nextMember() {
+            switch name {
+            case "profile": profile = try Objects(single: &reader, names: Body.profileNames, container: name)
+            case "progress": progress = try Objects(list: &reader, names: Body.lessonNames, container: name)
+            case "achievements": achievements = try Objects(list: &reader, names: Body.achievementNames, container: name)
+            default: try top.read(name, &reader)
+            }
+        }
+        try reader.end()
+    }
+}
+
+/// An object member, or an array member of objects, as read.
+enum Objects {
+    case absent
+    case objects([Fields])
+    /// Present with another kind of value.
+    case wrongType
+    /// An array with an element that is not an object, at this index.
+    case notObject(Int)
+
+    /// Reads a member that should be one object.
+    init(single reader: inout JSONReader, names: [String], container: String) throws(JSONError) {
+        switch try reader.kind() {
+        case .object: self = .objects([try Fields(reading: &reader, names: names, container: container)])
+        case .null: try reader.skipValue(); self = .absent
+        default: try reader.skipValue(); self = .wrongType
+        }
+    }
+
+    /// Reads a member that should be an array of objects.
+    init(list reader: inout JSONReader, names: [String], container: String) throws(JSONError) {
+        switch try reader.kind() {
+        case .array:
+            try reader.beginArray()
+            var items: [Fields] = []
+            var notObject: Int?
+            while try reader.nextElement() {
+                if notObject == nil, try reader.kind() == .object {
+                    items.append(try Fields(reading: &reader, names: names, container: container, index: items.count))
+                } else {
+                    notObject = notObject ?? items.count
+                    try reader.skipValue()
+                }
+            }
+            self = notObject.map { .notObject($0) } ?? .objects(items)
+        case .null: try reader.skipValue(); self = .absent
+        default: try reader.skipValue(); self = .wrongType
+        }
+    }
+
+    /// The objects; none when absent.
+    /// - Throws: `HTTPError` 400 naming `path` (or the element) when the member is not what it should be.
+    func items(path: String) throws -> [Fields] {
+        switch self {
+        case .absent: return []
+        case .objects(let items): return items
+        case .wrongType: throw HTTPError.badRequest("`\(path)` has the wrong type")
+        case .notObject(let index): throw HTTPError.badRequest("`\(path)[\(index)]` must be an object")
+        }
+    }
+}
+
+/// The members of one JSON object that a sync reads, each error naming the member's path (such
+/// as `progress[3].status`); `null` counts as absent.
 struct Fields {
-    let object: JSONObject
+    /// A member's value as read.
+    enum Value {
+        case absent
+        case string(String)
+        case integer(Int64)
+        /// A number that is not an integer within `Int64`.
+        case otherNumber
+        case bool(Bool)
+        case other(JSONObject.Kind)
+    }
+
+    /// The members read, and their values in the same order.
+    let names: [String]
+    var values: [Value]
     /// Where the object is: the member holding it (empty for the body) and, for an array item, its
     /// index. The path text is made only for an error message.
     let container: String
     let index: Int?
 
-    init(object: JSONObject, container: String = "", index: Int? = nil) {
-        self.object = object
+    init(names: [String], container: String = "", index: Int? = nil) {
+        self.names = names
+        self.values = Array(repeating: .absent, count: names.count)
         self.container = container
         self.index = index
+    }
+
+    /// Reads the object the reader stands before.
+    init(reading reader: inout JSONReader, names: [String], container: String, index: Int? = nil) throws(JSONError) {
+        self.init(names: names, container: container, index: index)
+        try reader.beginObject()
+        while let name = try reader.nextMember() { try read(name, &reader) }
+    }
+
+    /// Reads the value of member `name` if it is one of `names`, else skips it.
+    mutating func read(_ name: String, _ reader: inout JSONReader) throws(JSONError) {
+        guard let slot = names.firstIndex(of: name) else { return try reader.skipValue() }
+        switch try reader.kind() {
+        case .string: values[slot] = .string(try reader.string())
+        case .number: values[slot] = try reader.integer().map { .integer($0) } ?? .otherNumber
+        case .bool: values[slot] = .bool(try reader.bool())
+        case .null: try reader.skipValue()
+        case let kind: try reader.skipValue(); values[slot] = .other(kind)
+        }
     }
 
     /// The object's own path: empty for the body, `progress[3]` for an item.
@@ -166,17 +280,16 @@ struct Fields {
 
     func path(_ name: String) -> String { prefix.isEmpty ? name : prefix + "." + name }
 
-    private func present(_ name: String, _ kind: JSONObject.Kind) throws -> Bool {
-        switch object.kind(of: name) {
-        case nil, .null: return false
-        case kind: return true
-        default: throw HTTPError.badRequest("`\(path(name))` has the wrong type")
-        }
-    }
+    private func value(_ name: String) -> Value { names.firstIndex(of: name).map { values[$0] } ?? .absent }
+
+    private func wrongType(_ name: String) -> HTTPError { HTTPError.badRequest("`\(path(name))` has the wrong type") }
 
     func string(_ name: String) throws -> String? {
-        guard try present(name, .string), let value = try? object.string(name) else { return nil }
-        return value
+        switch value(name) {
+        case .absent: return nil
+        case .string(let value): return value
+        default: throw wrongType(name)
+        }
     }
 
     func requiredString(_ name: String) throws -> String {
@@ -185,29 +298,19 @@ struct Fields {
     }
 
     func integer(_ name: String) throws -> Int64? {
-        guard try present(name, .number) else { return nil }
-        guard let value = try? object.integer(name) else { throw HTTPError.badRequest("`\(path(name))` must be an integer") }
-        return value
+        switch value(name) {
+        case .absent: return nil
+        case .integer(let value): return value
+        case .otherNumber: throw HTTPError.badRequest("`\(path(name))` must be an integer")
+        default: throw wrongType(name)
+        }
     }
 
     func bool(_ name: String) throws -> Bool? {
-        guard try present(name, .bool) else { return nil }
-        return try? object.bool(name)
-    }
-
-    func object(_ name: String) throws -> Fields? {
-        guard try present(name, .object), let value = try? object.object(name) else { return nil }
-        return Fields(object: value, container: path(name))
-    }
-
-    func objects(_ name: String) throws -> [Fields]? {
-        guard try present(name, .array) else { return nil }
-        do {
-            return try object.objectArray(name)?.enumerated().map { Fields(object: $1, container: path(name), index: $0) }
-        } catch .typeMismatch(let member, _) {
-            throw HTTPError.badRequest("`\(prefix.isEmpty ? member : prefix + "." + member)` must be an object")
-        } catch {
-            throw HTTPError.badRequest("`\(path(name))` is not a valid JSON array")
+        switch value(name) {
+        case .absent: return nil
+        case .bool(let value): return value
+        default: throw wrongType(name)
         }
     }
 }

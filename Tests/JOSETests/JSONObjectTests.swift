@@ -27,11 +27,7 @@ import Testing
         }
     }
 
-    @Test("Duplicate member names are rejected, also when one is escaped or nested", arguments: [
-        #"{"sub":"a","sub":"b"}"#,
-        #"{"sub":"a","s\u0075b":"b"}"#,
-        #"{"x":{"k":1,"k":2}}"#,
-    ])
+    @Test("Duplicate member names are rejected, also when one is escaped or nested", arguments: duplicated)
     func duplicates(text: String) {
         #expect(throws: JSONError.self) { try JSONObject(parsing: text) }
         do {
@@ -44,11 +40,23 @@ import Testing
         }
     }
 
-    @Test("Texts that are not exactly one JSON object are refused", arguments: [
+    /// Texts that are not exactly one valid JSON object (also used by `JSONReaderTests`).
+    static let notOneObject = [
         "", "[]", "\"s\"", "{", "{}x", "{} {}", "{'a':1}", #"{"a":01}"#, #"{"a":1.}"#, #"{"a":-}"#,
         #"{"a":tru}"#, #"{"a":1,}"#, #"{"a" 1}"#, "{\"a\":\"x\ny\"}", #"{"a":"\x"}"#, #"{"a":"\u12"}"#,
-        #"{"a":[1,]}"#, #"{a:1}"#, #"{"a":NaN}"#, #"{"a":"unterminated}"#,
-    ])
+        #"{"a":[1,]}"#, #"{a:1}"#, #"{"a":NaN}"#, #"{"a":"unterminated}"#, #"{"a":[1 2]}"#, #"{"a":1 "b":2}"#,
+        #"{,"a":1}"#, #"{"a":[,1]}"#,
+    ]
+
+    /// Objects with a member name twice (also used by `JSONReaderTests`).
+    static let duplicated = [
+        #"{"sub":"a","sub":"b"}"#,
+        #"{"sub":"a","s\u0075b":"b"}"#,
+        #"{"x":{"k":1,"k":2}}"#,
+        #"{"x":[{"k":1},{"j":[{"k":1,"k":2}]}]}"#,
+    ]
+
+    @Test("Texts that are not exactly one JSON object are refused", arguments: notOneObject)
     func refused(text: String) {
         #expect(throws: JSONError.self) { try JSONObject(parsing: text) }
     }
