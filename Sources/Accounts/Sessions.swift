@@ -93,12 +93,31 @@ package enum Sessions {
         return .rotated(session)
     }
 
+    /// The condition that the session `s` holds as long as it is active, for statements that check
+    /// a session along with what they read.
+    static let activeCondition = "s.revoked_at IS NULL AND s.expires_at > UTC_TIMESTAMP(3)"
+
     /// The session `sessionID` of `userID` when it is active (for access tokens, which name both).
     package static func isActive(sessionID: UInt64, userID: UInt64, on connection: Connection) throws -> Bool {
-        try !connection.query(
-            "SELECT 1 FROM sessions WHERE id = ? AND user_id = ? AND revoked_at IS NULL AND expires_at > UTC_TIMESTAMP(3)",
-            sessionID, userID
-        ).isEmpty
+        try !connection.query("SELECT 1 FROM sessions s WHERE s.id = ? AND s.user_id = ? AND \(activeCondition)", sessionID, userID).isEmpty
+    }
+
+    /// Which of `sessions` are active, in one statement.
+    static func active(_ sessions: [Pair], on connection: Connection) throws -> Set<Pair> {
+        var active = Set<Pair>()
+        try SyncStore.writeChunked(sessions) { chunk in
+            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            for row in try connection.query("SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition)", binds: chunk.map(\.sessionID)) {
+                active.insert(Pair(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1)))
+            }
+        }
+        return active
+    }
+
+    /// A session and its user.
+    struct Pair: Hashable {
+        var sessionID: UInt64
+        var userID: UInt64
     }
 
     /// The active session whose cookie has the SHA-256 `cookieHash`.

@@ -24,12 +24,15 @@ package final class SyncGroupCommit: @unchecked Sendable {
     /// One sync's write, waiting in the queue; `committed` is set by its batch's leader.
     final class Write {
         let userID: UInt64
+        /// The caller's session, to be checked by the batch; nil when the caller checked it.
+        let session: UInt64?
         let stored: SyncStore.Stored
         let merge: SyncStore.Merge
         var committed: Bool?
 
-        init(userID: UInt64, stored: SyncStore.Stored, merge: SyncStore.Merge) {
+        init(userID: UInt64, session: UInt64?, stored: SyncStore.Stored, merge: SyncStore.Merge) {
             self.userID = userID
+            self.session = session
             self.stored = stored
             self.merge = merge
         }
@@ -56,11 +59,12 @@ package final class SyncGroupCommit: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// Writes `merge` (computed from `stored`) for `userID`, in a batch with whatever else is queued.
+    /// Writes `merge` (computed from `stored`) for `userID`, in a batch with whatever else is queued,
+    /// if `session` (when given) is active.
     /// - Returns: true when committed at version `stored.version + 1`; false when the caller must
-    ///   write alone (the user moved on, or the batch failed).
-    func commit(userID: UInt64, from stored: SyncStore.Stored, _ merge: SyncStore.Merge, on connection: Connection) -> Bool {
-        let write = Write(userID: userID, stored: stored, merge: merge)
+    ///   write alone (the user moved on, the session is not active, or the batch failed).
+    func commit(userID: UInt64, session: UInt64?, from stored: SyncStore.Stored, _ merge: SyncStore.Merge, on connection: Connection) -> Bool {
+        let write = Write(userID: userID, session: session, stored: stored, merge: merge)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         queue.append(write)
@@ -92,15 +96,19 @@ package final class SyncGroupCommit: @unchecked Sendable {
     }
 
     /// One batch in one transaction. A write is applied when its user's locked version is still
-    /// the one it was merged from, and only the first write of a user counts.
+    /// the one it was merged from and its session is active; only the first write of a user counts.
     /// - Returns: per write, whether it was committed; all false when the transaction failed.
     static func commit(_ batch: [Write], on connection: Connection) -> [Bool] {
         do {
             return try connection.transaction {
                 let versions = try SyncStore.lockVersions(of: Array(Set(batch.map(\.userID))).sorted(), on: connection)
+                let sessions = batch.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
+                let active = sessions.isEmpty ? [] : try Sessions.active(sessions, on: connection)
                 var taken = Set<UInt64>()
                 let applied = batch.map { write in
-                    versions[write.userID] == write.stored.version && taken.insert(write.userID).inserted
+                    versions[write.userID] == write.stored.version
+                        && write.session.map { active.contains(Sessions.Pair(sessionID: $0, userID: write.userID)) } != false
+                        && taken.insert(write.userID).inserted
                 }
                 let writes = zip(batch, applied).filter(\.1).map(\.0)
                 try SyncStore.advance(writes.filter { !$0.merge.profileChanged }.map(\.userID), on: connection)

@@ -60,22 +60,26 @@ package enum SyncStore {
 
     /// Merges `changes` into `userID`'s state and returns what changed since the cursor. Runs its
     /// own transaction when it writes; call it outside one.
-    /// - Returns: nil when the user does not exist (deleted meanwhile).
+    /// - Returns: nil when the user does not exist (deleted meanwhile) or `session` is not active.
     /// - Parameters:
+    ///   - session: the caller's session of `userID`, checked by the statements the sync runs anyway
+    ///     (for a batch, one statement for all its sessions), so that checking it costs no round
+    ///     trip of its own; nil when the caller checked it already.
     ///   - group: batches the write with other users' concurrent syncs; nil writes alone.
     ///   - cache: the process's recently synced states, used and kept up to date; nil reads the user.
     package static func sync(
-        userID: UInt64, changes: SyncChanges, on connection: Connection, group: SyncGroupCommit? = nil, cache: SyncCache? = nil
+        userID: UInt64, session: UInt64? = nil, changes: SyncChanges, on connection: Connection, group: SyncGroupCommit? = nil,
+        cache: SyncCache? = nil
     ) throws -> SyncDelta? {
         let lessons = collapse(changes.progress, key: lessonKey, merge: { $0.merged(with: $1) })
         let achievements = collapse(changes.achievements, key: \.achievementID, merge: { $0.merged(with: $1) })
         let cached = cache?.state(of: userID)
-        guard var stored = try cached ?? read(userID: userID, lock: false, on: connection) else { return nil }
+        guard var stored = try cached ?? read(userID: userID, session: session, lock: false, on: connection) else { return nil }
         var merge = merged(lessons, achievements, changes.profile, into: stored)
         // A cached state that this sync does not change is checked against the stored version before
         // it answers (another device may have moved on); a changing sync's write checks it under lock.
-        if cached != nil, merge.count == 0, try currentVersion(of: userID, on: connection) != stored.version {
-            guard let fresh = try read(userID: userID, lock: false, on: connection) else {
+        if cached != nil, merge.count == 0, try currentVersion(of: userID, session: session, on: connection) != stored.version {
+            guard let fresh = try read(userID: userID, session: session, lock: false, on: connection) else {
                 cache?.forget(userID)
                 return nil
             }
@@ -84,8 +88,10 @@ package enum SyncStore {
         }
         var version = stored.version
         if merge.count > 0 {
-            if group?.commit(userID: userID, from: stored, merge, on: connection) != true {
-                guard let written = try writeAlone(userID: userID, lessons, achievements, changes.profile, from: stored, merge, on: connection)
+            if group?.commit(userID: userID, session: session, from: stored, merge, on: connection) != true {
+                guard
+                    let written = try writeAlone(
+                        userID: userID, session: session, lessons, achievements, changes.profile, from: stored, merge, on: connection)
                 else {
                     cache?.forget(userID)
                     return nil
@@ -117,15 +123,20 @@ package enum SyncStore {
 
     /// Writes `merge` in a transaction of its own. Moving the version from the one read locks the
     /// user's row; if another sync moved it first, the state is read again under the lock and merged
-    /// again. Returns the state the write started from and what it wrote; nil when the user is gone.
+    /// again. Returns the state the write started from and what it wrote; nil when the user is gone
+    /// or `session` is not active.
     static func writeAlone(
-        userID: UInt64, _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?,
+        userID: UInt64, session: UInt64?, _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?,
         from stored: Stored, _ merge: Merge, on connection: Connection
     ) throws -> (Stored, Merge)? {
-        try connection.transaction { () -> (Stored, Merge)? in
+        // Before the transaction: its first plain read fixes the snapshot its reads see, which must
+        // come after the user's row is locked (`read(lock: true)` reads the rows of another sync
+        // that moved the version first).
+        if let session, try !Sessions.isActive(sessionID: session, userID: userID, on: connection) { return nil }
+        return try connection.transaction { () -> (Stored, Merge)? in
             var (stored, merge) = (stored, merge)
             if try !advance(userID: userID, from: stored, merge, on: connection) {
-                guard let fresh = try read(userID: userID, lock: true, on: connection) else { return nil }
+                guard let fresh = try read(userID: userID, session: nil, lock: true, on: connection) else { return nil }
                 stored = fresh
                 merge = merged(lessons, achievements, profile, into: stored)
                 if merge.count > 0 { guard try advance(userID: userID, from: stored, merge, on: connection) else { return nil } }
@@ -152,9 +163,17 @@ package enum SyncStore {
         return state
     }
 
-    /// The user's version as stored now; nil when the user is gone.
-    static func currentVersion(of userID: UInt64, on connection: Connection) throws -> UInt64? {
-        try connection.query("SELECT sync_version FROM users WHERE id = ?", userID).first?.decode(at: 0)
+    /// The user's version as stored now; nil when the user is gone or `session` is not active.
+    static func currentVersion(of userID: UInt64, session: UInt64?, on connection: Connection) throws -> UInt64? {
+        let (from, binds) = user(userID, session: session)
+        return try connection.query("SELECT u.sync_version FROM \(from)", binds: binds).first?.decode(at: 0)
+    }
+
+    /// The `FROM` and `WHERE` of a statement reading the user `u`, with their binds: with a
+    /// session, the user is only found while that session of theirs is active.
+    static func user(_ userID: UInt64, session: UInt64?) -> (String, [any DatabaseValueConvertible]) {
+        guard let session else { return ("users u WHERE u.id = ?", [userID]) }
+        return ("users u JOIN sessions s ON s.user_id = u.id WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition)", [userID, session])
     }
 
     static func lessonKey(_ lesson: LessonProgress) -> String { lesson.beliefSystemID + "\u{0}" + lesson.lessonID }
@@ -177,14 +196,17 @@ package enum SyncStore {
         return Merge(lessons: changedLessons, achievements: changedAchievements, profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
     }
 
-    /// The user's whole synced state (a user has a bounded set of lessons and achievements).
-    static func read(userID: UInt64, lock: Bool, on connection: Connection) throws -> Stored? {
+    /// The user's whole synced state (a user has a bounded set of lessons and achievements); nil when
+    /// the user is gone or `session` is not active.
+    static func read(userID: UInt64, session: UInt64?, lock: Bool, on connection: Connection) throws -> Stored? {
+        let (from, binds) = user(userID, session: session)
         guard
             let user = try connection.query(
                 """
-                SELECT sync_version, total_xp, current_level, streak_days, DATE_FORMAT(last_active_date, '%Y-%m-%d'), profile_version
-                FROM users WHERE id = ?\(lock ? " FOR UPDATE" : "")
-                """, userID
+                SELECT u.sync_version, u.total_xp, u.current_level, u.streak_days, DATE_FORMAT(u.last_active_date, '%Y-%m-%d'),
+                    u.profile_version
+                FROM \(from)\(lock ? " FOR UPDATE" : "")
+                """, binds: binds
             ).first
         else { return nil }
         var lessons: [String: LessonProgress] = [:]

@@ -23,28 +23,43 @@ package enum Authentication {
     package static let bindingCookie = "__Host-siwa_signin"
 
     package static func authenticate(_ request: Request, _ context: WorkerContext) throws -> Principal {
+        let (principal, unchecked) = try authenticateDeferringSessionCheck(request, context)
+        if let unchecked, try !Sessions.isActive(sessionID: unchecked, userID: principal.userID, on: context.database) {
+            throw sessionEnded
+        }
+        return principal
+    }
+
+    /// `authenticate` for a route whose own statements check the session, saving a round trip to
+    /// the database (`SyncStore.sync`): the session of a Bearer access token is not checked here but
+    /// returned as `uncheckedSession`, which the route must check before it answers or writes. A
+    /// cookie's session is checked here (finding it is how the cookie is read); `uncheckedSession`
+    /// is then nil.
+    package static func authenticateDeferringSessionCheck(
+        _ request: Request, _ context: WorkerContext
+    ) throws -> (principal: Principal, uncheckedSession: UInt64?) {
         let settings = try context.requireSessions()
         if let authorization = request.headers["authorization"] {
             guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
                 throw unauthorized("Use `Authorization: Bearer <access token>`")
             }
             let claims = try settings.accessTokens.verify(String(authorization.dropFirst(7)))
-            guard try Sessions.isActive(sessionID: claims.sessionID, userID: claims.userID, on: context.database) else {
-                throw unauthorized("The session has ended; sign in again")
-            }
-            return Principal(userID: claims.userID, sessionID: claims.sessionID, viaCookie: false)
+            return (Principal(userID: claims.userID, sessionID: claims.sessionID, viaCookie: false), claims.sessionID)
         }
         guard let cookie = cookieValue(sessionCookie, in: request), cookie.utf8.count <= 128 else {
             throw unauthorized("An access token (Authorization: Bearer) or a session cookie is required")
         }
         guard let session = try Sessions.active(cookieHash: SHA256.hash(Array(cookie.utf8)), on: context.database) else {
-            throw unauthorized("The session has ended; sign in again")
+            throw sessionEnded
         }
         if !["GET", "HEAD"].contains(request.method) {
             try checkOrigin(request, settings)
         }
-        return Principal(userID: session.userID, sessionID: session.sessionID, viaCookie: true)
+        return (Principal(userID: session.userID, sessionID: session.sessionID, viaCookie: true), nil)
     }
+
+    /// The answer to a request whose session was revoked, expired or deleted with its account.
+    package static var sessionEnded: HTTPError { unauthorized("The session has ended; sign in again") }
 
     /// Refuses a cookie-authenticated write from another origin (or with no `Origin` at all).
     package static func checkOrigin(_ request: Request, _ settings: SessionSettings) throws {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # POST /sync through nginx: two devices with interleaved offline changes converge; 50 concurrent
 # syncs of one user lose nothing (checked against the merged state computed here); invalid payloads
-# get 400 naming the field and change nothing.
+# get 400 naming the field and change nothing; a signed-out device syncs nothing.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -131,3 +131,16 @@ assert profile["totalXp"] == max(b["profile"]["totalXp"] for b in bodies), profi
 assert profile["lastActiveDate"] == latest and profile["streakDays"] == streak, profile
 PY
 pass "50 concurrent syncs of one user: every lesson, achievement and the profile equal the merge of all 50 (nothing lost)"
+
+# --- A revoked session syncs nothing, also when the server holds the user's state in memory.
+sync "$TABLET" '{"cursor":null}'
+expect_status 200 "the tablet syncs before its session is revoked"
+request POST /auth/logout -H "$(bearer "$TABLET")"
+expect_status 204 "the tablet signs out"
+before=$(state)
+sync "$TABLET" '{"cursor":null}'
+expect_status 401 "an unchanged sync after sign-out"
+sync "$TABLET" '{"cursor":null,"progress":[{"beliefSystemId":"revoked","lessonId":"r1","status":"completed","score":1}]}'
+expect_status 401 "a changing sync after sign-out"
+[ "$(state)" = "$before" ] || fail "a signed-out device changed the state"
+pass "after sign-out the device's access token syncs nothing (401, changing or not); the other device still syncs"

@@ -52,6 +52,29 @@ import Testing
         return failures.withLock { $0 }
     }
 
+    /// Syncs of the same profile, 3 lessons and 2 achievements whose numbers are permutations of
+    /// 0..<count: each maximum (and earliest time) comes from one sync, so that losing any sync's
+    /// write is likely to show.
+    func contendedSyncs(_ random: inout SplitMix64, count: Int) -> [SyncChanges] {
+        func permutation() -> [Int64] { (0..<Int64(count)).shuffled(using: &random) }
+        let scores = permutation(), xp = permutation(), times = permutation(), progress = permutation(), totals = permutation()
+        return (0..<count).map { index in
+            SyncChanges(
+                cursor: nil,
+                profile: SyncProfile(totalXP: totals[index], currentLevel: 1, streakDays: 1, lastActiveDate: "2026-11-01"),
+                progress: (0..<3).map { lesson in
+                    LessonProgress(
+                        beliefSystemID: "bs", lessonID: "l\(lesson)", status: .completed, score: (scores[index] + Int64(lesson)) % Int64(count),
+                        earnedXP: (xp[index] + Int64(lesson)) % Int64(count), completedAt: 1_000 + (times[index] + Int64(lesson)) % Int64(count))
+                },
+                achievements: (0..<2).map { achievement in
+                    AchievementProgress(
+                        achievementID: "a\(achievement)", progress: (progress[index] + Int64(achievement)) % Int64(count), completed: false,
+                        completedAt: nil)
+                })
+        }
+    }
+
     func randomSyncs(_ random: inout SplitMix64, count: Int) -> [SyncChanges] {
         (0..<count).map { _ in
             SyncChanges(
@@ -113,30 +136,43 @@ import Testing
         #expect(phoneAgain.cursor == tablet.cursor)
     }
 
-    @Test("Concurrent syncs of one user on separate connections lose nothing")
-    func concurrent() throws {
+    @Test("Concurrent syncs of one user on separate connections lose nothing, with the session checked by the sync or before",
+        arguments: [false, true])
+    func concurrent(checkingSession: Bool) throws {
         defer { connection.close(); database.drop() }
-        let user = try newUser()
         var random = SplitMix64(state: 99)
-        let syncs = randomSyncs(&random, count: 24)
-        let failures = concurrently(syncs.count) { index, own in
-            try SyncStore.sync(userID: user, changes: syncs[index], on: own)
+        // Several short rounds: a lost update shows only when the lost sync held a maximum.
+        for round in 0..<8 {
+            let user = try newUser()
+            let session = checkingSession
+                ? try Sessions.create(userID: user, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection) : nil
+            let syncs = contendedSyncs(&random, count: 24)
+            let failures = concurrently(syncs.count) { index, own in
+                try SyncStore.sync(userID: user, session: session, changes: syncs[index], on: own)
+            }
+            #expect(failures.isEmpty)
+            let sequential = try newUser()
+            for changes in syncs { _ = try sync(sequential, changes) }
+            #expect(try everything(user) == everything(sequential), "round \(round)")
         }
-        #expect(failures.isEmpty)
-        let sequential = try newUser()
-        for changes in syncs { _ = try sync(sequential, changes) }
-        #expect(try everything(user) == everything(sequential))
     }
 
-    @Test("Concurrent syncs of several users through one group commit and one cache lose nothing")
-    func groupCommit() throws {
+    @Test("Concurrent syncs of several users through one group commit and one cache lose nothing, with the session checked by the sync or before",
+        arguments: [false, true])
+    func groupCommit(checkingSession: Bool) throws {
         defer { connection.close(); database.drop() }
         let users = try (0..<4).map { _ in try newUser() }
+        let sessions = try users.map { user in
+            checkingSession
+                ? try Sessions.create(userID: user, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection) : nil
+        }
         var random = SplitMix64(state: 7)
-        let syncs = randomSyncs(&random, count: 64).map { (user: Int.random(in: 0..<4, using: &random), changes: $0) }
+        let syncs = contendedSyncs(&random, count: 96).map { (user: Int.random(in: 0..<4, using: &random), changes: $0) }
         let group = SyncGroupCommit(), cache = SyncCache()
         let failures = concurrently(syncs.count) { index, own in
-            try SyncStore.sync(userID: users[syncs[index].user], changes: syncs[index].changes, on: own, group: group, cache: cache)
+            let user = syncs[index].user
+            return try SyncStore.sync(
+                userID: users[user], session: sessions[user], changes: syncs[index].changes, on: own, group: group, cache: cache)
         }
         #expect(failures.isEmpty)
         #expect(group.statistics.committedWrites > 0, "writes went through the group commit")
@@ -178,6 +214,48 @@ import Testing
         _ = try connection.execute("DELETE FROM users WHERE id = ?", user)
         #expect(try SyncStore.sync(userID: user, changes: SyncChanges(cursor: 4, profile: nil, progress: [l1], achievements: []),
             on: connection, group: group, cache: cache) == nil)
+    }
+
+    @Test("A sync whose session ended (revoked, expired, another user's) writes nothing and finds no user, on every path")
+    func endedSessions() throws {
+        defer { connection.close(); database.drop() }
+        let user = try newUser(), other = try newUser()
+        func session(of userID: UInt64) throws -> UInt64 {
+            try Sessions.create(userID: userID, device: "test", refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
+        }
+        let kept = try session(of: user), othersSession = try session(of: other)
+        let cache = SyncCache(), group = SyncGroupCommit()
+        func lesson(_ score: Int64) -> SyncChanges {
+            SyncChanges(
+                cursor: nil, profile: nil,
+                progress: [LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: score, earnedXP: 1, completedAt: nil)],
+                achievements: [])
+        }
+        func attempt(_ session: UInt64, _ changes: SyncChanges, cache: SyncCache?, group: SyncGroupCommit?) throws -> SyncDelta? {
+            try SyncStore.sync(userID: user, session: session, changes: changes, on: connection, group: group, cache: cache)
+        }
+        // The cache learns the user's state through an active session.
+        #expect(try attempt(kept, lesson(1), cache: cache, group: group)?.changed == 1)
+        let before = try everything(user)
+        let paths: [(String, SyncChanges, SyncCache?, SyncGroupCommit?)] = [
+            ("read without cache", lesson(2), nil, nil),
+            ("cached, unchanged", lesson(1), cache, group),
+            ("cached, written in a batch", lesson(3), cache, group),
+            ("cached, written alone", lesson(4), cache, nil),
+        ]
+        let revoked = try session(of: user)
+        #expect(try Sessions.revoke(revoked, reason: "test", on: connection))
+        let expired = try session(of: user)
+        _ = try connection.execute("UPDATE sessions SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?", expired)
+        for (path, changes, cache, group) in paths {
+            for (name, ended) in [("revoked", revoked), ("expired", expired), ("another user's", othersSession)] {
+                // A refused sync may drop the cached state: an active session's sync brings it back.
+                #expect(try attempt(kept, lesson(1), cache: cache, group: group)?.changed == 0)
+                #expect(try attempt(ended, changes, cache: cache, group: group) == nil, "\(name) session, \(path)")
+            }
+        }
+        #expect(try everything(user) == before, "nothing was written")
+        #expect(try attempt(kept, lesson(5), cache: cache, group: group)?.changed == 1, "the user's active session still syncs")
     }
 
     @Test("The state cache stays within its item budget and skips users over the per-user limit")
