@@ -265,16 +265,20 @@ package enum SyncStore {
 
     /// Items with the same key merged into one (a device may list an item twice).
     static func collapse<Item>(_ items: [Item], key: (Item) -> String, merge: (Item, Item) -> Item) -> [Item] {
-        var order: [String] = []
-        var merged: [String: Item] = [:]
+        var position: [String: Int] = [:]
+        position.reserveCapacity(items.count)
+        var collapsed: [Item] = []
+        collapsed.reserveCapacity(items.count)
         for item in items {
             let key = key(item)
-            if let existing = merged[key] { merged[key] = merge(existing, item) } else {
-                order.append(key)
-                merged[key] = item
+            if let index = position[key] {
+                collapsed[index] = merge(collapsed[index], item)
+            } else {
+                position[key] = collapsed.count
+                collapsed.append(item)
             }
         }
-        return order.map { merged[$0]! }
+        return collapsed
     }
 
     // MARK: - Progress

@@ -75,6 +75,25 @@ package struct JSONReader {
     /// The next member's name, the reader then standing before its value, which must be read or
     /// skipped; nil once the object ends (it is left).
     package mutating func nextMember() throws(JSONError) -> String? {
+        guard let (range, escaped) = try nextName() else { return nil }
+        guard let name = JSONParser.stringValue(parser.text, range, escaped: escaped) else { throw parser.fail("invalid member name") }
+        return name
+    }
+
+    /// Like `nextMember()`, for a caller that looks for a few names: the index of the next
+    /// member's name in `names`, or `names.count` for any other name. No string is made.
+    package mutating func nextMember(among names: JSONNames) throws(JSONError) -> Int? {
+        guard let (range, escaped) = try nextName() else { return nil }
+        if escaped {
+            guard let name = JSONParser.stringValue(parser.text, range, escaped: true) else { throw parser.fail("invalid member name") }
+            return names.index(of: Array(name.utf8)[...])
+        }
+        return names.index(of: parser.text[range.lowerBound + 1..<range.upperBound - 1])
+    }
+
+    /// Moves to the next member's value; its name's range (quotes included) and whether it holds
+    /// escapes, or nil once the object ends.
+    private mutating func nextName() throws(JSONError) -> (Range<Int>, Bool)? {
         guard try advance(close: UInt8(ascii: "}"), "expected ',' or '}'") else { return nil }
         let (range, escaped) = try parser.scanString()
         let text = parser.text
@@ -85,8 +104,7 @@ package struct JSONReader {
         names.append((range, escaped))
         parser.skipWhitespace()
         try parser.expect(UInt8(ascii: ":"), "expected ':' after a member name")
-        guard let name = JSONParser.stringValue(text, range, escaped: escaped) else { throw parser.fail("invalid member name") }
-        return name
+        return (range, escaped)
     }
 
     /// Whether the array has another element, the reader then standing before it; false once the
@@ -156,5 +174,20 @@ package struct JSONReader {
     private static func sameName(_ text: [UInt8], _ a: Range<Int>, _ aEscaped: Bool, _ b: Range<Int>, _ bEscaped: Bool) -> Bool {
         if !aEscaped && !bEscaped { return text[a].elementsEqual(text[b]) }
         return JSONParser.stringValue(text, a, escaped: aEscaped) == JSONParser.stringValue(text, b, escaped: bEscaped)
+    }
+}
+
+/// Member names a `JSONReader` caller looks for, kept as UTF-8 so that names are matched without
+/// making strings.
+package struct JSONNames: Sendable {
+    private let names: [[UInt8]]
+
+    package init(_ names: [String]) { self.names = names.map { Array($0.utf8) } }
+
+    package var count: Int { names.count }
+
+    /// The index of `name` (unescaped UTF-8), or `count` when it is none of them.
+    func index(of name: ArraySlice<UInt8>) -> Int {
+        names.firstIndex { $0.count == name.count && $0.elementsEqual(name) } ?? names.count
     }
 }

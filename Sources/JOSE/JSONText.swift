@@ -58,3 +58,106 @@ extension CompactJWS {
         return input + "." + Base64URL.encode(try sign(Array(input.utf8)))
     }
 }
+
+/// JSON written straight into bytes, for answers made often enough that building each member as a
+/// string first would matter (a sync's delta). Members and elements are separated as they come.
+///
+///     var writer = JSONWriter()
+///     writer.beginObject()
+///     writer.key("cursor"); writer.string("42")
+///     writer.endObject()
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8] = []
+    /// Whether the next member or element needs a comma before it.
+    private var needsComma = false
+
+    package init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
+
+    private mutating func separate() {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+    }
+
+    private mutating func quoted(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            if utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                bytes.append(UInt8(ascii: "\""))
+                bytes.append(contentsOf: utf8)
+                bytes.append(UInt8(ascii: "\""))
+            } else {
+                bytes.append(contentsOf: JSONText.quoted(String(decoding: utf8, as: UTF8.self)).utf8)
+            }
+        }
+    }
+
+    package mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    package mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    package mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    package mutating func endArray() {
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    /// A member's name; its value comes next.
+    package mutating func key(_ name: String) {
+        separate()
+        quoted(name)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    package mutating func string(_ value: String) {
+        separate()
+        quoted(value)
+        needsComma = true
+    }
+
+    package mutating func integer(_ value: Int64) {
+        separate()
+        bytes.append(contentsOf: String(value).utf8)
+        needsComma = true
+    }
+
+    package mutating func bool(_ value: Bool) {
+        separate()
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        needsComma = true
+    }
+
+    package mutating func null() {
+        separate()
+        bytes.append(contentsOf: "null".utf8)
+        needsComma = true
+    }
+
+    /// A member whose value is a string, or `null` for nil.
+    package mutating func member(_ name: String, _ value: String?) {
+        key(name)
+        if let value { string(value) } else { null() }
+    }
+
+    /// A member whose value is an integer, or `null` for nil.
+    package mutating func member(_ name: String, _ value: Int64?) {
+        key(name)
+        if let value { integer(value) } else { null() }
+    }
+
+    package mutating func member(_ name: String, _ value: Bool) {
+        key(name)
+        bool(value)
+    }
+}

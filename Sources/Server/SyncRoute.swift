@@ -1,4 +1,4 @@
-import Accounts
+package import Accounts
 package import FastCGI
 import JOSE
 import MariaDB
@@ -24,7 +24,7 @@ package enum SyncRoute {
                 cache: context.syncCache)
         }
         guard let delta else { throw Authentication.sessionEnded }
-        return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(json(delta).utf8))
+        return Response(status: 200, headers: [("Cache-Control", "no-store")], body: json(delta))
     }
 
     // MARK: - Validation
@@ -32,7 +32,7 @@ package enum SyncRoute {
     /// The request body, read and validated. The body is read once by the strict JSON pull
     /// reader into the members a sync uses; the rules are applied once all of it was read, so a
     /// malformed body is refused as such whatever its members hold.
-    static func changes(in request: Request) throws -> SyncChanges {
+    package static func changes(in request: Request) throws -> SyncChanges {
         try request.requireJSON()
         let body: Body
         do { body = try Body(reading: request.body) } catch {
@@ -122,43 +122,54 @@ package enum SyncRoute {
 
     // MARK: - Answer
 
-    static func json(_ delta: SyncDelta) -> String {
-        let profile = delta.profile.map { profile in
-            JSONText.object([
-                ("totalXp", .integer(profile.totalXP)), ("currentLevel", .integer(profile.currentLevel)),
-                ("streakDays", .integer(profile.streakDays)), ("lastActiveDate", profile.lastActiveDate.map { .string($0) } ?? .raw("null")),
-            ])
+    /// The answer, written straight into bytes (one sync's answer is made per request).
+    static func json(_ delta: SyncDelta) -> [UInt8] {
+        var json = JSONWriter(capacity: 256 + 160 * (delta.progress.count + delta.achievements.count))
+        json.beginObject()
+        json.member("cursor", String(delta.cursor))
+        json.key("profile")
+        if let profile = delta.profile {
+            json.beginObject()
+            json.member("totalXp", profile.totalXP)
+            json.member("currentLevel", profile.currentLevel)
+            json.member("streakDays", profile.streakDays)
+            json.member("lastActiveDate", profile.lastActiveDate)
+            json.endObject()
+        } else {
+            json.null()
         }
-        let progress = delta.progress.map { lesson in
-            JSONText.object([
-                ("beliefSystemId", .string(lesson.beliefSystemID)), ("lessonId", .string(lesson.lessonID)),
-                ("status", .string(lesson.status.name)), ("score", .integer(lesson.score)), ("earnedXp", .integer(lesson.earnedXP)),
-                ("completedAt", lesson.completedAt.map { .integer($0) } ?? .raw("null")),
-            ])
+        json.key("progress")
+        json.beginArray()
+        for lesson in delta.progress {
+            json.beginObject()
+            json.member("beliefSystemId", lesson.beliefSystemID)
+            json.member("lessonId", lesson.lessonID)
+            json.member("status", lesson.status.name)
+            json.member("score", lesson.score)
+            json.member("earnedXp", lesson.earnedXP)
+            json.member("completedAt", lesson.completedAt)
+            json.endObject()
         }
-        let achievements = delta.achievements.map { item in
-            JSONText.object([
-                ("achievementId", .string(item.achievementID)), ("progress", .integer(item.progress)), ("completed", .bool(item.completed)),
-                ("completedAt", item.completedAt.map { .integer($0) } ?? .raw("null")),
-            ])
+        json.endArray()
+        json.key("achievements")
+        json.beginArray()
+        for item in delta.achievements {
+            json.beginObject()
+            json.member("achievementId", item.achievementID)
+            json.member("progress", item.progress)
+            json.member("completed", item.completed)
+            json.member("completedAt", item.completedAt)
+            json.endObject()
         }
-        return JSONText.object([
-            ("cursor", .string(String(delta.cursor))), ("profile", .raw(profile ?? "null")),
-            ("progress", .raw("[" + progress.joined(separator: ",") + "]")),
-            ("achievements", .raw("[" + achievements.joined(separator: ",") + "]")),
-        ])
+        json.endArray()
+        json.endObject()
+        return json.bytes
     }
 }
 
 /// The members of a sync's body, as read, before any rule is applied.
 struct Body {
-    /// The members a sync reads from each kind of object; others are skipped.
-    static let topNames = ["cursor"]
-    static let profileNames = ["totalXp", "currentLevel", "streakDays", "lastActiveDate"]
-    static let lessonNames = ["beliefSystemId", "lessonId", "status", "score", "earnedXp", "completedAt"]
-    static let achievementNames = ["achievementId", "progress", "completed", "completedAt"]
-
-    var top = Fields(names: Body.topNames)
+    var top = Fields(Schema.top)
     var profile = Objects.absent
     var progress = Objects.absent
     var achievements = Objects.absent
@@ -167,15 +178,38 @@ struct Body {
     init(reading bytes: [UInt8]) throws(JSONError) {
         var reader = JSONReader(bytes)
         try reader.beginObject()
-        while let name = try reader.nextMember() {
-            switch name {
-            case "profile": profile = try Objects(single: &reader, names: Body.profileNames, container: name)
-            case "progress": progress = try Objects(list: &reader, names: Body.lessonNames, container: name)
-            case "achievements": achievements = try Objects(list: &reader, names: Body.achievementNames, container: name)
-            default: try top.read(name, &reader)
+        while let member = try reader.nextMember(among: Schema.body) {
+            switch member {
+            case 0: profile = try Objects(single: &reader, Schema.profile)
+            case 1: progress = try Objects(list: &reader, Schema.lesson)
+            case 2: achievements = try Objects(list: &reader, Schema.achievement)
+            default: try top.read(member - Schema.bodyObjects.count, &reader)
             }
         }
         try reader.end()
+    }
+}
+
+/// The members a sync reads from one kind of object (others are skipped), and the member of the
+/// body that holds such objects, for error paths.
+final class Schema: Sendable {
+    static let top = Schema(["cursor"], in: "")
+    /// The body's members that hold objects, in the order `Body` reads them.
+    static let bodyObjects = ["profile", "progress", "achievements"]
+    /// Those, then the members of `top`.
+    static let body = JSONNames(bodyObjects + top.names)
+    static let profile = Schema(["totalXp", "currentLevel", "streakDays", "lastActiveDate"], in: "profile")
+    static let lesson = Schema(["beliefSystemId", "lessonId", "status", "score", "earnedXp", "completedAt"], in: "progress")
+    static let achievement = Schema(["achievementId", "progress", "completed", "completedAt"], in: "achievements")
+
+    let names: [String]
+    let matcher: JSONNames
+    let container: String
+
+    init(_ names: [String], in container: String) {
+        self.names = names
+        self.matcher = JSONNames(names)
+        self.container = container
     }
 }
 
@@ -189,24 +223,25 @@ enum Objects {
     case notObject(Int)
 
     /// Reads a member that should be one object.
-    init(single reader: inout JSONReader, names: [String], container: String) throws(JSONError) {
+    init(single reader: inout JSONReader, _ schema: Schema) throws(JSONError) {
         switch try reader.kind() {
-        case .object: self = .objects([try Fields(reading: &reader, names: names, container: container)])
+        case .object: self = .objects([try Fields(reading: &reader, schema)])
         case .null: try reader.skipValue(); self = .absent
         default: try reader.skipValue(); self = .wrongType
         }
     }
 
     /// Reads a member that should be an array of objects.
-    init(list reader: inout JSONReader, names: [String], container: String) throws(JSONError) {
+    init(list reader: inout JSONReader, _ schema: Schema) throws(JSONError) {
         switch try reader.kind() {
         case .array:
             try reader.beginArray()
             var items: [Fields] = []
+            items.reserveCapacity(32)
             var notObject: Int?
             while try reader.nextElement() {
                 if notObject == nil, try reader.kind() == .object {
-                    items.append(try Fields(reading: &reader, names: names, container: container, index: items.count))
+                    items.append(try Fields(reading: &reader, schema, index: items.count))
                 } else {
                     notObject = notObject ?? items.count
                     try reader.skipValue()
@@ -244,31 +279,28 @@ struct Fields {
         case other(JSONObject.Kind)
     }
 
-    /// The members read, and their values in the same order.
-    let names: [String]
+    let schema: Schema
+    /// The values of the schema's members, in its order.
     var values: [Value]
-    /// Where the object is: the member holding it (empty for the body) and, for an array item, its
-    /// index. The path text is made only for an error message.
-    let container: String
+    /// For an array item, its index. The path text is made only for an error message.
     let index: Int?
 
-    init(names: [String], container: String = "", index: Int? = nil) {
-        self.names = names
-        self.values = Array(repeating: .absent, count: names.count)
-        self.container = container
+    init(_ schema: Schema, index: Int? = nil) {
+        self.schema = schema
+        self.values = Array(repeating: .absent, count: schema.names.count)
         self.index = index
     }
 
     /// Reads the object the reader stands before.
-    init(reading reader: inout JSONReader, names: [String], container: String, index: Int? = nil) throws(JSONError) {
-        self.init(names: names, container: container, index: index)
+    init(reading reader: inout JSONReader, _ schema: Schema, index: Int? = nil) throws(JSONError) {
+        self.init(schema, index: index)
         try reader.beginObject()
-        while let name = try reader.nextMember() { try read(name, &reader) }
+        while let member = try reader.nextMember(among: schema.matcher) { try read(member, &reader) }
     }
 
-    /// Reads the value of member `name` if it is one of `names`, else skips it.
-    mutating func read(_ name: String, _ reader: inout JSONReader) throws(JSONError) {
-        guard let slot = names.firstIndex(of: name) else { return try reader.skipValue() }
+    /// Reads the value of the schema's member `slot`; any other (`slot` past the schema) is skipped.
+    mutating func read(_ slot: Int, _ reader: inout JSONReader) throws(JSONError) {
+        guard slot < values.count else { return try reader.skipValue() }
         switch try reader.kind() {
         case .string: values[slot] = .string(try reader.string())
         case .number: values[slot] = try reader.integer().map { .integer($0) } ?? .otherNumber
@@ -279,11 +311,11 @@ struct Fields {
     }
 
     /// The object's own path: empty for the body, `progress[3]` for an item.
-    var prefix: String { index.map { "\(container)[\($0)]" } ?? container }
+    var prefix: String { index.map { "\(schema.container)[\($0)]" } ?? schema.container }
 
     func path(_ name: String) -> String { prefix.isEmpty ? name : prefix + "." + name }
 
-    private func value(_ name: String) -> Value { names.firstIndex(of: name).map { values[$0] } ?? .absent }
+    private func value(_ name: String) -> Value { schema.names.firstIndex(of: name).map { values[$0] } ?? .absent }
 
     private func wrongType(_ name: String) -> HTTPError { HTTPError.badRequest("`\(path(name))` has the wrong type") }
 

@@ -71,6 +71,25 @@ import Testing
         }
     }
 
+    @Test("Names are matched among known ones without making strings; escaped names match, others are past the end")
+    func knownNames() throws {
+        let names = JSONNames(["id", "score"])
+        var reader = JSONReader(Array(#"{"score":1,"other":2,"\u0069d":"x","sc":3}"#.utf8))
+        try reader.beginObject()
+        var seen: [Int] = []
+        while let member = try reader.nextMember(among: names) {
+            seen.append(member)
+            try reader.skipValue()
+        }
+        try reader.end()
+        #expect(seen == [1, 2, 0, 2])
+        var duplicate = JSONReader(Array(#"{"id":1,"\u0069d":2}"#.utf8))
+        try duplicate.beginObject()
+        _ = try duplicate.nextMember(among: names)
+        try duplicate.skipValue()
+        #expect(throws: JSONError.duplicateMember("id")) { try duplicate.nextMember(among: names) }
+    }
+
     @Test("Every text JSONObject refuses is refused", arguments: JSONObjectTests.notOneObject.filter { !["[]", "\"s\""].contains($0) })
     func refused(text: String) {
         #expect(throws: JSONError.self) { try Self.walk(text) }
