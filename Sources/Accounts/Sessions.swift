@@ -105,7 +105,7 @@ package enum Sessions {
     /// Which of `sessions` are active, in one statement.
     static func active(_ sessions: [Pair], on connection: Connection) throws -> Set<Pair> {
         var active = Set<Pair>()
-        try SyncStore.writeChunked(sessions) { chunk in
+        for chunk in SyncStore.inListChunks(sessions) {
             let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             for row in try connection.query("SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition)", binds: chunk.map(\.sessionID)) {
                 active.insert(Pair(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1)))

@@ -246,7 +246,7 @@ package enum SyncStore {
     /// transaction ends; users that are gone are missing.
     static func lockVersions(of userIDs: [UInt64], on connection: Connection) throws -> [UInt64: UInt64] {
         var versions: [UInt64: UInt64] = [:]
-        try writeChunked(userIDs) { chunk in
+        for chunk in inListChunks(userIDs) {
             let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(list)) FOR UPDATE", binds: chunk) {
                 versions[try row.decode(at: 0)] = try row.decode(at: 1)
@@ -257,7 +257,7 @@ package enum SyncStore {
 
     /// Moves the versions of `userIDs` on by one; their rows must be locked by this transaction.
     static func advance(_ userIDs: [UInt64], on connection: Connection) throws {
-        try writeChunked(userIDs) { chunk in
+        for chunk in inListChunks(userIDs) {
             let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             _ = try connection.execute("UPDATE users SET sync_version = sync_version + 1 WHERE id IN (\(list))", binds: chunk)
         }
@@ -348,6 +348,17 @@ package enum SyncStore {
             "SELECT \(achievementColumns) FROM user_achievements WHERE user_id = ? AND version > ? ORDER BY version, achievement_id",
             userID, since
         ).map(achievement)
+    }
+
+    /// `values` for `IN (...)` lists: chunks of at most 64, the last one padded to a power of two by
+    /// repeating its last value (a repeat changes nothing in such a list), so that a batch of any
+    /// size takes one statement of few shapes.
+    package static func inListChunks<Value>(_ values: [Value]) -> [[Value]] {
+        stride(from: 0, to: values.count, by: writeChunks[0]).map { start in
+            let chunk = Array(values[start..<min(start + writeChunks[0], values.count)])
+            let size = writeChunks.last { $0 >= chunk.count }!
+            return chunk + repeatElement(chunk[chunk.count - 1], count: size - chunk.count)
+        }
     }
 
     /// Writes `items` in the largest chunks that fit (5 items: 4, then 1).
