@@ -20,6 +20,10 @@ package final class SyncGroupCommit: @unchecked Sendable {
     /// Batches committed at the same time: while one waits for its commit to reach the disk, the
     /// next runs its statements.
     static let maximumLeaders = 2
+    /// Writes that must be waiting before another batch starts while one runs; fewer wait for the
+    /// running batch to end (at most one batch's time). Batches get larger: in the sync benchmark
+    /// 4.9 syncs each instead of 4.3, and 1.64 statements per sync instead of 1.88.
+    static let minimumConcurrentBatch = 4
 
     /// One sync's write, waiting in the queue; `committed` is set by its batch's leader.
     final class Write {
@@ -70,7 +74,9 @@ package final class SyncGroupCommit: @unchecked Sendable {
         queue.append(write)
         while true {
             if let committed = write.committed { return committed }
-            if leading >= SyncGroupCommit.maximumLeaders || queue.isEmpty {
+            if leading >= SyncGroupCommit.maximumLeaders || queue.isEmpty
+                || (leading > 0 && queue.count < SyncGroupCommit.minimumConcurrentBatch)
+            {
                 pthread_cond_wait(changed, mutex)
                 continue
             }
