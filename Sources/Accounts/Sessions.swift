@@ -102,7 +102,7 @@ package enum Sessions {
         try !connection.query("SELECT 1 FROM sessions s WHERE s.id = ? AND s.user_id = ? AND \(activeCondition)", sessionID, userID).isEmpty
     }
 
-    /// Which of `sessions` are active, in one statement.
+    /// Which of `sessions` are active: one statement for up to 64 sessions.
     static func active(_ sessions: [Pair], on connection: Connection) throws -> Set<Pair> {
         var active = Set<Pair>()
         for chunk in SyncStore.inListChunks(sessions) {
