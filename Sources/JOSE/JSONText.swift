@@ -11,10 +11,13 @@ package enum JSONText {
         case raw(String)
     }
 
+    /// Whether `byte` stands in a JSON string as it is (no control character, quote or backslash).
+    static func needsNoEscape(_ byte: UInt8) -> Bool { byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }
+
     /// `value` as a JSON string literal.
     package static func quoted(_ value: String) -> String {
         // Most names and values need no escape: copied whole.
-        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) { return "\"" + value + "\"" }
+        if value.utf8.allSatisfy(needsNoEscape) { return "\"" + value + "\"" }
         var out = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -80,7 +83,7 @@ package struct JSONWriter {
     private mutating func quoted(_ value: String) {
         var value = value
         value.withUTF8 { utf8 in
-            if utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            if utf8.allSatisfy(JSONText.needsNoEscape) {
                 bytes.append(UInt8(ascii: "\""))
                 bytes.append(contentsOf: utf8)
                 bytes.append(UInt8(ascii: "\""))

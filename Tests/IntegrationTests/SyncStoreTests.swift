@@ -19,6 +19,11 @@ import Testing
 
     func newUser() throws -> UInt64 { try connection.execute("INSERT INTO users () VALUES ()").lastInsertID }
 
+    /// A new active session of `userID`.
+    func newSession(of userID: UInt64) throws -> UInt64 {
+        try Sessions.create(userID: userID, device: "test", refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
+    }
+
     func sync(_ userID: UInt64, _ changes: SyncChanges) throws -> SyncDelta {
         try #require(try SyncStore.sync(userID: userID, changes: changes, on: connection))
     }
@@ -153,7 +158,7 @@ import Testing
         for round in 0..<8 {
             let user = try newUser()
             let session = checkingSession
-                ? try Sessions.create(userID: user, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection) : nil
+                ? try newSession(of: user) : nil
             let syncs = contendedSyncs(&random, count: 24)
             let failures = concurrently(syncs.count) { index, own in
                 try SyncStore.sync(userID: user, session: session, changes: syncs[index], on: own)
@@ -175,7 +180,7 @@ import Testing
             let users = try (0..<4).map { _ in try newUser() }
             let sessions = try users.map { user in
                 checkingSession
-                    ? try Sessions.create(userID: user, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection) : nil
+                    ? try newSession(of: user) : nil
             }
             let syncs = contendedSyncs(&random, count: 96).map { (user: Int.random(in: 0..<4, using: &random), changes: $0) }
             let group = SyncGroupCommit(), cache = SyncCache()
@@ -199,7 +204,7 @@ import Testing
         defer { connection.close(); database.drop() }
         let user = try newUser()
         let session = checkingSession
-            ? try Sessions.create(userID: user, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection) : nil
+            ? try newSession(of: user) : nil
         @Sendable func lesson(score: Int64, earnedXP: Int64) -> SyncChanges {
             SyncChanges(
                 cursor: nil, profile: nil,
@@ -276,10 +281,7 @@ import Testing
     func endedSessions() throws {
         defer { connection.close(); database.drop() }
         let user = try newUser(), other = try newUser()
-        func session(of userID: UInt64) throws -> UInt64 {
-            try Sessions.create(userID: userID, device: "test", refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
-        }
-        let kept = try session(of: user), othersSession = try session(of: other)
+        let kept = try newSession(of: user), othersSession = try newSession(of: other)
         let cache = SyncCache(), group = SyncGroupCommit()
         func lesson(_ score: Int64) -> SyncChanges {
             SyncChanges(
@@ -299,9 +301,9 @@ import Testing
             ("cached, written in a batch", lesson(3), cache, group),
             ("cached, written alone", lesson(4), cache, nil),
         ]
-        let revoked = try session(of: user)
+        let revoked = try newSession(of: user)
         #expect(try Sessions.revoke(revoked, reason: "test", on: connection))
-        let expired = try session(of: user)
+        let expired = try newSession(of: user)
         _ = try connection.execute("UPDATE sessions SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?", expired)
         for (path, changes, cache, group) in paths {
             for (name, ended) in [("revoked", revoked), ("expired", expired), ("another user's", othersSession)] {
