@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import MariaDB
+package import MariaDB
 
 /// Group commit of sync writes: the changing syncs of several users that arrive together are
 /// written in one transaction, with one multi-row statement per table and one durable commit,
@@ -10,10 +10,9 @@ import MariaDB
 /// There is no extra thread: the first waiting worker becomes the leader, takes every queued
 /// write, commits them on its own connection and wakes the others; writes that arrive meanwhile
 /// queue for the next leader. Each write carries the user's version its merge was computed from;
-/// under the batch's row locks, a write whose user moved on since (another device, another
-/// process) is not applied and its worker writes alone, re-reading under the lock
-/// (`SyncStore.writeAlone`). So is every write of a batch that fails. Re-applying a merge is
-/// harmless: merges are idempotent.
+/// a write whose user moved on since (another device, another process), or whose session ended,
+/// is not applied, and its worker writes alone, re-reading under the lock (`SyncStore.writeAlone`).
+/// So is every write of a batch that fails. Re-applying a merge is harmless: merges are idempotent.
 package final class SyncGroupCommit: @unchecked Sendable {
     /// Users per batch (at most one write per user).
     static let maximumBatch = 64
@@ -26,7 +25,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
     static let minimumConcurrentBatch = 4
 
     /// One sync's write, waiting in the queue; `committed` is set by its batch's leader.
-    final class Write {
+    package final class Write {
         let userID: UInt64
         /// The caller's session, to be checked by the batch; nil when the caller checked it.
         let session: UInt64?
@@ -34,7 +33,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
         let merge: SyncStore.Merge
         var committed: Bool?
 
-        init(userID: UInt64, session: UInt64?, stored: SyncStore.Stored, merge: SyncStore.Merge) {
+        package init(userID: UInt64, session: UInt64?, stored: SyncStore.Stored, merge: SyncStore.Merge) {
             self.userID = userID
             self.session = session
             self.stored = stored
@@ -103,34 +102,78 @@ package final class SyncGroupCommit: @unchecked Sendable {
 
     /// One batch in one transaction. A write is applied when its user's locked version is still
     /// the one it was merged from and its session is active; only the first write of a user counts.
+    /// The usual batch, where every first write holds, takes one statement to check and advance
+    /// them all; any other is rolled back and committed again with each write checked.
     /// - Returns: per write, whether it was committed; all false when the transaction failed.
-    static func commit(_ batch: [Write], on connection: Connection) -> [Bool] {
+    package static func commit(_ batch: [Write], on connection: Connection) -> [Bool] {
+        var users = Set<UInt64>()
+        let firsts = batch.map { users.insert($0.userID).inserted }
         do {
             return try connection.transaction {
-                let versions = try SyncStore.lockVersions(of: Array(Set(batch.map(\.userID))).sorted(), on: connection)
+                try SyncGroupCommit.advanceAllCurrent(zip(batch, firsts).filter(\.1).map(\.0), on: connection)
+                try SyncGroupCommit.write(zip(batch, firsts).filter(\.1).map(\.0), on: connection)
+                return firsts
+            }
+        } catch is NotAllCurrent {
+        } catch {
+            return batch.map { _ in false }
+        }
+        do {
+            return try connection.transaction {
+                let versions = try SyncStore.lockVersions(of: users.sorted(), on: connection)
                 let sessions = batch.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
                 let active = sessions.isEmpty ? [] : try Sessions.active(sessions, on: connection)
-                var taken = Set<UInt64>()
-                let applied = batch.map { write in
-                    versions[write.userID] == write.stored.version
+                let applied = zip(batch, firsts).map { write, first in
+                    first && versions[write.userID] == write.stored.version
                         && write.session.map { active.contains(Sessions.Pair(sessionID: $0, userID: write.userID)) } != false
-                        && taken.insert(write.userID).inserted
                 }
                 let writes = zip(batch, applied).filter(\.1).map(\.0)
-                try SyncStore.advance(writes.filter { !$0.merge.profileChanged }.map(\.userID), on: connection)
-                for write in writes where write.merge.profileChanged {
-                    guard try SyncStore.advance(userID: write.userID, from: write.stored, write.merge, on: connection) else {
-                        throw MariaDBError(.misuse, message: "a locked user's version moved")
-                    }
-                }
-                try SyncStore.write(
-                    writes.flatMap { write in write.merge.lessons.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
-                try SyncStore.write(
-                    writes.flatMap { write in write.merge.achievements.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
+                try SyncStore.advance(writes.map(\.userID), on: connection)
+                try SyncGroupCommit.write(writes, on: connection)
                 return applied
             }
         } catch {
             return batch.map { _ in false }
         }
+    }
+
+    /// Some write of a batch does not hold: its user moved on or its session ended.
+    struct NotAllCurrent: Error {}
+
+    /// Moves on the version of every write's user (one write per user) and locks their rows, if
+    /// each is still at the version its write was merged from and the write's session is active.
+    /// - Throws: `NotAllCurrent` when some write does not hold; the transaction must be rolled back.
+    static func advanceAllCurrent(_ writes: [Write], on connection: Connection) throws {
+        let checked = writes.filter { $0.session != nil }
+        let unchecked = writes.filter { $0.session == nil }
+        var advanced: UInt64 = 0
+        for chunk in SyncStore.inListChunks(checked) {
+            let list = Array(repeating: "(?, ?, ?)", count: chunk.count).joined(separator: ", ")
+            advanced += try connection.execute(
+                """
+                UPDATE users u JOIN sessions s ON s.user_id = u.id SET u.sync_version = u.sync_version + 1
+                WHERE (u.id, u.sync_version, s.id) IN (\(list)) AND \(Sessions.activeCondition)
+                """, binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version, write.session!] }
+            ).affectedRows
+        }
+        for chunk in SyncStore.inListChunks(unchecked) {
+            let list = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ", ")
+            advanced += try connection.execute(
+                "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(list))",
+                binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version] }
+            ).affectedRows
+        }
+        guard advanced == writes.count else { throw NotAllCurrent() }
+    }
+
+    /// Writes the merges of `writes`, whose users' versions this transaction moved on by one.
+    static func write(_ writes: [Write], on connection: Connection) throws {
+        for write in writes where write.merge.profileChanged {
+            try SyncStore.storeProfile(write.merge.profile, of: write.userID, on: connection)
+        }
+        try SyncStore.write(
+            writes.flatMap { write in write.merge.lessons.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
+        try SyncStore.write(
+            writes.flatMap { write in write.merge.achievements.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
     }
 }

@@ -41,7 +41,7 @@ package enum SyncStore {
     static let writeChunks = [64, 32, 16, 8, 4, 2, 1]
 
     /// The user's stored state, as one sync reads it.
-    struct Stored {
+    package struct Stored {
         var version: UInt64
         var profileVersion: UInt64
         var profile: SyncProfile
@@ -50,7 +50,7 @@ package enum SyncStore {
     }
 
     /// What the incoming changes do to a stored state.
-    struct Merge {
+    package struct Merge {
         var lessons: [LessonProgress]
         var achievements: [AchievementProgress]
         var profile: SyncProfile
@@ -179,7 +179,7 @@ package enum SyncStore {
     static func lessonKey(_ lesson: LessonProgress) -> String { lesson.beliefSystemID + "\u{0}" + lesson.lessonID }
 
     /// The stored rows that `lessons`, `achievements` and `profile` would change, merged.
-    static func merged(
+    package static func merged(
         _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?, into stored: Stored
     ) -> Merge {
         let changedLessons = lessons.compactMap { incoming -> LessonProgress? in
@@ -198,7 +198,7 @@ package enum SyncStore {
 
     /// The user's whole synced state (a user has a bounded set of lessons and achievements); nil when
     /// the user is gone or `session` is not active.
-    static func read(userID: UInt64, session: UInt64?, lock: Bool, on connection: Connection) throws -> Stored? {
+    package static func read(userID: UInt64, session: UInt64?, lock: Bool, on connection: Connection) throws -> Stored? {
         let (from, binds) = user(userID, session: session)
         guard
             let user = try connection.query(
@@ -240,6 +240,16 @@ package enum SyncStore {
             """, version, profile.totalXP, profile.currentLevel, profile.streakDays, profile.lastActiveDate,
             merge.profileChanged ? version : stored.profileVersion, userID, stored.version
         ).affectedRows == 1
+    }
+
+    /// Stores `profile` as the user's, changed at their current version; the row must be locked by
+    /// this transaction, whose version it moved on.
+    static func storeProfile(_ profile: SyncProfile, of userID: UInt64, on connection: Connection) throws {
+        _ = try connection.execute(
+            """
+            UPDATE users SET total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = sync_version
+            WHERE id = ?
+            """, profile.totalXP, profile.currentLevel, profile.streakDays, profile.lastActiveDate, userID)
     }
 
     /// The versions of `userIDs` (sorted, so that batches lock in one order), locked until the

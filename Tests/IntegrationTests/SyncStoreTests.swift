@@ -316,6 +316,46 @@ import Testing
         #expect(try attempt(kept, lesson(5), cache: cache, group: group)?.changed == 1, "the user's active session still syncs")
     }
 
+    @Test("A batch commits exactly the writes that hold: not a moved user's, not an ended session's, not a user's second")
+    func batchOutcomes() throws {
+        defer { connection.close(); database.drop() }
+        let users = try (0..<3).map { _ in try newUser() }
+        let sessions = try users.map { try newSession(of: $0) }
+        func lesson(_ score: Int64) -> LessonProgress {
+            LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: score, earnedXP: 1, completedAt: nil)
+        }
+        for user in users { _ = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [lesson(1)], achievements: [])) }
+        /// A write of `score` for user `index`, merged from what is stored now.
+        func write(_ index: Int, session: UInt64?, score: Int64) throws -> SyncGroupCommit.Write {
+            let stored = try #require(try SyncStore.read(userID: users[index], session: nil, lock: false, on: connection))
+            return SyncGroupCommit.Write(
+                userID: users[index], session: session, stored: stored, merge: SyncStore.merged([lesson(score)], [], nil, into: stored))
+        }
+        func stored(_ index: Int) throws -> [Int64] {
+            let version: Int64 = try #require(try connection.query("SELECT sync_version FROM users WHERE id = ?", users[index]).first?.decode(at: 0))
+            return [version] + (try everything(users[index]).progress.map(\.score))
+        }
+        // A batch with writes that do not hold is checked write by write.
+        let mixed = try [
+            write(0, session: sessions[0], score: 5), write(1, session: sessions[1], score: 5), write(2, session: nil, score: 5),
+            write(0, session: sessions[0], score: 6),
+        ]
+        #expect(try Sessions.revoke(sessions[1], reason: "test", on: connection))
+        _ = try sync(users[2], SyncChanges(cursor: nil, profile: nil, progress: [lesson(3)], achievements: []))
+        #expect(SyncGroupCommit.commit(mixed, on: connection) == [true, false, false, false])
+        #expect(try [stored(0), stored(1), stored(2)] == [[2, 5], [1, 1], [2, 3]])
+        // A batch whose writes all hold, with and without a session to check.
+        let holding = try [write(0, session: sessions[0], score: 7), write(2, session: nil, score: 8)]
+        #expect(SyncGroupCommit.commit(holding, on: connection) == [true, true])
+        #expect(try [stored(0), stored(1), stored(2)] == [[3, 7], [1, 1], [3, 8]])
+        // A batch whose one write does not hold.
+        let stale = try write(2, session: sessions[2], score: 9)
+        _ = try sync(users[2], SyncChanges(cursor: nil, profile: nil, progress: [lesson(10)], achievements: []))
+        #expect(SyncGroupCommit.commit([stale], on: connection) == [false])
+        #expect(SyncGroupCommit.commit([try write(1, session: sessions[1], score: 9)], on: connection) == [false])
+        #expect(try [stored(0), stored(1), stored(2)] == [[3, 7], [1, 1], [4, 10]])
+    }
+
     @Test("The state cache stays within its item budget and skips users over the per-user limit")
     func cacheBounds() throws {
         defer { connection.close(); database.drop() }
