@@ -32,18 +32,26 @@ package final class SyncGroupCommit: @unchecked Sendable {
         let stored: SyncStore.Stored
         let merge: SyncStore.Merge
         var committed: Bool?
+        /// Its worker sleeps on this until the write is committed or it may lead a batch: a batch
+        /// wakes only its own writes' workers and the next leader, not every waiting worker.
+        fileprivate let wakeUp = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
         package init(userID: UInt64, session: UInt64?, stored: SyncStore.Stored, merge: SyncStore.Merge) {
             self.userID = userID
             self.session = session
             self.stored = stored
             self.merge = merge
+            pthread_cond_init(wakeUp, nil)
+        }
+
+        deinit {
+            pthread_cond_destroy(wakeUp)
+            wakeUp.deallocate()
         }
     }
 
-    // The queue and the leader flag, guarded by `mutex`; waiters sleep on `changed`.
+    // The queue and the leader count, guarded by `mutex`.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var queue: [Write] = []
     /// Batches being committed now, each by its leader on its own connection.
     private var leading = 0
@@ -52,14 +60,16 @@ package final class SyncGroupCommit: @unchecked Sendable {
 
     package init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(changed, nil)
     }
 
     deinit {
-        pthread_cond_destroy(changed)
         pthread_mutex_destroy(mutex)
-        changed.deallocate()
         mutex.deallocate()
+    }
+
+    /// Whether a new batch may start now (with `mutex` held).
+    private var batchMayStart: Bool {
+        !queue.isEmpty && leading < SyncGroupCommit.maximumLeaders && (leading == 0 || queue.count >= SyncGroupCommit.minimumConcurrentBatch)
     }
 
     /// Writes `merge` (computed from `stored`) for `userID`, in a batch with whatever else is queued,
@@ -73,10 +83,8 @@ package final class SyncGroupCommit: @unchecked Sendable {
         queue.append(write)
         while true {
             if let committed = write.committed { return committed }
-            if leading >= SyncGroupCommit.maximumLeaders || queue.isEmpty
-                || (leading > 0 && queue.count < SyncGroupCommit.minimumConcurrentBatch)
-            {
-                pthread_cond_wait(changed, mutex)
+            guard batchMayStart else {
+                pthread_cond_wait(write.wakeUp, mutex)
                 continue
             }
             leading += 1
@@ -85,11 +93,15 @@ package final class SyncGroupCommit: @unchecked Sendable {
             pthread_mutex_unlock(mutex)
             let outcomes = SyncGroupCommit.commit(batch, on: connection)
             pthread_mutex_lock(mutex)
-            for (write, committed) in zip(batch, outcomes) { write.committed = committed }
+            for (write, committed) in zip(batch, outcomes) {
+                write.committed = committed
+                pthread_cond_signal(write.wakeUp)
+            }
             batches += 1
             committedWrites += outcomes.count { $0 }
             leading -= 1
-            pthread_cond_broadcast(changed)
+            // The next batch's leader; a write queued meanwhile leads at once when it may.
+            if batchMayStart, let next = queue.first { pthread_cond_signal(next.wakeUp) }
         }
     }
 
