@@ -161,9 +161,10 @@ package final class SyncGroupCommit: @unchecked Sendable {
         var advanced: UInt64 = 0
         for chunk in SyncStore.inListChunks(checked) {
             let list = Array(repeating: "(?, ?, ?)", count: chunk.count).joined(separator: ", ")
+            // Users first, so their rows are locked in id order, as every batch locks them.
             advanced += try connection.execute(
                 """
-                UPDATE users u JOIN sessions s ON s.user_id = u.id SET u.sync_version = u.sync_version + 1
+                UPDATE users u STRAIGHT_JOIN sessions s ON s.user_id = u.id SET u.sync_version = u.sync_version + 1
                 WHERE (u.id, u.sync_version, s.id) IN (\(list)) AND \(Sessions.activeCondition)
                 """, binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version, write.session!] }
             ).affectedRows
