@@ -21,7 +21,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
     static let maximumLeaders = 2
     /// Writes that must be waiting before another batch starts while one runs; fewer wait for the
     /// running batch to end (at most one batch's time). Batches get larger: in the sync benchmark
-    /// 4.9 syncs each instead of 4.3, and 1.64 statements per sync instead of 1.88.
+    /// 4.9 syncs each instead of 4.3.
     static let minimumConcurrentBatch = 4
 
     /// One sync's write, waiting in the queue; `committed` is set by its batch's leader.
@@ -120,10 +120,11 @@ package final class SyncGroupCommit: @unchecked Sendable {
     package static func commit(_ batch: [Write], on connection: Connection) -> [Bool] {
         var users = Set<UInt64>()
         let firsts = batch.map { users.insert($0.userID).inserted }
+        let firstWrites = zip(batch, firsts).filter(\.1).map(\.0)
         do {
             return try connection.transaction {
-                try SyncGroupCommit.advanceAllCurrent(zip(batch, firsts).filter(\.1).map(\.0), on: connection)
-                try SyncGroupCommit.write(zip(batch, firsts).filter(\.1).map(\.0), on: connection)
+                try SyncGroupCommit.advanceAllCurrent(firstWrites, on: connection)
+                try SyncGroupCommit.write(firstWrites, on: connection)
                 return firsts
             }
         } catch is NotAllCurrent {
