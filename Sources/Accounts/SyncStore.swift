@@ -40,13 +40,31 @@ package enum SyncStore {
     /// so only a few statement shapes are ever prepared and no row is written twice.
     static let writeChunks = [64, 32, 16, 8, 4, 2, 1]
 
-    /// The user's stored state, as one sync reads it.
+    /// The user's stored state, as one sync reads it: every item with the version that last changed
+    /// it, so that what changed since a cursor is found in it.
     package struct Stored {
         var version: UInt64
         var profileVersion: UInt64
         var profile: SyncProfile
-        var lessons: [String: LessonProgress]
-        var achievements: [String: AchievementProgress]
+        var lessons: [String: Versioned<LessonProgress>]
+        var achievements: [String: Versioned<AchievementProgress>]
+
+        /// What changed after version `since`, ordered by version, then id.
+        func changed(since: UInt64) -> (progress: [LessonProgress], achievements: [AchievementProgress]) {
+            let progress = lessons.values.filter { $0.version > since }.sorted {
+                ($0.version, $0.item.beliefSystemID, $0.item.lessonID) < ($1.version, $1.item.beliefSystemID, $1.item.lessonID)
+            }
+            let achievements = achievements.values.filter { $0.version > since }.sorted {
+                ($0.version, $0.item.achievementID) < ($1.version, $1.item.achievementID)
+            }
+            return (progress.map(\.item), achievements.map(\.item))
+        }
+    }
+
+    /// An item and the user's version that last changed it.
+    struct Versioned<Item: Sendable>: Sendable {
+        var item: Item
+        var version: UInt64
     }
 
     /// What the incoming changes do to a stored state.
@@ -100,12 +118,9 @@ package enum SyncStore {
             }
             version = merge.count > 0 ? stored.version + 1 : stored.version
         }
+        let state = merge.count > 0 ? applied(merge, to: stored) : stored
         // The cache learns the state, unless it is the cached state itself, unchanged.
-        if merge.count > 0 {
-            cache?.keep(applied(merge, to: stored), of: userID)
-        } else if cached?.version != stored.version {
-            cache?.keep(stored, of: userID)
-        }
+        if cached?.version != state.version { cache?.keep(state, of: userID) }
         let profileVersion = merge.profileChanged ? version : stored.profileVersion
         // A cursor from the future (a restored backup, another server) gets everything.
         let since = changes.cursor.flatMap { $0 <= stored.version ? $0 : nil } ?? 0
@@ -114,10 +129,7 @@ package enum SyncStore {
             achievements: merge.achievements, changed: merge.count)
         // A device that was up to date gets exactly what this sync changed; one that was behind also
         // gets what other devices changed meanwhile.
-        if since != stored.version {
-            delta.progress = try progressChanged(userID: userID, since: since, on: connection)
-            delta.achievements = try achievementsChanged(userID: userID, since: since, on: connection)
-        }
+        if since != stored.version { (delta.progress, delta.achievements) = state.changed(since: since) }
         return delta
     }
 
@@ -158,8 +170,10 @@ package enum SyncStore {
             state.profile = merge.profile
             state.profileVersion = state.version
         }
-        for lesson in merge.lessons { state.lessons[lessonKey(lesson)] = lesson }
-        for achievement in merge.achievements { state.achievements[achievement.achievementID] = achievement }
+        for lesson in merge.lessons { state.lessons[lessonKey(lesson)] = Versioned(item: lesson, version: state.version) }
+        for achievement in merge.achievements {
+            state.achievements[achievement.achievementID] = Versioned(item: achievement, version: state.version)
+        }
         return state
     }
 
@@ -183,12 +197,12 @@ package enum SyncStore {
         _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?, into stored: Stored
     ) -> Merge {
         let changedLessons = lessons.compactMap { incoming -> LessonProgress? in
-            let current = stored.lessons[lessonKey(incoming)]
+            let current = stored.lessons[lessonKey(incoming)]?.item
             let merged = current?.merged(with: incoming) ?? incoming
             return merged == current ? nil : merged
         }
         let changedAchievements = achievements.compactMap { incoming -> AchievementProgress? in
-            let current = stored.achievements[incoming.achievementID]
+            let current = stored.achievements[incoming.achievementID]?.item
             let merged = current?.merged(with: incoming) ?? incoming
             return merged == current ? nil : merged
         }
@@ -209,15 +223,15 @@ package enum SyncStore {
                 """, binds: binds
             ).first
         else { return nil }
-        var lessons: [String: LessonProgress] = [:]
-        for row in try connection.query("SELECT \(progressColumns) FROM progress WHERE user_id = ?", userID) {
+        var lessons: [String: Versioned<LessonProgress>] = [:]
+        for row in try connection.query("SELECT \(progressColumns), version FROM progress WHERE user_id = ?", userID) {
             let lesson = try lesson(row)
-            lessons[lessonKey(lesson)] = lesson
+            lessons[lessonKey(lesson)] = Versioned(item: lesson, version: try row.decode(at: 6))
         }
-        var achievements: [String: AchievementProgress] = [:]
-        for row in try connection.query("SELECT \(achievementColumns) FROM user_achievements WHERE user_id = ?", userID) {
+        var achievements: [String: Versioned<AchievementProgress>] = [:]
+        for row in try connection.query("SELECT \(achievementColumns), version FROM user_achievements WHERE user_id = ?", userID) {
             let achievement = try achievement(row)
-            achievements[achievement.achievementID] = achievement
+            achievements[achievement.achievementID] = Versioned(item: achievement, version: try row.decode(at: 4))
         }
         return Stored(
             version: try user.decode(at: 0), profileVersion: try user.decode(at: 5),
@@ -319,13 +333,6 @@ package enum SyncStore {
         }
     }
 
-    static func progressChanged(userID: UInt64, since: UInt64, on connection: Connection) throws -> [LessonProgress] {
-        try connection.query(
-            "SELECT \(progressColumns) FROM progress WHERE user_id = ? AND version > ? ORDER BY version, belief_system_id, lesson_id",
-            userID, since
-        ).map(lesson)
-    }
-
     // MARK: - Achievements
 
     static let achievementColumns = "achievement_id, progress, completed, completed_at"
@@ -351,13 +358,6 @@ package enum SyncStore {
                     version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
                 """, binds: binds)
         }
-    }
-
-    static func achievementsChanged(userID: UInt64, since: UInt64, on connection: Connection) throws -> [AchievementProgress] {
-        try connection.query(
-            "SELECT \(achievementColumns) FROM user_achievements WHERE user_id = ? AND version > ? ORDER BY version, achievement_id",
-            userID, since
-        ).map(achievement)
     }
 
     /// `values` for `IN (...)` lists: chunks of at most 64, the last one padded to a power of two by
