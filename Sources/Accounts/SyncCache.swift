@@ -15,7 +15,7 @@ package final class SyncCache: Sendable {
         let entries = Mutex<(states: [UInt64: SyncStore.Stored], items: Int)>(([:], 0))
     }
 
-    /// Lessons and achievements kept in all (about 150 bytes each), split evenly between the
+    /// Lessons and achievements kept in all (about 160 bytes each, with their versions), split evenly between the
     /// shards; when a shard is full, arbitrary entries of it make room. A user with more than
     /// `maximumPerUser` items is not kept at all.
     let capacity: Int
