@@ -15,9 +15,9 @@ package final class SyncCache: Sendable {
         let entries = Mutex<(states: [UInt64: SyncStore.Stored], items: Int)>(([:], 0))
     }
 
-    /// Lessons and achievements kept in all (about 160 bytes each, with their versions), split evenly between the
-    /// shards; when a shard is full, arbitrary entries of it make room. A user with more than
-    /// `maximumPerUser` items is not kept at all.
+    /// Lessons and achievements kept in all (about 160 bytes each, with their versions), split
+    /// evenly between the shards; when a shard is full, arbitrary entries of it make room. A user
+    /// with more than `maximumPerUser` items is not kept at all.
     let capacity: Int
     let maximumPerUser: Int
     private let shards: [Shard]
