@@ -93,15 +93,18 @@ package final class SyncGroupCommit: @unchecked Sendable {
             pthread_mutex_unlock(mutex)
             let outcomes = SyncGroupCommit.commit(batch, on: connection)
             pthread_mutex_lock(mutex)
-            for (write, committed) in zip(batch, outcomes) {
-                write.committed = committed
-                pthread_cond_signal(write.wakeUp)
-            }
+            for (write, committed) in zip(batch, outcomes) { write.committed = committed }
             batches += 1
             committedWrites += outcomes.count { $0 }
             leading -= 1
             // The next batch's leader; a write queued meanwhile leads at once when it may.
-            if batchMayStart, let next = queue.first { pthread_cond_signal(next.wakeUp) }
+            let next = batchMayStart ? queue.first : nil
+            // Woken after the mutex is let go, so that they do not wake only to wait for it. `batch`
+            // and `next` keep the writes, and so their conditions, alive meanwhile.
+            pthread_mutex_unlock(mutex)
+            for write in batch { pthread_cond_signal(write.wakeUp) }
+            if let next { pthread_cond_signal(next.wakeUp) }
+            pthread_mutex_lock(mutex)
         }
     }
 
