@@ -160,7 +160,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
     /// each is still at the version its write was merged from and the write's session is active.
     /// - Throws: `NotAllCurrent` when some write does not hold; the transaction must be rolled back.
     static func advanceAllCurrent(_ writes: [Write], on connection: Connection) throws {
-        let checked = writes.filter { $0.session != nil }
+        let checked = writes.compactMap { write in write.session.map { (write: write, session: $0) } }
         let unchecked = writes.filter { $0.session == nil }
         var advanced: UInt64 = 0
         for chunk in SyncStore.inListChunks(checked) {
@@ -170,7 +170,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
                 """
                 UPDATE users u STRAIGHT_JOIN sessions s ON s.user_id = u.id SET u.sync_version = u.sync_version + 1
                 WHERE (u.id, u.sync_version, s.id) IN (\(list)) AND \(Sessions.activeCondition)
-                """, binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version, write.session!] }
+                """, binds: chunk.flatMap { item -> [any DatabaseValueConvertible] in [item.write.userID, item.write.stored.version, item.session] }
             ).affectedRows
         }
         for chunk in SyncStore.inListChunks(unchecked) {
