@@ -59,7 +59,7 @@ package struct AppConfig: Sendable {
         Key(name: "SIWA_SOCKET_PATH", type: "path", defaultValue: "/run/siwa/siwa.sock", summary: "FastCGI unix socket nginx connects to"),
         Key(name: "SIWA_SOCKET_MODE", type: "octal", defaultValue: "0660", summary: "permissions of the socket file"),
         Key(name: "SIWA_SOCKET_BACKLOG", type: "int 16...65535", defaultValue: "1024", summary: "listen backlog (connections waiting for a free worker)"),
-        Key(name: "SIWA_WORKER_THREADS", type: "int 1...512", defaultValue: "16", summary: "worker threads, one database connection each"),
+        Key(name: "SIWA_WORKER_THREADS", type: "int 1...512", defaultValue: "64", summary: "worker threads, one database connection each"),
         Key(name: "SIWA_MAX_BODY_BYTES", type: "int 1024...16777216", defaultValue: "1048576", summary: "hard limit on a request body (413 above)"),
         Key(name: "SIWA_DB_SOCKET", type: "path", defaultValue: nil, summary: "MariaDB unix socket (or SIWA_DB_HOST)"),
         Key(name: "SIWA_DB_HOST", type: "host", defaultValue: nil, summary: "MariaDB TCP host (or SIWA_DB_SOCKET)"),

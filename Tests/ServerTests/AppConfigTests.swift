@@ -12,7 +12,7 @@ import Testing
         let config = try AppConfig(environment: Self.minimal)
         #expect(config.socketPath == "/run/siwa/siwa.sock")
         #expect(config.socketMode == 0o660)
-        #expect(config.workerThreads == 16)
+        #expect(config.workerThreads == 64)
         #expect(config.maxBodyBytes == 1_048_576)
         #expect(config.database.endpoint == .unixSocket(path: "/run/mysqld/mysqld.sock"))
         #expect(config.database.password == nil)
