@@ -106,7 +106,7 @@ package enum Sessions {
     static func active(_ sessions: [Pair], on connection: Connection) throws -> Set<Pair> {
         var active = Set<Pair>()
         for chunk in SyncStore.inListChunks(sessions) {
-            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let list = SyncStore.placeholders(chunk.count)
             for row in try connection.query("SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition)", binds: chunk.map(\.sessionID)) {
                 active.insert(Pair(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1)))
             }

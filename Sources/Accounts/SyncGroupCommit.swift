@@ -164,7 +164,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
         let unchecked = writes.filter { $0.session == nil }
         var advanced: UInt64 = 0
         for chunk in SyncStore.inListChunks(checked) {
-            let list = Array(repeating: "(?, ?, ?)", count: chunk.count).joined(separator: ", ")
+            let list = SyncStore.placeholders(chunk.count, each: "(?, ?, ?)")
             // Users first, so their rows are locked in id order, as every batch locks them.
             advanced += try connection.execute(
                 """
@@ -174,7 +174,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
             ).affectedRows
         }
         for chunk in SyncStore.inListChunks(unchecked) {
-            let list = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ", ")
+            let list = SyncStore.placeholders(chunk.count, each: "(?, ?)")
             advanced += try connection.execute(
                 "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(list))",
                 binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version] }

@@ -271,7 +271,7 @@ package enum SyncStore {
     static func lockVersions(of userIDs: [UInt64], on connection: Connection) throws -> [UInt64: UInt64] {
         var versions: [UInt64: UInt64] = [:]
         for chunk in inListChunks(userIDs) {
-            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let list = placeholders(chunk.count)
             for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(list)) FOR UPDATE", binds: chunk) {
                 versions[try row.decode(at: 0)] = try row.decode(at: 1)
             }
@@ -282,7 +282,7 @@ package enum SyncStore {
     /// Moves the versions of `userIDs` on by one; their rows must be locked by this transaction.
     static func advance(_ userIDs: [UInt64], on connection: Connection) throws {
         for chunk in inListChunks(userIDs) {
-            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let list = placeholders(chunk.count)
             _ = try connection.execute("UPDATE users SET sync_version = sync_version + 1 WHERE id IN (\(list))", binds: chunk)
         }
     }
@@ -319,7 +319,7 @@ package enum SyncStore {
     /// Upserts lessons, each with its user and the version that changed it.
     static func write(_ lessons: [(userID: UInt64, version: UInt64, lesson: LessonProgress)], on connection: Connection) throws {
         try writeChunked(lessons) { chunk in
-            let rows = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
+            let rows = placeholders(chunk.count, each: "(?, ?, ?, ?, ?, ?, ?, ?)")
             let binds: [any DatabaseValueConvertible] = chunk.flatMap { row -> [any DatabaseValueConvertible] in
                 let lesson = row.lesson
                 return [row.userID, lesson.beliefSystemID, lesson.lessonID, lesson.status.rawValue, lesson.score, lesson.earnedXP, lesson.completedAt, row.version]
@@ -346,7 +346,7 @@ package enum SyncStore {
     /// Upserts achievements, each with its user and the version that changed it.
     static func write(_ achievements: [(userID: UInt64, version: UInt64, achievement: AchievementProgress)], on connection: Connection) throws {
         try writeChunked(achievements) { chunk in
-            let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
+            let rows = placeholders(chunk.count, each: "(?, ?, ?, ?, ?, ?)")
             let binds: [any DatabaseValueConvertible] = chunk.flatMap { row -> [any DatabaseValueConvertible] in
                 let item = row.achievement
                 return [row.userID, item.achievementID, item.progress, item.completed, item.completedAt, row.version]
@@ -358,6 +358,12 @@ package enum SyncStore {
                     version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
                 """, binds: binds)
         }
+    }
+
+    /// The placeholders of `count` values (`?, ?`) or rows (`(?, ?), (?, ?)` for `each: "(?, ?)"`) of
+    /// a statement's list.
+    static func placeholders(_ count: Int, each: String = "?") -> String {
+        Array(repeating: each, count: count).joined(separator: ", ")
     }
 
     /// `values` for `IN (...)` lists: chunks of at most 64, the last one padded to a power of two by
