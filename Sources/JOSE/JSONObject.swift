@@ -524,6 +524,10 @@ struct JSONParser {
 
     /// The value of a scanned number that is an integer within `Int64`, else nil.
     static func integerValue(_ bytes: ArraySlice<UInt8>) -> Int64? {
+        bytes.withUnsafeBufferPointer { integerValue($0) }
+    }
+
+    static func integerValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var index = bytes.startIndex
         let negative = bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }

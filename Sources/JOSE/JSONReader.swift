@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A strict pull reader for JSON whose shape the caller knows: it walks objects and arrays in
 /// document order and reads each value once, as what the caller expects, without building a tree
 /// or scanning anything twice.
@@ -86,9 +90,11 @@ package struct JSONReader {
         guard let (range, escaped) = try nextName() else { return nil }
         if escaped {
             guard let name = JSONParser.stringValue(parser.text, range, escaped: true) else { throw parser.fail("invalid member name") }
-            return names.index(of: Array(name.utf8)[...])
+            return Array(name.utf8).withUnsafeBufferPointer { names.index(of: $0) }
         }
-        return names.index(of: parser.text[range.lowerBound + 1..<range.upperBound - 1])
+        return parser.text.withUnsafeBufferPointer { text in
+            names.index(of: UnsafeBufferPointer(rebasing: text[range.lowerBound + 1..<range.upperBound - 1]))
+        }
     }
 
     /// Moves to the next member's value; its name's range (quotes included) and whether it holds
@@ -96,10 +102,10 @@ package struct JSONReader {
     private mutating func nextName() throws(JSONError) -> (Range<Int>, Bool)? {
         guard try advance(close: UInt8(ascii: "}"), "expected ',' or '}'") else { return nil }
         let (range, escaped) = try parser.scanString()
-        let text = parser.text
-        for other in names[containers[containers.count - 1].namesStart...]
-        where Self.sameName(text, other.range, other.escaped, range, escaped) {
-            throw .duplicateMember(JSONParser.stringValue(text, range, escaped: escaped) ?? "")
+        // By index, and bytes compared in place: no slice or copy of the text per comparison.
+        for index in containers[containers.count - 1].namesStart..<names.count
+        where Self.sameName(parser.text, names[index].range, names[index].escaped, range, escaped) {
+            throw .duplicateMember(JSONParser.stringValue(parser.text, range, escaped: escaped) ?? "")
         }
         names.append((range, escaped))
         parser.skipWhitespace()
@@ -148,7 +154,8 @@ package struct JSONReader {
         let start = parser.position
         guard try kind() == .number else { throw parser.fail("expected a number") }
         try parser.scanNumber()
-        return JSONParser.integerValue(parser.text[start..<parser.position])
+        let end = parser.position
+        return parser.text.withUnsafeBufferPointer { JSONParser.integerValue(UnsafeBufferPointer(rebasing: $0[start..<end])) }
     }
 
     /// The next value, which must be `true` or `false`.
@@ -172,7 +179,10 @@ package struct JSONReader {
     }
 
     private static func sameName(_ text: [UInt8], _ a: Range<Int>, _ aEscaped: Bool, _ b: Range<Int>, _ bEscaped: Bool) -> Bool {
-        if !aEscaped && !bEscaped { return text[a].elementsEqual(text[b]) }
+        if !aEscaped && !bEscaped {
+            guard a.count == b.count else { return false }
+            return text.withUnsafeBufferPointer { memcmpEqual($0.baseAddress! + a.lowerBound, $0.baseAddress! + b.lowerBound, a.count) }
+        }
         return JSONParser.stringValue(text, a, escaped: aEscaped) == JSONParser.stringValue(text, b, escaped: bEscaped)
     }
 }
@@ -180,14 +190,32 @@ package struct JSONReader {
 /// Member names a `JSONReader` caller looks for, kept as UTF-8 so that names are matched without
 /// making strings.
 package struct JSONNames: Sendable {
-    private let names: [[UInt8]]
+    /// The names' UTF-8, one after the other, and where each is in it.
+    private let bytes: [UInt8]
+    private let ranges: [Range<Int>]
 
-    package init(_ names: [String]) { self.names = names.map { Array($0.utf8) } }
+    package init(_ names: [String]) {
+        var bytes: [UInt8] = []
+        ranges = names.map { name in
+            let start = bytes.count
+            bytes.append(contentsOf: name.utf8)
+            return start..<bytes.count
+        }
+        self.bytes = bytes
+    }
 
-    package var count: Int { names.count }
+    package var count: Int { ranges.count }
 
     /// The index of `name` (unescaped UTF-8), or `count` when it is none of them.
-    func index(of name: ArraySlice<UInt8>) -> Int {
-        names.firstIndex { $0.count == name.count && $0.elementsEqual(name) } ?? names.count
+    func index(of name: UnsafeBufferPointer<UInt8>) -> Int {
+        bytes.withUnsafeBufferPointer { all in
+            for slot in ranges.indices {
+                let range = ranges[slot]
+                if range.count == name.count && (range.isEmpty || memcmp(all.baseAddress! + range.lowerBound, name.baseAddress!, name.count) == 0) {
+                    return slot
+                }
+            }
+            return ranges.count
+        }
     }
 }

@@ -16,7 +16,7 @@ struct Body {
             case 0: profile = try Objects(single: &reader, Schema.profile)
             case 1: progress = try Objects(list: &reader, Schema.lesson)
             case 2: achievements = try Objects(list: &reader, Schema.achievement)
-            default: try top.read(member - Schema.bodyObjects.count, &reader)
+            default: try top.read(member - Schema.bodyObjects.count, &reader, width: Schema.top.names.count)
             }
         }
         try reader.end()
@@ -36,11 +36,15 @@ final class Schema: Sendable {
     static let achievement = Schema(["achievementId", "progress", "completed", "completedAt"], in: "achievements")
 
     let names: [String]
+    /// The names' lengths in UTF-8.
+    let lengths: [Int]
     let matcher: JSONNames
     let container: String
 
     init(_ names: [String], in container: String) {
+        precondition(names.count <= Fields.capacity, "a schema of more members than Fields keeps")
         self.names = names
+        self.lengths = names.map(\.utf8.count)
         self.matcher = JSONNames(names)
         self.container = container
     }
@@ -112,28 +116,35 @@ struct Fields {
         case other(JSONObject.Kind)
     }
 
+    /// The values of up to `capacity` members, kept in place rather than in an array of their own
+    /// (a sync's body has up to 1,000 objects).
+    typealias Values = InlineArray<6, Value>
+    static let capacity = Values.count
+
     let schema: Schema
-    /// The values of the schema's members, in its order.
-    var values: [Value]
+    /// The values of the schema's members, in its order; the slots past them stay absent.
+    var values = Values(repeating: .absent)
     /// For an array item, its index. The path text is made only for an error message.
     let index: Int?
 
     init(_ schema: Schema, index: Int? = nil) {
         self.schema = schema
-        self.values = Array(repeating: .absent, count: schema.names.count)
         self.index = index
     }
 
     /// Reads the object the reader stands before.
     init(reading reader: inout JSONReader, _ schema: Schema, index: Int? = nil) throws(JSONError) {
         self.init(schema, index: index)
+        // Taken out of the schema once per object, not once per member.
+        let matcher = schema.matcher
         try reader.beginObject()
-        while let member = try reader.nextMember(among: schema.matcher) { try read(member, &reader) }
+        while let member = try reader.nextMember(among: matcher) { try read(member, &reader, width: matcher.count) }
     }
 
-    /// Reads the value of the schema's member `slot`; any other (`slot` past the schema) is skipped.
-    mutating func read(_ slot: Int, _ reader: inout JSONReader) throws(JSONError) {
-        guard slot < values.count else { return try reader.skipValue() }
+    /// Reads the value of the schema's member `slot`; any other (`slot` from `width`, the schema's
+    /// size, on) is skipped.
+    mutating func read(_ slot: Int, _ reader: inout JSONReader, width: Int) throws(JSONError) {
+        guard slot < width else { return try reader.skipValue() }
         switch try reader.kind() {
         case .string: values[slot] = .string(try reader.string())
         case .number: values[slot] = try reader.integer().map { .integer($0) } ?? .otherNumber
@@ -148,7 +159,12 @@ struct Fields {
 
     func path(_ name: String) -> String { prefix.isEmpty ? name : prefix + "." + name }
 
-    private func value(_ name: String) -> Value { schema.names.firstIndex(of: name).map { values[$0] } ?? .absent }
+    /// Names of another length are passed over without comparing strings.
+    private func value(_ name: String) -> Value {
+        let length = name.utf8.count
+        for slot in schema.lengths.indices where schema.lengths[slot] == length && schema.names[slot] == name { return values[slot] }
+        return .absent
+    }
 
     private func wrongType(_ name: String) -> HTTPError { HTTPError.badRequest("`\(path(name))` has the wrong type") }
 
