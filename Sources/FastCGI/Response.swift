@@ -14,16 +14,24 @@ package struct Response: Sendable {
     }
 
     /// The header block as libfcgi expects it on stdout: `Status:` first, then a blank line.
+    /// Written straight into one byte array (one allocation, not one per appended string).
     package func headerBlock() -> [UInt8] {
-        var text = "Status: \(status) \(Response.reasonPhrase(status))\r\n"
+        var block: [UInt8] = []
+        block.reserveCapacity(96 + contentType.utf8.count + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
+        func line(_ name: String, _ value: String) {
+            block.append(contentsOf: name.utf8)
+            block.append(contentsOf: ": ".utf8)
+            block.append(contentsOf: value.utf8)
+            block.append(contentsOf: "\r\n".utf8)
+        }
+        line("Status", "\(status) \(Response.reasonPhrase(status))")
         if !body.isEmpty || status != 204 {
-            text += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
+            line("Content-Type", contentType)
+            line("Content-Length", String(body.count))
         }
-        for header in headers {
-            text += "\(header.name): \(header.value)\r\n"
-        }
-        text += "\r\n"
-        return Array(text.utf8)
+        for header in headers { line(header.name, header.value) }
+        block.append(contentsOf: "\r\n".utf8)
+        return block
     }
 
     /// The standard reason phrase for the status codes this server uses.
