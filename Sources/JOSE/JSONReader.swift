@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A strict pull reader for JSON whose shape the caller knows: it walks objects and arrays in
 /// document order and reads each value once, as what the caller expects, without building a tree
 /// or scanning anything twice.
@@ -190,32 +186,16 @@ package struct JSONReader {
 /// Member names a `JSONReader` caller looks for, kept as UTF-8 so that names are matched without
 /// making strings.
 package struct JSONNames: Sendable {
-    /// The names' UTF-8, one after the other, and where each is in it.
-    private let bytes: [UInt8]
-    private let ranges: [Range<Int>]
+    private let names: [[UInt8]]
 
-    package init(_ names: [String]) {
-        var bytes: [UInt8] = []
-        ranges = names.map { name in
-            let start = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            return start..<bytes.count
-        }
-        self.bytes = bytes
-    }
+    package init(_ names: [String]) { self.names = names.map { Array($0.utf8) } }
 
-    package var count: Int { ranges.count }
+    package var count: Int { names.count }
 
     /// The index of `name` (unescaped UTF-8), or `count` when it is none of them.
     func index(of name: UnsafeBufferPointer<UInt8>) -> Int {
-        bytes.withUnsafeBufferPointer { all in
-            for slot in ranges.indices {
-                let range = ranges[slot]
-                if range.count == name.count && (range.isEmpty || memcmp(all.baseAddress! + range.lowerBound, name.baseAddress!, name.count) == 0) {
-                    return slot
-                }
-            }
-            return ranges.count
-        }
+        names.firstIndex { known in
+            known.count == name.count && known.withUnsafeBufferPointer { known.isEmpty || memcmpEqual($0.baseAddress!, name.baseAddress!, name.count) }
+        } ?? names.count
     }
 }
