@@ -4,7 +4,7 @@ import Glibc
 package import MariaDB
 
 /// Group commit of sync writes: the changing syncs of several users that arrive together are
-/// written in one transaction, with one multi-row statement per table and one durable commit,
+/// written in one transaction, with one batch execution per table and one durable commit,
 /// instead of a transaction each.
 ///
 /// There is no extra thread: the first waiting worker becomes the leader, takes every queued

@@ -36,9 +36,9 @@ package struct SyncDelta: Sendable, Equatable {
 /// got in between (the user's version moved), the state is read again under the lock. Only rows
 /// whose merged state differs are written. The merge rules are `SyncMerge.swift`'s.
 package enum SyncStore {
-    /// Rows written per statement, largest first: items are written in the largest chunks that fit,
-    /// so only a few statement shapes are ever prepared and no row is written twice.
-    static let writeChunks = [64, 32, 16, 8, 4, 2, 1]
+    /// Sizes of `IN (...)` lists, largest first: a list is padded to one of them, so that only a few
+    /// statement shapes are ever prepared.
+    static let inListSizes = [64, 32, 16, 8, 4, 2, 1]
 
     /// The user's stored state, as one sync reads it: every item with the version that last changed
     /// it, so that what changed since a cursor is found in it.
@@ -316,21 +316,19 @@ package enum SyncStore {
             earnedXP: try row.decode(at: 4), completedAt: try row.decode(at: 5))
     }
 
-    /// Upserts lessons, each with its user and the version that changed it.
+    /// Upserts lessons, each with its user and the version that changed it: one batch execution.
     static func write(_ lessons: [(userID: UInt64, version: UInt64, lesson: LessonProgress)], on connection: Connection) throws {
-        try writeChunked(lessons) { chunk in
-            let rows = placeholders(chunk.count, each: "(?, ?, ?, ?, ?, ?, ?, ?)")
-            let binds: [any DatabaseValueConvertible] = chunk.flatMap { row -> [any DatabaseValueConvertible] in
+        guard !lessons.isEmpty else { return }
+        _ = try connection.executeBatch(
+            """
+            INSERT INTO progress (user_id, \(progressColumns), version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON DUPLICATE KEY UPDATE status = VALUES(status), score = VALUES(score), earned_xp = VALUES(earned_xp),
+                completed_at = VALUES(completed_at), version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
+            """,
+            rows: lessons.map { row in
                 let lesson = row.lesson
                 return [row.userID, lesson.beliefSystemID, lesson.lessonID, lesson.status.rawValue, lesson.score, lesson.earnedXP, lesson.completedAt, row.version]
-            }
-            _ = try connection.execute(
-                """
-                INSERT INTO progress (user_id, \(progressColumns), version) VALUES \(rows)
-                ON DUPLICATE KEY UPDATE status = VALUES(status), score = VALUES(score), earned_xp = VALUES(earned_xp),
-                    completed_at = VALUES(completed_at), version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
-                """, binds: binds)
-        }
+            })
     }
 
     // MARK: - Achievements
@@ -343,21 +341,19 @@ package enum SyncStore {
             completedAt: try row.decode(at: 3))
     }
 
-    /// Upserts achievements, each with its user and the version that changed it.
+    /// Upserts achievements, each with its user and the version that changed it: one batch execution.
     static func write(_ achievements: [(userID: UInt64, version: UInt64, achievement: AchievementProgress)], on connection: Connection) throws {
-        try writeChunked(achievements) { chunk in
-            let rows = placeholders(chunk.count, each: "(?, ?, ?, ?, ?, ?)")
-            let binds: [any DatabaseValueConvertible] = chunk.flatMap { row -> [any DatabaseValueConvertible] in
+        guard !achievements.isEmpty else { return }
+        _ = try connection.executeBatch(
+            """
+            INSERT INTO user_achievements (user_id, \(achievementColumns), version) VALUES (?, ?, ?, ?, ?, ?)
+            ON DUPLICATE KEY UPDATE progress = VALUES(progress), completed = VALUES(completed), completed_at = VALUES(completed_at),
+                version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
+            """,
+            rows: achievements.map { row in
                 let item = row.achievement
                 return [row.userID, item.achievementID, item.progress, item.completed, item.completedAt, row.version]
-            }
-            _ = try connection.execute(
-                """
-                INSERT INTO user_achievements (user_id, \(achievementColumns), version) VALUES \(rows)
-                ON DUPLICATE KEY UPDATE progress = VALUES(progress), completed = VALUES(completed), completed_at = VALUES(completed_at),
-                    version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
-                """, binds: binds)
-        }
+            })
     }
 
     /// The placeholders of `count` values (`?, ?`) or rows (`(?, ?), (?, ?)` for `each: "(?, ?)"`) of
@@ -370,20 +366,10 @@ package enum SyncStore {
     /// repeating its last value (a repeat changes nothing in such a list), so that a batch of any
     /// size takes one statement of few shapes.
     package static func inListChunks<Value>(_ values: [Value]) -> [[Value]] {
-        stride(from: 0, to: values.count, by: writeChunks[0]).map { start in
-            let chunk = Array(values[start..<min(start + writeChunks[0], values.count)])
-            let size = writeChunks.last { $0 >= chunk.count }!
+        stride(from: 0, to: values.count, by: inListSizes[0]).map { start in
+            let chunk = Array(values[start..<min(start + inListSizes[0], values.count)])
+            let size = inListSizes.last { $0 >= chunk.count }!
             return chunk + repeatElement(chunk[chunk.count - 1], count: size - chunk.count)
-        }
-    }
-
-    /// Writes `items` in the largest chunks that fit (5 items: 4, then 1).
-    static func writeChunked<Item>(_ items: [Item], _ write: ([Item]) throws -> Void) throws {
-        var start = 0
-        while start < items.count {
-            let size = writeChunks.first { $0 <= items.count - start }!
-            try write(Array(items[start..<start + size]))
-            start += size
         }
     }
 }

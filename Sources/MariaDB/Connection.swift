@@ -86,6 +86,22 @@ package final class Connection {
         try perform(sql, binds.map(\.databaseValue), retryAnyLoss: false).result
     }
 
+    /// Runs a changing statement once for each of `rows` (each row its binds), all in one round trip
+    /// (MariaDB's array binding); an `INSERT` of one row's placeholders so writes all the rows. Not
+    /// retried once it may have reached the server, like `execute`.
+    /// - Returns: the rows changed by all of them together.
+    /// - Throws: `MariaDBError`; when any row fails, the statement fails as a whole.
+    package func executeBatch(_ sql: String, rows: [[any DatabaseValueConvertible]]) throws -> ExecutionResult {
+        let values = rows.map { $0.map(\.databaseValue) }
+        do {
+            return try statement(for: sql).executeBatch(values)
+        } catch let error as MariaDBError where error.code == .connectionLost {
+            disconnect()
+            guard !inTransaction, Connection.neverReachedServer(error) else { throw error }
+            return try statement(for: sql).executeBatch(values)
+        }
+    }
+
     /// Runs SQL text without binds over the text protocol, several statements when the configuration
     /// allows them (migrations). Result sets are discarded.
     /// - Throws: `MariaDBError` of the first failing statement.

@@ -135,6 +135,34 @@ final class PreparedStatement {
         return (rows, ExecutionResult(affectedRows: 0, lastInsertID: 0))
     }
 
+    /// Executes the statement once for each of `rows` (its binds, in parameter order), all in one
+    /// round trip: MariaDB's array binding (`STMT_ATTR_ARRAY_SIZE`, sent as COM_STMT_BULK_EXECUTE),
+    /// which an `INSERT` runs as a single statement of many rows. Only for statements without a result.
+    /// - Returns: the rows changed by all executions together.
+    /// - Throws: `MariaDBError`: `.misuse` for a statement with a result, a row of the wrong length or a
+    ///   column whose values are of different kinds; the server's error when any row fails.
+    func executeBatch(_ rows: [[Value]]) throws -> ExecutionResult {
+        guard kinds.isEmpty else { throw MariaDBError(.misuse, message: "a statement with a result cannot run as a batch") }
+        guard let wrong = rows.first(where: { $0.count != parameterCount }).map(\.count) ?? (parameterCount > 0 ? nil : 0) else {
+            guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
+            try withBatchBinds(rows) { binds in
+                var size = UInt32(rows.count)
+                defer {
+                    // Back to single executions, for a later `execute` of the same statement.
+                    var single: UInt32 = 0
+                    mysql_stmt_attr_set(statement, STMT_ATTR_ARRAY_SIZE, &single)
+                }
+                if mysql_stmt_attr_set(statement, STMT_ATTR_ARRAY_SIZE, &size) != 0 || mysql_stmt_bind_param(statement, binds) != 0
+                    || mysql_stmt_execute(statement) != 0
+                {
+                    throw PreparedStatement.error(of: statement)
+                }
+            }
+            return ExecutionResult(affectedRows: mysql_stmt_affected_rows(statement), lastInsertID: 0)
+        }
+        throw MariaDBError(.misuse, message: "expected rows of \(parameterCount) binds, got \(wrong)")
+    }
+
     private func readColumn(_ index: Int) throws -> Value {
         if nulls[index] != 0 { return .null }
         switch kinds[index] {
@@ -209,6 +237,108 @@ final class PreparedStatement {
             }
         }
         try body(binds)
+    }
+
+    /// Builds column-wise array binds of `rows` (all of `parameterCount` values), valid only inside
+    /// `body`: per parameter, one contiguous array of its values (8 bytes each for numbers; pointers and
+    /// lengths into one byte buffer for text and blobs) and one indicator per row for NULLs.
+    private func withBatchBinds(_ rows: [[Value]], _ body: (UnsafeMutablePointer<MYSQL_BIND>) throws -> Void) throws {
+        let count = rows.count
+        let binds = UnsafeMutablePointer<MYSQL_BIND>.allocate(capacity: parameterCount)
+        binds.initialize(repeating: MYSQL_BIND(), count: parameterCount)
+        var storage: [UnsafeMutableRawPointer] = []
+        defer {
+            storage.forEach { $0.deallocate() }
+            binds.deallocate()
+        }
+        func allocate<T>(_ type: T.Type, _ elements: Int) -> UnsafeMutablePointer<T> {
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(elements, 1) * MemoryLayout<T>.stride, alignment: 8)
+            storage.append(buffer)
+            return buffer.bindMemory(to: T.self, capacity: max(elements, 1))
+        }
+        for column in 0..<parameterCount {
+            let indicators = allocate(CChar.self, count)
+            binds[column].u.indicator = indicators
+            var kind: Value?
+            for (row, values) in rows.enumerated() {
+                let value = values[column]
+                indicators[row] = value == .null ? CChar(STMT_INDICATOR_NULL.rawValue) : CChar(STMT_INDICATOR_NONE.rawValue)
+                guard value != .null else { continue }
+                if let kind, !PreparedStatement.sameKind(kind, value) {
+                    throw MariaDBError(.misuse, message: "parameter \(column + 1) mixes kinds of values in one batch")
+                }
+                kind = kind ?? value
+            }
+            switch kind {
+            case nil, .int, .uint:
+                // Unsigned when any value is: then no value may be negative.
+                let unsigned = rows.contains { if case .uint = $0[column] { true } else { false } }
+                let numbers = allocate(UInt64.self, count)
+                for (row, values) in rows.enumerated() {
+                    switch values[column] {
+                    case .int(let int):
+                        guard !unsigned || int >= 0 else {
+                            throw MariaDBError(.misuse, message: "parameter \(column + 1) mixes negative and unsigned values")
+                        }
+                        numbers[row] = UInt64(bitPattern: int)
+                    case .uint(let uint): numbers[row] = uint
+                    default: numbers[row] = 0
+                    }
+                }
+                binds[column].buffer_type = MYSQL_TYPE_LONGLONG
+                binds[column].is_unsigned = unsigned ? 1 : 0
+                binds[column].buffer = UnsafeMutableRawPointer(numbers)
+            case .double:
+                let numbers = allocate(Double.self, count)
+                for (row, values) in rows.enumerated() {
+                    if case .double(let double) = values[column] { numbers[row] = double } else { numbers[row] = 0 }
+                }
+                binds[column].buffer_type = MYSQL_TYPE_DOUBLE
+                binds[column].buffer = UnsafeMutableRawPointer(numbers)
+            case .text, .blob:
+                let total = rows.reduce(0) { total, values in
+                    switch values[column] {
+                    case .text(let text): total + text.utf8.count
+                    case .blob(let bytes): total + bytes.count
+                    default: total
+                    }
+                }
+                let bytes = allocate(UInt8.self, total)
+                let pointers = allocate(UnsafeRawPointer?.self, count)
+                let lengths = allocate(UInt.self, count)
+                var offset = 0
+                for (row, values) in rows.enumerated() {
+                    let target = UnsafeMutableRawBufferPointer(start: bytes + offset, count: total - offset)
+                    var length = 0
+                    switch values[column] {
+                    case .text(let text):
+                        length = text.utf8.count
+                        target.copyBytes(from: text.utf8)
+                    case .blob(let blob):
+                        length = blob.count
+                        target.copyBytes(from: blob)
+                    default: break
+                    }
+                    pointers[row] = UnsafeRawPointer(bytes + offset)
+                    lengths[row] = UInt(length)
+                    offset += length
+                }
+                binds[column].buffer_type = kind.map { if case .blob = $0 { MYSQL_TYPE_BLOB } else { MYSQL_TYPE_STRING } } ?? MYSQL_TYPE_STRING
+                binds[column].buffer = UnsafeMutableRawPointer(pointers)
+                binds[column].length = lengths
+            case .null:
+                preconditionFailure("a NULL does not set a column's kind")
+            }
+        }
+        try body(binds)
+    }
+
+    /// Whether two values bind to the same column type (integers of either sign together).
+    private static func sameKind(_ first: Value, _ second: Value) -> Bool {
+        switch (first, second) {
+        case (.int, .int), (.int, .uint), (.uint, .int), (.uint, .uint), (.double, .double), (.text, .text), (.blob, .blob): true
+        default: false
+        }
     }
 
     private static func kind(of field: MYSQL_FIELD) -> ColumnKind {

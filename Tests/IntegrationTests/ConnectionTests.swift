@@ -99,6 +99,60 @@ import Testing
         }
     }
 
+    @Test("A batch writes all its rows in one execution: every kind of value, NULLs, and upserts counted as the server counts them")
+    func batch() throws {
+        try withTable { connection in
+            let insert = "INSERT INTO items (name, score, big, note, raw, flag) VALUES (?, ?, ?, ?, ?, ?)"
+            let written = try connection.executeBatch(insert, rows: [
+                ["café 🍎", 2.5, UInt64.max, "a note", [UInt8]([0, 255]), true],
+                ["plain", Double?.none, UInt64(7), String?.none, [UInt8]?.none, false],
+                ["", -1.0, UInt64?.none, "", [UInt8](), true],
+            ])
+            #expect(written.affectedRows == 3)
+            let rows = try connection.query("SELECT name, score, big, note, raw, flag FROM items ORDER BY id")
+            #expect(try rows.map { try $0.decode(String.self, at: 0) } == ["café 🍎", "plain", ""])
+            #expect(try rows.map { try $0.decode(Double?.self, at: 1) } == [2.5, nil, -1.0])
+            #expect(try rows.map { try $0.decode(UInt64?.self, at: 2) } == [UInt64.max, 7, nil])
+            #expect(try rows.map { try $0.decode(String?.self, at: 3) } == ["a note", nil, ""])
+            #expect(try rows.map { try $0.decode([UInt8]?.self, at: 4) } == [[0, 255], nil, []])
+            #expect(try rows.map { try $0.decode(Bool.self, at: 5) } == [true, false, true])
+
+            // One row updated (2), one inserted (1), one unchanged (0).
+            let upserted = try connection.executeBatch(
+                "INSERT INTO items (name, flag) VALUES (?, ?) ON DUPLICATE KEY UPDATE flag = VALUES(flag)",
+                rows: [["plain", true], ["new", false], ["", true]])
+            #expect(upserted.affectedRows == 3)
+            let flags = try connection.query("SELECT name, flag FROM items ORDER BY id").map { try $0.decode(Bool.self, at: 1) }
+            #expect(flags == [true, true, true, false])
+            // The same statement runs singly again after a batch.
+            #expect(try connection.execute("INSERT INTO items (name, flag) VALUES (?, ?) ON DUPLICATE KEY UPDATE flag = VALUES(flag)", "single", true).affectedRows == 1)
+            #expect(try connection.executeBatch(insert, rows: []).affectedRows == 0)
+        }
+    }
+
+    @Test("A batch with a failing row fails whole, and its transaction leaves nothing written; misuse is refused before sending")
+    func failingBatch() throws {
+        try withTable { connection throws in
+            #expect(throws: MariaDBError(.duplicateEntry)) {
+                try connection.transaction {
+                    _ = try connection.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["a"], ["b"], ["a"]])
+                }
+            }
+            #expect(try count(on: connection) == 0)
+            #expect(throws: MariaDBError(.misuse)) { try connection.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["a", 1]]) }
+            #expect(throws: MariaDBError(.misuse)) { try connection.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["a"], [1]]) }
+            #expect(throws: MariaDBError(.misuse)) {
+                try connection.executeBatch("INSERT INTO items (name, big) VALUES (?, ?)", rows: [["a", UInt64(1)], ["b", -1]])
+            }
+            #expect(throws: MariaDBError(.misuse)) { try connection.executeBatch("SELECT name FROM items WHERE name = ?", rows: [["a"]]) }
+            #expect(try count(on: connection) == 0)
+        }
+    }
+
+    private func count(on connection: Connection) throws -> Int {
+        try connection.query("SELECT COUNT(*) FROM items")[0].decode(at: 0)
+    }
+
     @Test("After the server drops the connection, the next read reconnects and re-prepares by itself")
     func reconnectsForReads() throws {
         try withTable { connection in
