@@ -42,6 +42,10 @@ if [ -n "${BENCH_HOLD:-}" ]; then
     log "holding the stack (see $BENCH_HOLD); stop with Ctrl-C"
     sleep infinity
 fi
+# The set-up leaves tens of megabytes of dirty pages (the new database's files, its redo log): written
+# back by the kernel during the first runs, they slow the durable commits of whichever case runs first.
+log "flushing the set-up's writes to disk"
+sync
 log "warm-up"
 users_file
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sync.lua" "$URL" -- "$TMP/sync_run_users" 2 unchanged >/dev/null 2>&1
