@@ -185,9 +185,7 @@ package final class SyncGroupCommit: @unchecked Sendable {
 
     /// Writes the merges of `writes`, whose users' versions this transaction moved on by one.
     static func write(_ writes: [Write], on connection: Connection) throws {
-        for write in writes where write.merge.profileChanged {
-            try SyncStore.storeProfile(write.merge.profile, of: write.userID, on: connection)
-        }
+        try SyncStore.storeProfiles(writes.filter(\.merge.profileChanged).map { ($0.userID, $0.merge.profile) }, on: connection)
         try SyncStore.write(
             writes.flatMap { write in write.merge.lessons.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
         try SyncStore.write(

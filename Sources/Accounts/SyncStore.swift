@@ -256,14 +256,16 @@ package enum SyncStore {
         ).affectedRows == 1
     }
 
-    /// Stores `profile` as the user's, changed at their current version; the row must be locked by
-    /// this transaction, whose version it moved on.
-    static func storeProfile(_ profile: SyncProfile, of userID: UInt64, on connection: Connection) throws {
-        _ = try connection.execute(
+    /// Stores each merged profile as its user's, changed at their current version: one batch
+    /// execution. The rows must be locked by this transaction, which moved their versions on.
+    static func storeProfiles(_ profiles: [(userID: UInt64, profile: SyncProfile)], on connection: Connection) throws {
+        guard !profiles.isEmpty else { return }
+        _ = try connection.executeBatch(
             """
             UPDATE users SET total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = sync_version
             WHERE id = ?
-            """, profile.totalXP, profile.currentLevel, profile.streakDays, profile.lastActiveDate, userID)
+            """,
+            rows: profiles.map { [$0.profile.totalXP, $0.profile.currentLevel, $0.profile.streakDays, $0.profile.lastActiveDate, $0.userID] })
     }
 
     /// The versions of `userIDs` (sorted, so that batches lock in one order), locked until the
