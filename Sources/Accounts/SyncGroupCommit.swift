@@ -8,8 +8,9 @@ package import MariaDB
 /// instead of a transaction each.
 ///
 /// There is no extra thread: the first waiting worker becomes the leader, takes every queued
-/// write, commits them on its own connection and wakes the others; writes that arrive meanwhile
-/// queue for the next leader. Each write carries the user's version its merge was computed from;
+/// write, commits them and wakes the others; writes that arrive meanwhile queue for the next leader.
+/// A leader commits on one of the group's own connections when it has them (without autocommit, so
+/// a batch needs no `START TRANSACTION` round trip), else on its worker's connection. Each write carries the user's version its merge was computed from;
 /// a write whose user moved on since (another device, another process), or whose session ended,
 /// is not applied, and its worker writes alone, re-reading under the lock (`SyncStore.writeAlone`).
 /// So is every write of a batch that fails. Re-applying a merge is harmless: merges are idempotent.
@@ -50,19 +51,32 @@ package final class SyncGroupCommit: @unchecked Sendable {
         }
     }
 
-    // The queue and the leader count, guarded by `mutex`.
+    /// The batches' own connections, one per leader; empty when leaders use their worker's.
+    private let connections: [Connection]
+
+    // The queue, the leader count and the free connections, guarded by `mutex`.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var queue: [Write] = []
+    private var freeConnections: [Connection]
     /// Batches being committed now, each by its leader on its own connection.
     private var leading = 0
     private var batches = 0
     private var committedWrites = 0
 
-    package init() {
+    /// - Parameter database: where the group opens its own connections (opened on first use); nil
+    ///   commits each batch on its leader's connection.
+    package init(database: Configuration? = nil) {
+        connections = database.map { configuration in
+            var manualCommit = configuration
+            manualCommit.autocommit = false
+            return (0..<SyncGroupCommit.maximumLeaders).map { _ in Connection(configuration: manualCommit) }
+        } ?? []
+        freeConnections = connections
         pthread_mutex_init(mutex, nil)
     }
 
     deinit {
+        connections.forEach { $0.close() }
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }
@@ -90,9 +104,12 @@ package final class SyncGroupCommit: @unchecked Sendable {
             leading += 1
             let batch = Array(queue.prefix(SyncGroupCommit.maximumBatch))
             queue.removeFirst(batch.count)
+            // At most `maximumLeaders` lead at once, so one of the group's connections is free.
+            let own = freeConnections.popLast()
             pthread_mutex_unlock(mutex)
-            let outcomes = SyncGroupCommit.commit(batch, on: connection)
+            let outcomes = SyncGroupCommit.commit(batch, on: own ?? connection)
             pthread_mutex_lock(mutex)
+            if let own { freeConnections.append(own) }
             for (write, committed) in zip(batch, outcomes) { write.committed = committed }
             batches += 1
             committedWrites += outcomes.count { $0 }

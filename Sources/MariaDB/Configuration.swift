@@ -16,6 +16,10 @@ package struct Configuration: Sendable {
     package var readWriteTimeout: Int
     /// Allows several statements in one `run(_:)` call (migrations only).
     package var allowsMultipleStatements: Bool
+    /// Whether each statement outside a transaction commits by itself. When false, the connection
+    /// only runs statements inside `transaction`, whose first statement starts it: one round trip
+    /// less per transaction (no `START TRANSACTION`).
+    package var autocommit = true
 
     package init(
         endpoint: Endpoint, user: String, password: String? = nil, database: String? = nil,

@@ -20,11 +20,16 @@ package final class Connection {
     private var handle: UnsafeMutablePointer<MYSQL>?
     private var statements: [String: PreparedStatement] = [:]
     private var inTransaction = false
+    /// Whether the open transaction has begun on the server: lost with the connection, it cannot be
+    /// resumed on another. Without autocommit its first statement begins it.
+    private var transactionBegun = false
 
-    /// Session settings applied on every (re)connect: UTC times and strict data checks.
-    private static let initCommand =
+    /// Session settings applied on every (re)connect: UTC times and strict data checks, and the
+    /// configuration's commit mode.
+    private var initCommand: String {
         "SET SESSION time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
-        + "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+            + "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'" + (configuration.autocommit ? "" : ", autocommit = 0")
+    }
 
     /// Creates a connection that opens on first use, so a worker starts even while the server is down.
     /// - Parameter configuration: where and how to connect.
@@ -92,14 +97,9 @@ package final class Connection {
     /// - Returns: the rows changed by all of them together.
     /// - Throws: `MariaDBError`; when any row fails, the statement fails as a whole.
     package func executeBatch(_ sql: String, rows: [[any DatabaseValueConvertible]]) throws -> ExecutionResult {
+        try requireCommitMode()
         let values = rows.map { $0.map(\.databaseValue) }
-        do {
-            return try statement(for: sql).executeBatch(values)
-        } catch let error as MariaDBError where error.code == .connectionLost {
-            disconnect()
-            guard !inTransaction, Connection.neverReachedServer(error) else { throw error }
-            return try statement(for: sql).executeBatch(values)
-        }
+        return try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) }
     }
 
     /// Runs SQL text without binds over the text protocol, several statements when the configuration
@@ -121,19 +121,20 @@ package final class Connection {
         }
     }
 
-    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. Without
+    /// autocommit, the first statement of `body` starts it.
     /// - Throws: what `body` throws, or `MariaDBError` from BEGIN/COMMIT; `.misuse` when nested.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
         guard !inTransaction else { throw MariaDBError(.misuse, message: "nested transaction") }
-        try command("START TRANSACTION", retryable: true)
+        if configuration.autocommit { try command("START TRANSACTION", retryable: true) }
         inTransaction = true
+        transactionBegun = configuration.autocommit
+        defer { inTransaction = false }
         do {
             let value = try body()
             try command("COMMIT", retryable: false)
-            inTransaction = false
             return value
         } catch {
-            inTransaction = false
             if let handle { mysql_rollback(handle) }
             throw error
         }
@@ -142,12 +143,29 @@ package final class Connection {
     // MARK: - Internals
 
     private func perform(_ sql: String, _ values: [Value], retryAnyLoss: Bool) throws -> (rows: [Row], result: ExecutionResult) {
+        try requireCommitMode()
+        return try retryingLoss(anyLoss: retryAnyLoss) { try statement(for: sql).execute(values) }
+    }
+
+    /// Runs `body` (one statement), again once on a new connection when the connection was lost outside
+    /// a transaction and running it again is safe: when it cannot have reached the server, or for
+    /// `anyLoss`, a read.
+    private func retryingLoss<T>(anyLoss: Bool, _ body: () throws -> T) throws -> T {
         do {
-            return try statement(for: sql).execute(values)
+            let value = try body()
+            if inTransaction { transactionBegun = true }
+            return value
         } catch let error as MariaDBError where error.code == .connectionLost {
             disconnect()
-            guard !inTransaction, retryAnyLoss || Connection.neverReachedServer(error) else { throw error }
-            return try statement(for: sql).execute(values)
+            guard !inTransaction, anyLoss || Connection.neverReachedServer(error) else { throw error }
+            return try body()
+        }
+    }
+
+    /// Without autocommit a statement outside `transaction` would leave a transaction open.
+    private func requireCommitMode() throws {
+        guard configuration.autocommit || inTransaction else {
+            throw MariaDBError(.misuse, message: "a connection without autocommit runs statements only inside a transaction")
         }
     }
 
@@ -176,7 +194,7 @@ package final class Connection {
 
     private func connected() throws -> UnsafeMutablePointer<MYSQL> {
         if let handle { return handle }
-        if inTransaction {
+        if inTransaction && transactionBegun {
             throw MariaDBError(.connectionLost, errno: 2006, message: "connection lost inside a transaction")
         }
         try connect()
@@ -195,7 +213,7 @@ package final class Connection {
         mysql_options(mysql, MYSQL_OPT_WRITE_TIMEOUT, &ioTimeout)
         mysql_options(mysql, MYSQL_OPT_RECONNECT, &reconnect)
         _ = "utf8mb4".withCString { mysql_options(mysql, MYSQL_SET_CHARSET_NAME, $0) }
-        _ = Connection.initCommand.withCString { mysql_options(mysql, MYSQL_INIT_COMMAND, $0) }
+        _ = initCommand.withCString { mysql_options(mysql, MYSQL_INIT_COMMAND, $0) }
 
         let flags: UInt = configuration.allowsMultipleStatements ? UInt(CLIENT_MULTI_STATEMENTS) : 0
         var host: String?, port: UInt32 = 0, socket: String?

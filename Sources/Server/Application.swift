@@ -11,7 +11,7 @@ package final class Application: Sendable {
     /// Apple's keys, verifier and client secrets; nil when Apple is not configured.
     package let apple: AppleServices?
     /// Batches concurrent sync writes of the worker threads into shared transactions.
-    let syncCommits = SyncGroupCommit()
+    let syncCommits: SyncGroupCommit
     /// The synced state of recently active users, shared by the worker threads.
     let syncCache = SyncCache()
 
@@ -27,6 +27,7 @@ package final class Application: Sendable {
         self.config = config
         self.logger = logger
         self.apple = config.apple.map(AppleServices.init(settings:))
+        self.syncCommits = SyncGroupCommit(database: config.database)
         var router = Router()
         router.add("GET", "/health", Health.handle)
         router.add("POST", "/auth/apple", NativeSignIn.signIn)

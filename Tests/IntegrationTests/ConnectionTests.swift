@@ -153,6 +153,42 @@ import Testing
         try connection.query("SELECT COUNT(*) FROM items")[0].decode(at: 0)
     }
 
+    @Test("Without autocommit, a transaction starts with its first statement, commits or rolls back whole; no statement runs outside one")
+    func manualCommit() throws {
+        try withTable { connection in
+            var configuration = database.configuration
+            configuration.autocommit = false
+            let manual = Connection(configuration: configuration)
+            defer { manual.close() }
+            #expect(throws: MariaDBError(.misuse)) { try manual.query("SELECT COUNT(*) FROM items") }
+            #expect(throws: MariaDBError(.misuse)) { try manual.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["outside"]]) }
+            try manual.transaction {
+                _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "first")
+                // Not visible to another connection before the commit.
+                #expect(try connection.query("SELECT name FROM items").isEmpty)
+            }
+            func failure(_ body: () throws -> Void) -> MariaDBError.Code? {
+                do { try manual.transaction(body) } catch { return (error as? MariaDBError)?.code }
+                return nil
+            }
+            let duplicate = failure {
+                _ = try manual.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["second"], ["third"]])
+                _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "second")
+            }
+            #expect(duplicate == .duplicateEntry)
+            // Dropped inside a transaction: it fails and writes nothing; the next one reconnects.
+            let lost = failure {
+                _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "fourth")
+                try database.kill(manual)
+                _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "fifth")
+            }
+            #expect(lost == .connectionLost)
+            try manual.transaction { _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "sixth") }
+            let names = try connection.query("SELECT name FROM items ORDER BY id").map { try $0.decode(String.self, at: 0) }
+            #expect(names == ["first", "sixth"])
+        }
+    }
+
     @Test("After the server drops the connection, the next read reconnects and re-prepares by itself")
     func reconnectsForReads() throws {
         try withTable { connection in

@@ -170,9 +170,9 @@ import Testing
         }
     }
 
-    @Test("Concurrent syncs of several users through one group commit and one cache lose nothing, with the session checked by the sync or before",
-        arguments: [false, true])
-    func groupCommit(checkingSession: Bool) throws {
+    @Test("Concurrent syncs of several users through one group commit and one cache lose nothing, with the session checked by the sync or before, on the leaders' or the group's own connections",
+        arguments: [false, true], [false, true])
+    func groupCommit(checkingSession: Bool, ownConnections: Bool) throws {
         defer { connection.close(); database.drop() }
         var random = SplitMix64(state: 7)
         // Three rounds: a lost update shows only when the lost sync held a maximum.
@@ -183,7 +183,7 @@ import Testing
                     ? try newSession(of: user) : nil
             }
             let syncs = contendedSyncs(&random, count: 96).map { (user: Int.random(in: 0..<4, using: &random), changes: $0) }
-            let group = SyncGroupCommit(), cache = SyncCache()
+            let group = SyncGroupCommit(database: ownConnections ? database.configuration : nil), cache = SyncCache()
             let failures = concurrently(syncs.count) { index, own in
                 let user = syncs[index].user
                 return try SyncStore.sync(
