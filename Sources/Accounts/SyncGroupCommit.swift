@@ -10,10 +10,12 @@ package import MariaDB
 /// There is no extra thread: the first waiting worker becomes the leader, takes every queued
 /// write, commits them and wakes the others; writes that arrive meanwhile queue for the next leader.
 /// A leader commits on one of the group's own connections when it has them (without autocommit, so
-/// a batch needs no `START TRANSACTION` round trip), else on its worker's connection. Each write carries the user's version its merge was computed from;
-/// a write whose user moved on since (another device, another process), or whose session ended,
-/// is not applied, and its worker writes alone, re-reading under the lock (`SyncStore.writeAlone`).
-/// So is every write of a batch that fails. Re-applying a merge is harmless: merges are idempotent.
+/// a batch needs no `START TRANSACTION` round trip), else on its worker's connection.
+///
+/// Each write carries the user's version its merge was computed from; a write whose user moved on
+/// since (another device, another process), or whose session ended, is not applied, and its worker
+/// writes alone, re-reading under the lock (`SyncStore.writeAlone`). So is every write of a batch
+/// that fails. Re-applying a merge is harmless: merges are idempotent.
 package final class SyncGroupCommit: @unchecked Sendable {
     /// Users per batch (at most one write per user).
     static let maximumBatch = 64
@@ -51,12 +53,11 @@ package final class SyncGroupCommit: @unchecked Sendable {
         }
     }
 
-    /// The batches' own connections, one per leader; empty when leaders use their worker's.
-    private let connections: [Connection]
-
     // The queue, the leader count and the free connections, guarded by `mutex`.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var queue: [Write] = []
+    /// The group's own connections that no leader holds: one per leader, so a leader always finds
+    /// one; none when leaders use their worker's.
     private var freeConnections: [Connection]
     /// Batches being committed now, each by its leader on its own connection.
     private var leading = 0
@@ -66,17 +67,17 @@ package final class SyncGroupCommit: @unchecked Sendable {
     /// - Parameter database: where the group opens its own connections (opened on first use); nil
     ///   commits each batch on its leader's connection.
     package init(database: Configuration? = nil) {
-        connections = database.map { configuration in
+        freeConnections = database.map { configuration in
             var manualCommit = configuration
             manualCommit.autocommit = false
             return (0..<SyncGroupCommit.maximumLeaders).map { _ in Connection(configuration: manualCommit) }
         } ?? []
-        freeConnections = connections
         pthread_mutex_init(mutex, nil)
     }
 
     deinit {
-        connections.forEach { $0.close() }
+        // No leader runs any more, so every connection is free.
+        freeConnections.forEach { $0.close() }
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }
@@ -104,7 +105,6 @@ package final class SyncGroupCommit: @unchecked Sendable {
             leading += 1
             let batch = Array(queue.prefix(SyncGroupCommit.maximumBatch))
             queue.removeFirst(batch.count)
-            // At most `maximumLeaders` lead at once, so one of the group's connections is free.
             let own = freeConnections.popLast()
             pthread_mutex_unlock(mutex)
             let outcomes = SyncGroupCommit.commit(batch, on: own ?? connection)

@@ -139,28 +139,29 @@ final class PreparedStatement {
     /// round trip: MariaDB's array binding (`STMT_ATTR_ARRAY_SIZE`, sent as COM_STMT_BULK_EXECUTE),
     /// which an `INSERT` runs as a single statement of many rows. Only for statements without a result.
     /// - Returns: the rows changed by all executions together.
-    /// - Throws: `MariaDBError`: `.misuse` for a statement with a result, a row of the wrong length or a
-    ///   column whose values are of different kinds; the server's error when any row fails.
+    /// - Throws: `MariaDBError`: `.misuse` for a statement with a result or without binds, a row of the
+    ///   wrong length or a column whose values are of different kinds; the server's error when any row fails.
     func executeBatch(_ rows: [[Value]]) throws -> ExecutionResult {
         guard kinds.isEmpty else { throw MariaDBError(.misuse, message: "a statement with a result cannot run as a batch") }
-        guard let wrong = rows.first(where: { $0.count != parameterCount }).map(\.count) ?? (parameterCount > 0 ? nil : 0) else {
-            guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
-            try withBatchBinds(rows) { binds in
-                var size = UInt32(rows.count)
-                defer {
-                    // Back to single executions, for a later `execute` of the same statement.
-                    var single: UInt32 = 0
-                    mysql_stmt_attr_set(statement, STMT_ATTR_ARRAY_SIZE, &single)
-                }
-                if mysql_stmt_attr_set(statement, STMT_ATTR_ARRAY_SIZE, &size) != 0 || mysql_stmt_bind_param(statement, binds) != 0
-                    || mysql_stmt_execute(statement) != 0
-                {
-                    throw PreparedStatement.error(of: statement)
-                }
-            }
-            return ExecutionResult(affectedRows: mysql_stmt_affected_rows(statement), lastInsertID: 0)
+        guard parameterCount > 0 else { throw MariaDBError(.misuse, message: "a statement without binds cannot run as a batch") }
+        if let wrong = rows.first(where: { $0.count != parameterCount }) {
+            throw MariaDBError(.misuse, message: "expected rows of \(parameterCount) binds, got \(wrong.count)")
         }
-        throw MariaDBError(.misuse, message: "expected rows of \(parameterCount) binds, got \(wrong)")
+        guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
+        try withBatchBinds(rows) { binds in
+            var size = UInt32(rows.count)
+            defer {
+                // Back to single executions, for a later `execute` of the same statement.
+                var single: UInt32 = 0
+                mysql_stmt_attr_set(statement, STMT_ATTR_ARRAY_SIZE, &single)
+            }
+            if mysql_stmt_attr_set(statement, STMT_ATTR_ARRAY_SIZE, &size) != 0 || mysql_stmt_bind_param(statement, binds) != 0
+                || mysql_stmt_execute(statement) != 0
+            {
+                throw PreparedStatement.error(of: statement)
+            }
+        }
+        return ExecutionResult(affectedRows: mysql_stmt_affected_rows(statement), lastInsertID: 0)
     }
 
     private func readColumn(_ index: Int) throws -> Value {

@@ -145,6 +145,7 @@ import Testing
                 try connection.executeBatch("INSERT INTO items (name, big) VALUES (?, ?)", rows: [["a", UInt64(1)], ["b", -1]])
             }
             #expect(throws: MariaDBError(.misuse)) { try connection.executeBatch("SELECT name FROM items WHERE name = ?", rows: [["a"]]) }
+            #expect(throws: MariaDBError(.misuse)) { try connection.executeBatch("DELETE FROM items", rows: [[]]) }
             #expect(try count(on: connection) == 0)
         }
     }
