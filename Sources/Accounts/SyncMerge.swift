@@ -26,8 +26,22 @@ package enum LessonStatus: Int, Sendable, Comparable, CaseIterable {
     package static func < (lhs: LessonStatus, rhs: LessonStatus) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
+/// A lesson's progress or an achievement: kept per key, merged by its rules.
+package protocol SyncItem: Sendable, Equatable {
+    associatedtype Key: Hashable & Sendable
+    var key: Key { get }
+    /// This item and `other` (of the same key) merged.
+    func merged(with other: Self) -> Self
+}
+
+/// A lesson's key: its belief system and its own id.
+package struct LessonKey: Hashable, Sendable {
+    let beliefSystemID: String
+    let lessonID: String
+}
+
 /// One lesson's progress, identified by (belief system, lesson).
-package struct LessonProgress: Sendable, Equatable {
+package struct LessonProgress: SyncItem {
     package var beliefSystemID: String
     package var lessonID: String
     package var status: LessonStatus
@@ -45,6 +59,8 @@ package struct LessonProgress: Sendable, Equatable {
         self.completedAt = completedAt
     }
 
+    package var key: LessonKey { LessonKey(beliefSystemID: beliefSystemID, lessonID: lessonID) }
+
     /// Status never goes back; score and XP take the maximum; completed-at the earliest.
     package func merged(with other: LessonProgress) -> LessonProgress {
         precondition(beliefSystemID == other.beliefSystemID && lessonID == other.lessonID, "merging different lessons")
@@ -55,7 +71,7 @@ package struct LessonProgress: Sendable, Equatable {
 }
 
 /// One achievement's state.
-package struct AchievementProgress: Sendable, Equatable {
+package struct AchievementProgress: SyncItem {
     package var achievementID: String
     package var progress: Int64
     package var completed: Bool
@@ -68,6 +84,8 @@ package struct AchievementProgress: Sendable, Equatable {
         self.completed = completed
         self.completedAt = completedAt
     }
+
+    package var key: String { achievementID }
 
     /// Progress takes the maximum, completed stays completed, completed-at the earliest.
     package func merged(with other: AchievementProgress) -> AchievementProgress {

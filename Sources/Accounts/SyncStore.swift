@@ -46,7 +46,7 @@ package enum SyncStore {
         var version: UInt64
         var profileVersion: UInt64
         var profile: SyncProfile
-        var lessons: [String: Versioned<LessonProgress>]
+        var lessons: [LessonKey: Versioned<LessonProgress>]
         var achievements: [String: Versioned<AchievementProgress>]
 
         /// What changed after version `since`, ordered by version, then id.
@@ -89,11 +89,9 @@ package enum SyncStore {
         userID: UInt64, session: UInt64? = nil, changes: SyncChanges, on connection: Connection, group: SyncGroupCommit? = nil,
         cache: SyncCache? = nil
     ) throws -> SyncDelta? {
-        let lessons = collapse(changes.progress, key: lessonKey, merge: { $0.merged(with: $1) })
-        let achievements = collapse(changes.achievements, key: \.achievementID, merge: { $0.merged(with: $1) })
         let cached = cache?.state(of: userID)
         guard var stored = try cached ?? read(userID: userID, session: session, lock: false, on: connection) else { return nil }
-        var merge = merged(lessons, achievements, changes.profile, into: stored)
+        var merge = merged(changes, into: stored)
         // A cached state that this sync does not change is checked against the stored version before
         // it answers (another device may have moved on); a changing sync's write checks it under lock.
         if cached != nil, merge.count == 0, try currentVersion(of: userID, session: session, on: connection) != stored.version {
@@ -102,14 +100,14 @@ package enum SyncStore {
                 return nil
             }
             stored = fresh
-            merge = merged(lessons, achievements, changes.profile, into: stored)
+            merge = merged(changes, into: stored)
         }
         var version = stored.version
         if merge.count > 0 {
             if group?.commit(userID: userID, session: session, from: stored, merge, on: connection) != true {
                 guard
                     let written = try writeAlone(
-                        userID: userID, session: session, lessons, achievements, changes.profile, from: stored, merge, on: connection)
+                        userID: userID, session: session, changes, from: stored, merge, on: connection)
                 else {
                     cache?.forget(userID)
                     return nil
@@ -138,8 +136,7 @@ package enum SyncStore {
     /// again. Returns the state the write started from and what it wrote; nil when the user is gone
     /// or `session` is not active.
     static func writeAlone(
-        userID: UInt64, session: UInt64?, _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?,
-        from stored: Stored, _ merge: Merge, on connection: Connection
+        userID: UInt64, session: UInt64?, _ changes: SyncChanges, from stored: Stored, _ merge: Merge, on connection: Connection
     ) throws -> (Stored, Merge)? {
         // Before the transaction: its first plain read fixes the snapshot its reads see, which must
         // come after the user's row is locked (`read(lock: true)` reads the rows of another sync
@@ -150,7 +147,7 @@ package enum SyncStore {
             if try !advance(userID: userID, from: stored, merge, on: connection) {
                 guard let fresh = try read(userID: userID, session: nil, lock: true, on: connection) else { return nil }
                 stored = fresh
-                merge = merged(lessons, achievements, profile, into: stored)
+                merge = merged(changes, into: stored)
                 if merge.count > 0 { guard try advance(userID: userID, from: stored, merge, on: connection) else { return nil } }
             }
             if merge.count > 0 {
@@ -170,10 +167,8 @@ package enum SyncStore {
             state.profile = merge.profile
             state.profileVersion = state.version
         }
-        for lesson in merge.lessons { state.lessons[lessonKey(lesson)] = Versioned(item: lesson, version: state.version) }
-        for achievement in merge.achievements {
-            state.achievements[achievement.achievementID] = Versioned(item: achievement, version: state.version)
-        }
+        for lesson in merge.lessons { state.lessons[lesson.key] = Versioned(item: lesson, version: state.version) }
+        for achievement in merge.achievements { state.achievements[achievement.key] = Versioned(item: achievement, version: state.version) }
         return state
     }
 
@@ -190,24 +185,28 @@ package enum SyncStore {
         return ("users u JOIN sessions s ON s.user_id = u.id WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition)", [userID, session])
     }
 
-    static func lessonKey(_ lesson: LessonProgress) -> String { lesson.beliefSystemID + "\u{0}" + lesson.lessonID }
+    /// The stored rows that `changes` (as a device sent them, an item possibly listed twice) would
+    /// change, merged.
+    package static func merged(_ changes: SyncChanges, into stored: Stored) -> Merge {
+        let mergedProfile = changes.profile.map { stored.profile.merged(with: $0) } ?? stored.profile
+        return Merge(
+            lessons: changedItems(changes.progress, of: stored.lessons), achievements: changedItems(changes.achievements, of: stored.achievements),
+            profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
+    }
 
-    /// The stored rows that `lessons`, `achievements` and `profile` would change, merged.
-    package static func merged(
-        _ lessons: [LessonProgress], _ achievements: [AchievementProgress], _ profile: SyncProfile?, into stored: Stored
-    ) -> Merge {
-        let changedLessons = lessons.compactMap { incoming -> LessonProgress? in
-            let current = stored.lessons[lessonKey(incoming)]?.item
-            let merged = current?.merged(with: incoming) ?? incoming
+    /// The stored items that `incoming` changes, each merged with all that the device sent for it.
+    ///
+    /// Each incoming item is merged with its stored one alone, and only those that change it are
+    /// merged with each other: an item that leaves its stored one as it is changes nothing, whatever
+    /// it is merged with, since merges are idempotent, commutative and associative. So the usual
+    /// sync, which changes few of the items it sends, merges few.
+    static func changedItems<Item: SyncItem>(_ incoming: [Item], of stored: [Item.Key: Versioned<Item>]) -> [Item] {
+        let changed = incoming.compactMap { item -> Item? in
+            let current = stored[item.key]?.item
+            let merged = current?.merged(with: item) ?? item
             return merged == current ? nil : merged
         }
-        let changedAchievements = achievements.compactMap { incoming -> AchievementProgress? in
-            let current = stored.achievements[incoming.achievementID]?.item
-            let merged = current?.merged(with: incoming) ?? incoming
-            return merged == current ? nil : merged
-        }
-        let mergedProfile = profile.map { stored.profile.merged(with: $0) } ?? stored.profile
-        return Merge(lessons: changedLessons, achievements: changedAchievements, profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
+        return collapse(changed)
     }
 
     /// The user's whole synced state (a user has a bounded set of lessons and achievements); nil when
@@ -223,15 +222,15 @@ package enum SyncStore {
                 """, binds: binds
             ).first
         else { return nil }
-        var lessons: [String: Versioned<LessonProgress>] = [:]
+        var lessons: [LessonKey: Versioned<LessonProgress>] = [:]
         for row in try connection.query("SELECT \(progressColumns), version FROM progress WHERE user_id = ?", userID) {
             let lesson = try lesson(row)
-            lessons[lessonKey(lesson)] = Versioned(item: lesson, version: try row.decode(at: 6))
+            lessons[lesson.key] = Versioned(item: lesson, version: try row.decode(at: 6))
         }
         var achievements: [String: Versioned<AchievementProgress>] = [:]
         for row in try connection.query("SELECT \(achievementColumns), version FROM user_achievements WHERE user_id = ?", userID) {
             let achievement = try achievement(row)
-            achievements[achievement.achievementID] = Versioned(item: achievement, version: try row.decode(at: 4))
+            achievements[achievement.key] = Versioned(item: achievement, version: try row.decode(at: 4))
         }
         return Stored(
             version: try user.decode(at: 0), profileVersion: try user.decode(at: 5),
@@ -290,15 +289,16 @@ package enum SyncStore {
     }
 
     /// Items with the same key merged into one (a device may list an item twice).
-    static func collapse<Item>(_ items: [Item], key: (Item) -> String, merge: (Item, Item) -> Item) -> [Item] {
-        var position: [String: Int] = [:]
+    static func collapse<Item: SyncItem>(_ items: [Item]) -> [Item] {
+        guard items.count > 1 else { return items }
+        var position: [Item.Key: Int] = [:]
         position.reserveCapacity(items.count)
         var collapsed: [Item] = []
         collapsed.reserveCapacity(items.count)
         for item in items {
-            let key = key(item)
+            let key = item.key
             if let index = position[key] {
-                collapsed[index] = merge(collapsed[index], item)
+                collapsed[index] = collapsed[index].merged(with: item)
             } else {
                 position[key] = collapsed.count
                 collapsed.append(item)

@@ -108,6 +108,27 @@ import Testing
         #expect(try everything(one) == everything(two))
     }
 
+    @Test("One sync that lists items several times (some known, some changing, some new) stores what syncing them one by one stores",
+          arguments: [11, 12, 13, 14, 15] as [UInt64])
+    func itemsListedTwice(seed: UInt64) throws {
+        defer { connection.close(); database.drop() }
+        var random = SplitMix64(state: seed)
+        let start = randomSyncs(&random, count: 3)
+        // From a space of 6 lessons and 3 achievements: most items are listed more than once.
+        let listed = randomSyncs(&random, count: 6).reduce(SyncChanges(cursor: nil, profile: nil, progress: [], achievements: [])) {
+            SyncChanges(cursor: nil, profile: nil, progress: $0.progress + $1.progress, achievements: $0.achievements + $1.achievements)
+        }
+        let known = start.flatMap(\.progress).prefix(2)
+        let items = SyncChanges(
+            cursor: nil, profile: nil, progress: (listed.progress + known).shuffled(using: &random), achievements: listed.achievements)
+        let together = try newUser(), oneByOne = try newUser()
+        for changes in start { _ = try sync(together, changes); _ = try sync(oneByOne, changes) }
+        _ = try sync(together, items)
+        for lesson in items.progress { _ = try sync(oneByOne, SyncChanges(cursor: nil, profile: nil, progress: [lesson], achievements: [])) }
+        for item in items.achievements { _ = try sync(oneByOne, SyncChanges(cursor: nil, profile: nil, progress: [], achievements: [item])) }
+        #expect(try everything(together) == everything(oneByOne))
+    }
+
     @Test("Re-sending what the server has writes nothing and keeps the cursor; a new device's null cursor gets everything")
     func unchangedAndFull() throws {
         defer { connection.close(); database.drop() }
@@ -329,7 +350,7 @@ import Testing
         func write(_ index: Int, session: UInt64?, score: Int64) throws -> SyncGroupCommit.Write {
             let stored = try #require(try SyncStore.read(userID: users[index], session: nil, lock: false, on: connection))
             return SyncGroupCommit.Write(
-                userID: users[index], session: session, stored: stored, merge: SyncStore.merged([lesson(score)], [], nil, into: stored))
+                userID: users[index], session: session, stored: stored, merge: SyncStore.merged(SyncChanges(cursor: nil, profile: nil, progress: [lesson(score)], achievements: []), into: stored))
         }
         func stored(_ index: Int) throws -> [Int64] {
             let version: Int64 = try #require(try connection.query("SELECT sync_version FROM users WHERE id = ?", users[index]).first?.decode(at: 0))
