@@ -64,6 +64,12 @@ start_mariadb() {
         mariadb-install-db --no-defaults --datadir="$dir/data" --user="$user" \
             --auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1 \
             || { cat "$dir/install.log" >&2; die "mariadb-install-db failed"; }
+        # The new redo log is one allocated but unwritten extent: until InnoDB has written all of
+        # it once, each durable commit's fdatasync also commits ext4's journal (the extent changes
+        # to written). Measured here: 107 against 77 us per fdatasync on a quiet disk, 254 against
+        # 87 us on a busy one. Rewritten in place with its own bytes (zeros past the header), it is
+        # the log of a server that has run a while.
+        dd if="$dir/data/ib_logfile0" of="$dir/data/ib_logfile0" bs=1M conv=notrunc,fsync status=none
     fi
     pidfile_alive "$dir/mariadb.pid" && return 0
     mariadbd --no-defaults --datadir="$dir/data" --socket="$dir/mysql.sock" --skip-networking \
