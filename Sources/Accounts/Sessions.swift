@@ -102,12 +102,15 @@ package enum Sessions {
         try !connection.query("SELECT 1 FROM sessions s WHERE s.id = ? AND s.user_id = ? AND \(activeCondition)", sessionID, userID).isEmpty
     }
 
-    /// Which of `sessions` are active: one statement for up to 64 sessions.
+    /// Which of `sessions` are active, read with shared locks that keep them so (a revocation waits)
+    /// until the transaction ends: one statement for up to 64 sessions.
     static func active(_ sessions: [Pair], on connection: Connection) throws -> Set<Pair> {
         var active = Set<Pair>()
         for chunk in SyncStore.inListChunks(sessions) {
             let list = SyncStore.placeholders(chunk.count)
-            for row in try connection.query("SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition)", binds: chunk.map(\.sessionID)) {
+            for row in try connection.query(
+                "SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition) LOCK IN SHARE MODE", binds: chunk.map(\.sessionID))
+            {
                 active.insert(Pair(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1)))
             }
         }

@@ -175,22 +175,15 @@ package final class SyncGroupCommit: @unchecked Sendable {
 
     /// Moves on the version of every write's user (one write per user) and locks their rows, if
     /// each is still at the version its write was merged from and the write's session is active.
+    ///
+    /// Two statements of one table each, whose cost grows with the batch: one `UPDATE` of the users
+    /// joined with their sessions, with a list of (user, version, session) rows, cost MariaDB 1.0–1.6 ms
+    /// of CPU for 16 users and 13–17 ms for 64, more than the rest of the batch.
     /// - Throws: `NotAllCurrent` when some write does not hold; the transaction must be rolled back.
     static func advanceAllCurrent(_ writes: [Write], on connection: Connection) throws {
-        let checked = writes.compactMap { write in write.session.map { (write: write, session: $0) } }
-        let unchecked = writes.filter { $0.session == nil }
+        // Users first, so their rows are locked in id order, as every batch locks them.
         var advanced: UInt64 = 0
-        for chunk in SyncStore.inListChunks(checked) {
-            let list = SyncStore.placeholders(chunk.count, each: "(?, ?, ?)")
-            // Users first, so their rows are locked in id order, as every batch locks them.
-            advanced += try connection.execute(
-                """
-                UPDATE users u STRAIGHT_JOIN sessions s ON s.user_id = u.id SET u.sync_version = u.sync_version + 1
-                WHERE (u.id, u.sync_version, s.id) IN (\(list)) AND \(Sessions.activeCondition)
-                """, binds: chunk.flatMap { item -> [any DatabaseValueConvertible] in [item.write.userID, item.write.stored.version, item.session] }
-            ).affectedRows
-        }
-        for chunk in SyncStore.inListChunks(unchecked) {
+        for chunk in SyncStore.inListChunks(writes) {
             let list = SyncStore.placeholders(chunk.count, each: "(?, ?)")
             advanced += try connection.execute(
                 "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(list))",
@@ -198,6 +191,8 @@ package final class SyncGroupCommit: @unchecked Sendable {
             ).affectedRows
         }
         guard advanced == writes.count else { throw NotAllCurrent() }
+        let sessions = writes.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
+        if !sessions.isEmpty, try !Set(sessions).isSubset(of: Sessions.active(sessions, on: connection)) { throw NotAllCurrent() }
     }
 
     /// Writes the merges of `writes`, whose users' versions this transaction moved on by one.
