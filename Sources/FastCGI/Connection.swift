@@ -41,8 +41,24 @@ final class Connection {
     }
 
     /// Finishes the current request: flushes output and closes the connection to nginx.
+    ///
+    /// libfcgi's own close shuts the connection down for writing, then waits for nginx to close its
+    /// end, reading what nginx still sends: unread data would make the close reset the connection.
+    /// When the request's input was read to its end there is none, and the connection is closed at
+    /// once, without that wait (a wake-up and three system calls per request).
     func finish() {
-        FCGX_Finish_r(request)
+        let input = request.pointee.in
+        guard request.pointee.keepConnection == 0, let input, FCGX_HasSeenEOF(input) == EOF, FCGX_GetError(input) == 0 else {
+            return FCGX_Finish_r(request)
+        }
+        // What FCGX_Finish_r does before its close: the end of the output and the end-of-request record.
+        _ = FCGX_FClose(request.pointee.err)
+        _ = FCGX_FClose(request.pointee.out)
+        let descriptor = request.pointee.ipcFd
+        FCGX_Free(request, 0)
+        Glibc.close(descriptor)
+        // The next accept takes a new connection only when the request holds none.
+        request.pointee.ipcFd = -1
     }
 
     /// The CGI parameters read into `Request` fields.
