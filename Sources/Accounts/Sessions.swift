@@ -108,9 +108,8 @@ package enum Sessions {
         var active = Set<Pair>()
         for chunk in SyncStore.inListChunks(sessions) {
             let list = SyncStore.placeholders(chunk.count)
-            for row in try connection.query(
-                "SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition) LOCK IN SHARE MODE", binds: chunk.map(\.sessionID))
-            {
+            let sql = "SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition) LOCK IN SHARE MODE"
+            for row in try connection.query(sql, binds: chunk.map(\.sessionID)) {
                 active.insert(Pair(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1)))
             }
         }
