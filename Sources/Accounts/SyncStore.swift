@@ -258,7 +258,6 @@ package enum SyncStore {
     /// Stores each merged profile as its user's, changed at their current version: one batch
     /// execution. The rows must be locked by this transaction, which moved their versions on.
     static func storeProfiles(_ profiles: [(userID: UInt64, profile: SyncProfile)], on connection: Connection) throws {
-        guard !profiles.isEmpty else { return }
         _ = try connection.executeBatch(
             """
             UPDATE users SET total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = sync_version
@@ -320,7 +319,6 @@ package enum SyncStore {
 
     /// Upserts lessons, each with its user and the version that changed it: one batch execution.
     static func write(_ lessons: [(userID: UInt64, version: UInt64, lesson: LessonProgress)], on connection: Connection) throws {
-        guard !lessons.isEmpty else { return }
         _ = try connection.executeBatch(
             """
             INSERT INTO progress (user_id, \(progressColumns), version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -345,7 +343,6 @@ package enum SyncStore {
 
     /// Upserts achievements, each with its user and the version that changed it: one batch execution.
     static func write(_ achievements: [(userID: UInt64, version: UInt64, achievement: AchievementProgress)], on connection: Connection) throws {
-        guard !achievements.isEmpty else { return }
         _ = try connection.executeBatch(
             """
             INSERT INTO user_achievements (user_id, \(achievementColumns), version) VALUES (?, ?, ?, ?, ?, ?)

@@ -93,11 +93,12 @@ package final class Connection {
 
     /// Runs a changing statement once for each of `rows` (each row its binds), all in one round trip
     /// (MariaDB's array binding); an `INSERT` of one row's placeholders so writes all the rows. Not
-    /// retried once it may have reached the server, like `execute`.
+    /// retried once it may have reached the server, like `execute`. No rows: nothing is sent.
     /// - Returns: the rows changed by all of them together.
     /// - Throws: `MariaDBError`; when any row fails, the statement fails as a whole.
     package func executeBatch(_ sql: String, rows: [[any DatabaseValueConvertible]]) throws -> ExecutionResult {
         try requireCommitMode()
+        guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
         let values = rows.map { $0.map(\.databaseValue) }
         return try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) }
     }

@@ -142,12 +142,12 @@ final class PreparedStatement {
     /// - Throws: `MariaDBError`: `.misuse` for a statement with a result or without binds, a row of the
     ///   wrong length or a column whose values are of different kinds; the server's error when any row fails.
     func executeBatch(_ rows: [[Value]]) throws -> ExecutionResult {
+        precondition(!rows.isEmpty, "an empty batch is not sent")
         guard kinds.isEmpty else { throw MariaDBError(.misuse, message: "a statement with a result cannot run as a batch") }
         guard parameterCount > 0 else { throw MariaDBError(.misuse, message: "a statement without binds cannot run as a batch") }
         if let wrong = rows.first(where: { $0.count != parameterCount }) {
             throw MariaDBError(.misuse, message: "expected rows of \(parameterCount) binds, got \(wrong.count)")
         }
-        guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
         try withBatchBinds(rows) { binds in
             var size = UInt32(rows.count)
             defer {
@@ -324,7 +324,7 @@ final class PreparedStatement {
                     lengths[row] = UInt(length)
                     offset += length
                 }
-                binds[column].buffer_type = kind.map { if case .blob = $0 { MYSQL_TYPE_BLOB } else { MYSQL_TYPE_STRING } } ?? MYSQL_TYPE_STRING
+                if case .blob = kind { binds[column].buffer_type = MYSQL_TYPE_BLOB } else { binds[column].buffer_type = MYSQL_TYPE_STRING }
                 binds[column].buffer = UnsafeMutableRawPointer(pointers)
                 binds[column].length = lengths
             case .null:
