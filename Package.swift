@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// One set of compiler settings for every Swift target (STYLE.md B1.3).
+/// One set of compiler settings for every Swift target.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -35,14 +35,23 @@ let package = Package(
         // Domain: Apple's protocol, without FastCGI or SQL.
         .target(name: "AppleID", dependencies: ["JOSE", "HTTPClient"], swiftSettings: swiftSettings),
 
-        // Accounts: users, identities, emails, sessions: the SQL.
-        .target(name: "Accounts", dependencies: ["MariaDB"], swiftSettings: swiftSettings),
+        // Accounts: users, identities, emails, sessions, sync: the SQL, and the migrations.
+        .target(name: "Accounts", dependencies: ["MariaDB", "JOSE"], swiftSettings: swiftSettings),
+
+        // Use cases: our tokens and the operations of the HTTP contract, without HTTP.
+        .target(
+            name: "Identity",
+            dependencies: [
+                "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // Application.
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "HTTPClient",
+                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "HTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -50,7 +59,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
+                "Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -68,8 +77,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // Test helpers: a FastCGI client that plays nginx's part.
-        .target(name: "SIWATestSupport", dependencies: ["Accounts"], swiftSettings: swiftSettings),
+        // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
+        .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity"], swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.
         .target(
             name: "SIWAFixtures", path: "Tests/Fixtures", exclude: ["PROVENANCE.md"],
@@ -81,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "ServerTests", dependencies: ["Server", "Accounts", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
+            name: "ServerTests", dependencies: ["Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDEmulatorTests",
@@ -91,7 +100,10 @@ let package = Package(
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MariaDB", "Server", "Accounts", "FastCGI", "SIWATestSupport"],
+            dependencies: [
+                "MariaDB", "Server", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport",
+                "SIWAFixtures", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ],

@@ -42,7 +42,7 @@ package enum SyncStore {
 
     /// The user's stored state, as one sync reads it: every item with the version that last changed
     /// it, so that what changed since a cursor is found in it.
-    package struct Stored {
+    package struct Stored: Sendable {
         var version: UInt64
         var profileVersion: UInt64
         var profile: SyncProfile
@@ -68,7 +68,7 @@ package enum SyncStore {
     }
 
     /// What the incoming changes do to a stored state.
-    package struct Merge {
+    package struct Merge: Sendable {
         var lessons: [LessonProgress]
         var achievements: [AchievementProgress]
         var profile: SyncProfile
@@ -86,7 +86,7 @@ package enum SyncStore {
     ///   - group: batches the write with other users' concurrent syncs; nil writes alone.
     ///   - cache: the process's recently synced states, used and kept up to date; nil reads the user.
     package static func sync(
-        userID: UInt64, session: UInt64? = nil, changes: SyncChanges, on connection: Connection, group: SyncGroupCommit? = nil,
+        userID: UInt64, session: UInt64? = nil, changes: SyncChanges, on connection: Connection, group: SyncCommitter? = nil,
         cache: SyncCache? = nil
     ) throws -> SyncDelta? {
         let cached = cache?.state(of: userID)
@@ -104,7 +104,7 @@ package enum SyncStore {
         }
         var version = stored.version
         if merge.count > 0 {
-            if group?.commit(userID: userID, session: session, from: stored, merge, on: connection) != true {
+            if group?.commit(userID: userID, session: session, from: stored, merge) != true {
                 guard
                     let written = try writeAlone(
                         userID: userID, session: session, changes, from: stored, merge, on: connection)

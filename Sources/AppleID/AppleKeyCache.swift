@@ -126,6 +126,8 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
         refreshNow()
     }
 
+    package var health: Health { status.health }
+
     /// A snapshot for `/health` and the logs; never fetches.
     package var status: Status {
         condition.lock()

@@ -58,6 +58,8 @@ package protocol AppleKeySource: Sendable {
     /// The key with this `kid`.
     /// - Throws: `SignInError(.unknownKeyID)` or `SignInError(.keysUnavailable)`.
     func key(for keyID: String) throws -> AppleKey
+    /// The state of the keys, for `/health`; never fetches.
+    var health: AppleKeyCache.Health { get }
 }
 
 /// A fixed key set: for tests, and for `siwa verify-token --jwks FILE`.
@@ -72,4 +74,6 @@ package struct StaticAppleKeys: AppleKeySource {
         guard let key = keys[keyID] else { throw SignInError(.unknownKeyID, "no key with this kid in the key set") }
         return key
     }
+
+    package var health: AppleKeyCache.Health { keys.isEmpty ? .unavailable : .fresh }
 }

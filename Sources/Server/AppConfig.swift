@@ -1,7 +1,8 @@
-package import AppleID
+import AppleID
 import Foundation
-package import HTTPClient
-package import JOSE
+import HTTPClient
+import JOSE
+package import Identity
 package import Logging
 package import MariaDB
 
@@ -44,6 +45,8 @@ package struct AppConfig: Sendable {
     package var apple: AppleSettings?
     /// The app's own sessions and tokens; nil when none of their keys is set (`serve` then refuses to start).
     package var sessions: SessionSettings?
+    /// The type of the access-token signing keys that `siwa keys rotate` makes.
+    package var accessTokenAlgorithm: AccessTokenAlgorithm
 
     /// One documented configuration key.
     package struct Key: Sendable {
@@ -86,15 +89,18 @@ package struct AppConfig: Sendable {
         Key(name: "SIWA_APPLE_ACCOUNT_DELETE", type: "delete|anonymise", defaultValue: "delete", summary: "what an `account-delete` notification from Apple does to the user"),
         Key(name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
         Key(name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil, summary: "the site's origin as browsers see it (`iss` of access tokens, web sign-in return URL, `Origin` checks)"),
-        Key(name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil, summary: "directory of the access-token signing keys, `<kid>.pem` (RSA, 0600); `siwa keys rotate` adds one"),
+        Key(name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil, summary: "directory of the access-token signing keys, `<kid>.pem` (P-256 or RSA, 0600); `siwa keys rotate` adds one"),
+        Key(name: "SIWA_ACCESS_TOKEN_ALGORITHM", type: "ES256|RS256", defaultValue: "ES256", summary: "type of the signing keys `siwa keys rotate` makes (the newest key signs, whatever its type)"),
         Key(name: "SIWA_DATA_KEYS_FILE", type: "path", defaultValue: nil, summary: "keys encrypting Apple's refresh tokens: lines `<id> <base64 of 32 bytes>`, the first encrypts"),
         Key(name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000", summary: "a session ends after this long without a refresh"),
     ]
 
     /// Reads and validates the configuration.
-    /// - Parameter environment: the process environment (only `SIWA_*` keys are looked at).
+    /// - Parameters:
+    ///   - environment: the process environment (only `SIWA_*` keys are looked at).
+    ///   - clock: the time of the access tokens (tests set it).
     /// - Throws: `ConfigurationError` naming every missing, invalid or unknown key at once.
-    package init(environment: [String: String]) throws {
+    package init(environment: [String: String], clock: any WallClock = SystemClock()) throws {
         var reader = EnvironmentReader(environment: environment)
         socketPath = reader.string("SIWA_SOCKET_PATH")
         socketMode = reader.octal("SIWA_SOCKET_MODE")
@@ -126,8 +132,9 @@ package struct AppConfig: Sendable {
             connectTimeout: reader.integer("SIWA_DB_CONNECT_TIMEOUT", in: 1...60),
             readWriteTimeout: reader.integer("SIWA_DB_TIMEOUT", in: 1...3600)
         )
-        apple = AppleSettings(reader: &reader)
-        sessions = SessionSettings(reader: &reader)
+        apple = reader.appleSettings()
+        sessions = reader.sessionSettings(clock: clock)
+        accessTokenAlgorithm = reader.accessTokenAlgorithm()
         reader.rejectUnknownKeys()
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
@@ -141,106 +148,76 @@ package struct AppConfig: Sendable {
     }
 }
 
-/// Sign in with Apple settings.
-package struct AppleSettings: Sendable {
-    package var teamID: String
-    package var keyID: String
-    /// The `.p8` key, loaded and checked at start.
-    package var privateKey: P256PrivateKey
-    package var bundleIDs: [String]
-    package var servicesID: String?
-    package var baseURL: String
-    package var http: HTTPClientConfiguration
-    package var leeway: Int
-    package var requireNonce: Bool
-    package var keysCooldown: Double
-    package var clientSecretLifetime: Int
-    /// Whether Apple's `account-delete` notification deletes the user or anonymises them.
-    package var anonymiseOnAccountDelete: Bool
+extension EnvironmentReader {
+    /// The `SIWA_APPLE_*` keys that must be set when any is.
+    static let requiredAppleKeys = ["SIWA_APPLE_TEAM_ID", "SIWA_APPLE_KEY_ID", "SIWA_APPLE_PRIVATE_KEY_FILE"]
 
-    /// Every accepted audience: the bundle ids and the Services ID.
-    package var clientIDs: Set<String> { Set(bundleIDs + (servicesID.map { [$0] } ?? [])) }
-
-    /// The identity-token rules these settings imply.
-    package var identityTokenPolicy: IdentityTokenPolicy {
-        IdentityTokenPolicy(clientIDs: clientIDs, leeway: leeway, requireNonce: requireNonce)
-    }
-
-    static let requiredKeys = ["SIWA_APPLE_TEAM_ID", "SIWA_APPLE_KEY_ID", "SIWA_APPLE_PRIVATE_KEY_FILE"]
-
-    /// nil (and no problem) when no Apple key is set at all.
-    fileprivate init?(reader: inout EnvironmentReader) {
-        let anySet = AppConfig.keys.contains { $0.name.hasPrefix("SIWA_APPLE_") && reader.optionalString($0.name) != nil }
+    /// The Sign in with Apple settings; nil when no Apple key is set at all (no problem then), or
+    /// when a problem was recorded.
+    mutating func appleSettings() -> AppleSettings? {
+        let anySet = AppConfig.keys.contains { $0.name.hasPrefix("SIWA_APPLE_") && optionalString($0.name) != nil }
         guard anySet else { return nil }
-        teamID = reader.required("SIWA_APPLE_TEAM_ID")
-        keyID = reader.required("SIWA_APPLE_KEY_ID")
+        let teamID = required("SIWA_APPLE_TEAM_ID")
+        let keyID = required("SIWA_APPLE_KEY_ID")
         for (name, value) in [("SIWA_APPLE_TEAM_ID", teamID), ("SIWA_APPLE_KEY_ID", keyID)] where !value.isEmpty {
             if value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
-                reader.problem("\(name): expected 10 characters A-Z and 0-9, as Apple shows it")
+                problem("\(name): expected 10 characters A-Z and 0-9, as Apple shows it")
             }
         }
-        var key: P256PrivateKey?
-        if let pem = reader.secret("SIWA_APPLE_PRIVATE_KEY_FILE") {
-            key = try? P256PrivateKey(pem: pem.value)
-            if key == nil { reader.problem("SIWA_APPLE_PRIVATE_KEY_FILE: not a P-256 private key in PEM (the .p8 file from Apple)") }
-        } else if reader.optionalString("SIWA_APPLE_PRIVATE_KEY_FILE") == nil {
-            reader.problem("SIWA_APPLE_PRIVATE_KEY_FILE: required")
+        var privateKey: P256PrivateKey?
+        if let pem = secret("SIWA_APPLE_PRIVATE_KEY_FILE") {
+            privateKey = try? P256PrivateKey(pem: pem.value)
+            if privateKey == nil { problem("SIWA_APPLE_PRIVATE_KEY_FILE: not a P-256 private key in PEM (the .p8 file from Apple)") }
+        } else if optionalString("SIWA_APPLE_PRIVATE_KEY_FILE") == nil {
+            problem("SIWA_APPLE_PRIVATE_KEY_FILE: required")
         }
-        // A placeholder keeps the struct whole; the reader's problems stop the start anyway.
-        privateKey = key ?? (try! P256PrivateKey())
-        bundleIDs = (reader.optionalString("SIWA_APPLE_BUNDLE_IDS") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        servicesID = reader.optionalString("SIWA_APPLE_SERVICES_ID")
+        let bundleIDs = (optionalString("SIWA_APPLE_BUNDLE_IDS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let servicesID = optionalString("SIWA_APPLE_SERVICES_ID")
         if bundleIDs.isEmpty && servicesID == nil {
-            reader.problem("SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID: at least one client id is required")
+            problem("SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID: at least one client id is required")
         }
-        baseURL = reader.string("SIWA_APPLE_BASE_URL")
+        let baseURL = string("SIWA_APPLE_BASE_URL")
         if let url = URL(string: baseURL), let host = url.host {
             let loopback = ["127.0.0.1", "localhost", "::1"].contains(host)
             if !(url.scheme == "https" || (url.scheme == "http" && loopback)) || url.query != nil {
-                reader.problem("SIWA_APPLE_BASE_URL: must be https (http only to a loopback address), without a query")
+                problem("SIWA_APPLE_BASE_URL: must be https (http only to a loopback address), without a query")
             }
         } else {
-            reader.problem("SIWA_APPLE_BASE_URL: not a URL")
+            problem("SIWA_APPLE_BASE_URL: not a URL")
         }
-        let caFile = reader.optionalString("SIWA_APPLE_CA_FILE")
+        let caFile = optionalString("SIWA_APPLE_CA_FILE")
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            reader.problem("SIWA_APPLE_CA_FILE: cannot read \(caFile)")
+            problem("SIWA_APPLE_CA_FILE: cannot read \(caFile)")
         }
-        http = HTTPClientConfiguration(
-            connectTimeout: Double(reader.integer("SIWA_APPLE_CONNECT_TIMEOUT", in: 1...30)),
-            timeout: Double(reader.integer("SIWA_APPLE_TIMEOUT", in: 1...60)), caFile: caFile)
-        leeway = reader.integer("SIWA_APPLE_LEEWAY", in: 0...IdentityTokenPolicy.maximumLeeway)
-        requireNonce = reader.boolean("SIWA_APPLE_REQUIRE_NONCE")
-        keysCooldown = Double(reader.integer("SIWA_APPLE_KEYS_COOLDOWN", in: 1...3600))
-        clientSecretLifetime = reader.integer("SIWA_APPLE_CLIENT_SECRET_LIFETIME", in: 60...ClientSecretFactory.maximumLifetime)
-        switch reader.string("SIWA_APPLE_ACCOUNT_DELETE").lowercased() {
-        case "delete": anonymiseOnAccountDelete = false
-        case "anonymise", "anonymize": anonymiseOnAccountDelete = true
-        default:
-            reader.problem("SIWA_APPLE_ACCOUNT_DELETE: expected delete or anonymise")
-            anonymiseOnAccountDelete = false
+        let http = HTTPClientConfiguration(
+            connectTimeout: Double(integer("SIWA_APPLE_CONNECT_TIMEOUT", in: 1...30)),
+            timeout: Double(integer("SIWA_APPLE_TIMEOUT", in: 1...60)), caFile: caFile)
+        let leeway = integer("SIWA_APPLE_LEEWAY", in: 0...IdentityTokenPolicy.maximumLeeway)
+        let requireNonce = boolean("SIWA_APPLE_REQUIRE_NONCE")
+        let keysCooldown = Double(integer("SIWA_APPLE_KEYS_COOLDOWN", in: 1...3600))
+        let clientSecretLifetime = integer("SIWA_APPLE_CLIENT_SECRET_LIFETIME", in: 60...ClientSecretFactory.maximumLifetime)
+        var anonymise = false
+        switch string("SIWA_APPLE_ACCOUNT_DELETE").lowercased() {
+        case "delete": anonymise = false
+        case "anonymise", "anonymize": anonymise = true
+        default: problem("SIWA_APPLE_ACCOUNT_DELETE: expected delete or anonymise")
         }
+        // Problems are recorded and stop the start.
+        guard let privateKey else { return nil }
+        return AppleSettings(
+            teamID: teamID, keyID: keyID, privateKey: privateKey, bundleIDs: bundleIDs, servicesID: servicesID, baseURL: baseURL,
+            http: http, leeway: leeway, requireNonce: requireNonce, keysCooldown: keysCooldown,
+            clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise)
     }
-}
 
-/// The app's own sessions: access-token keys, the data keys for Apple's tokens, the public origin.
-package struct SessionSettings: Sendable {
-    /// `https://host[:port]`, without a path or a trailing slash.
-    package var publicURL: String
-    package var accessTokens: AccessTokens
-    package var dataKeys: DataKeys
-    /// Seconds a session lives without a refresh.
-    package var lifetime: Int
+    static let sessionKeys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]
 
-    /// The web sign-in's `redirect_uri` (registered at Apple for the Services ID).
-    package var callbackURL: String { publicURL + "/auth/callback" }
-
-    static let keys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]
-
-    /// nil (and no problem) when none of the keys is set.
-    fileprivate init?(reader: inout EnvironmentReader) {
-        guard SessionSettings.keys.contains(where: { reader.optionalString($0) != nil }) else { return nil }
-        var url = reader.required("SIWA_PUBLIC_URL")
+    /// The app's own session settings; nil (and no problem) when none of their keys is set, or
+    /// when a problem was recorded.
+    mutating func sessionSettings(clock: any WallClock) -> SessionSettings? {
+        guard EnvironmentReader.sessionKeys.contains(where: { optionalString($0) != nil }) else { return nil }
+        var url = required("SIWA_PUBLIC_URL")
         while url.hasSuffix("/") { url.removeLast() }
         if !url.isEmpty {
             let parsed = URL(string: url)
@@ -248,34 +225,39 @@ package struct SessionSettings: Sendable {
             if parsed?.host == nil || !(parsed?.scheme == "https" || (parsed?.scheme == "http" && loopback))
                 || !(parsed?.path ?? "").isEmpty || parsed?.query != nil
             {
-                reader.problem("SIWA_PUBLIC_URL: expected https://host[:port] without a path")
+                problem("SIWA_PUBLIC_URL: expected https://host[:port] without a path")
             }
         }
-        publicURL = url
-        let directory = reader.required("SIWA_ACCESS_KEYS_DIR")
+        let directory = required("SIWA_ACCESS_KEYS_DIR")
         var tokens: AccessTokens?
         if !directory.isEmpty {
-            do { tokens = try AccessTokens(directory: directory, issuer: url) } catch {
-                reader.problem("SIWA_ACCESS_KEYS_DIR: \(error)")
+            do { tokens = try AccessTokens(directory: directory, issuer: url, clock: clock) } catch {
+                problem("SIWA_ACCESS_KEYS_DIR: \(error)")
             }
         }
         var keys: DataKeys?
-        if let secret = reader.secret("SIWA_DATA_KEYS_FILE") {
-            do { keys = try DataKeys(text: secret.value) } catch { reader.problem("SIWA_DATA_KEYS_FILE: \(error)") }
-        } else if reader.optionalString("SIWA_DATA_KEYS_FILE") == nil {
-            reader.problem("SIWA_DATA_KEYS_FILE: required")
+        if let secret = secret("SIWA_DATA_KEYS_FILE") {
+            do { keys = try DataKeys(text: secret.value) } catch { problem("SIWA_DATA_KEYS_FILE: \(error)") }
+        } else if optionalString("SIWA_DATA_KEYS_FILE") == nil {
+            problem("SIWA_DATA_KEYS_FILE: required")
         }
-        let lifetime = reader.integer("SIWA_SESSION_LIFETIME", in: 3600...31_536_000)
-        // Problems are already recorded and stop the start.
+        let lifetime = integer("SIWA_SESSION_LIFETIME", in: 3600...31_536_000)
         guard let tokens, let keys else { return nil }
-        accessTokens = tokens
-        dataKeys = keys
-        self.lifetime = lifetime
+        return SessionSettings(publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime)
+    }
+
+    /// The type of the access-token keys `siwa keys rotate` makes.
+    mutating func accessTokenAlgorithm() -> AccessTokenAlgorithm {
+        guard let algorithm = AccessTokenAlgorithm(rawValue: string("SIWA_ACCESS_TOKEN_ALGORITHM").uppercased()) else {
+            problem("SIWA_ACCESS_TOKEN_ALGORITHM: expected ES256 or RS256")
+            return .es256
+        }
+        return algorithm
     }
 }
 
 /// Reads typed values from the environment, collecting problems instead of stopping at the first.
-private struct EnvironmentReader {
+struct EnvironmentReader {
     let environment: [String: String]
     var problems: [String] = []
 

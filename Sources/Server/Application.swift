@@ -1,33 +1,38 @@
 import Accounts
+package import AppleID
 package import FastCGI
+package import Identity
 package import Logging
 import MariaDB
 
-/// The process-wide, immutable part of the application: configuration, routes, logger.
+/// The process-wide, immutable part of the application: configuration, routes, logger, and the
+/// use cases' shared core.
 package final class Application: Sendable {
     package let config: AppConfig
     package let router: Router
     package let logger: Logger
-    /// Apple's keys, verifier and client secrets; nil when Apple is not configured.
-    package let apple: AppleServices?
-    /// Batches concurrent sync writes of the worker threads into shared transactions.
-    let syncCommits: SyncGroupCommit
-    /// The synced state of recently active users, shared by the worker threads.
-    let syncCache = SyncCache()
+    package let core: IdentityCore
 
-    /// Request headers the handlers read; only these are copied out of the FastCGI parameters.
-    /// (`x-request-id` comes from nginx's `REQUEST_ID` parameter, never from the client.)
-    package static let headerNames = ["authorization", "cookie", "origin", "user-agent", "accept"]
+    /// The request headers the handlers read (`Caller`, `Cookies`); only these are copied out of
+    /// the FastCGI parameters. `content-type` and `x-request-id` are filled from nginx's
+    /// `CONTENT_TYPE` and `REQUEST_ID` parameters instead, never from a header the client sent.
+    package static let headerNames = ["authorization", "cookie", "origin"]
 
     /// - Parameters:
     ///   - config: the validated configuration.
     ///   - logger: the root logger.
+    ///   - clock: the time of every use case (tests set it to their tokens' moment).
+    ///   - appleKeys: Apple's keys; by default fetched from the configured base URL.
     ///   - extraRoutes: adds routes after the standard ones (tests use it).
-    package init(config: AppConfig, logger: Logger, extraRoutes: (inout Router) -> Void = { _ in }) {
+    package init(
+        config: AppConfig, logger: Logger, clock: any WallClock = SystemClock(), appleKeys: (any AppleKeySource)? = nil,
+        extraRoutes: (inout Router) -> Void = { _ in }
+    ) {
         self.config = config
         self.logger = logger
-        self.apple = config.apple.map(AppleServices.init(settings:))
-        self.syncCommits = SyncGroupCommit(database: config.database)
+        self.core = IdentityCore(
+            apple: config.apple.map { AppleServices(settings: $0, keys: appleKeys, clock: clock) }, sessions: config.sessions,
+            database: config.database, clock: clock)
         var router = Router()
         router.add("GET", "/health", Health.handle)
         router.add("POST", "/auth/apple", NativeSignIn.signIn)
@@ -47,6 +52,9 @@ package final class Application: Sendable {
         self.router = router
     }
 
+    /// Apple's services; nil when Apple is not configured.
+    package var apple: AppleServices? { core.apple }
+
     /// The worker pool settings derived from the configuration.
     package var workerPoolConfiguration: WorkerPoolConfiguration {
         WorkerPoolConfiguration(
@@ -58,29 +66,32 @@ package final class Application: Sendable {
     package func makeWorker(index: Int) -> Worker {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
-        let database = Connection(configuration: config.database)
-        return Worker(application: self, context: WorkerContext(
-                database: database, logger: logger, apple: apple, sessions: config.sessions, syncCommits: syncCommits,
-                syncCache: syncCache))
+        let operations = Operations(core: core, database: Connection(configuration: config.database), logger: logger)
+        return Worker(router: router, operations: operations)
+    }
+
+    /// Stops the sync committer threads, which close their connections. Call after the workers stopped.
+    package func stop() {
+        core.syncCommits.stop()
     }
 }
 
 /// One worker thread's request handler: routes the request and maps every error to a JSON response.
 package final class Worker: RequestHandler {
-    private let application: Application
-    private let context: WorkerContext
+    private let router: Router
+    private let operations: Operations
 
-    init(application: Application, context: WorkerContext) {
-        self.application = application
-        self.context = context
+    init(router: Router, operations: Operations) {
+        self.router = router
+        self.operations = operations
     }
 
     package func respond(to request: Request) -> Response {
         do {
-            let (handler, parameters) = try application.router.match(request)
-            return try handler(request, parameters, context)
+            let (handler, parameters) = try router.match(request)
+            return try handler(request, parameters, operations)
         } catch {
-            return response(for: error, request: request)
+            return ErrorResponses.response(for: error, request: request, logger: operations.logger)
         }
     }
 
@@ -92,29 +103,6 @@ package final class Worker: RequestHandler {
     }
 
     package func close() {
-        context.database.close()
-    }
-
-    /// The one error-to-response mapper (STYLE.md rule 17): client-facing errors as they are, a lost
-    /// database as 503, anything else as a generic 500 logged with its details and the request id.
-    private func response(for error: any Error, request: Request) -> Response {
-        if let error = error as? any ClientFacingError {
-            if let error = error as? MethodNotAllowed {
-                return .error(error, headers: [("Allow", error.allowed.joined(separator: ", "))])
-            }
-            return .error(error)
-        }
-        var metadata: Logger.Metadata = [
-            "request.id": "\(request.headers["x-request-id"] ?? "-")",
-            "request.path": "\(request.path)",
-            "error": "\(String(reflecting: error))",
-        ]
-        if let error = error as? MariaDBError, error.code == .connectionLost {
-            context.logger.warning("database unavailable", metadata: metadata)
-            return .error(HTTPError.unavailable)
-        }
-        metadata["error.type"] = "\(type(of: error))"
-        context.logger.error("unhandled error", metadata: metadata)
-        return .error(HTTPError.internalError)
+        operations.close()
     }
 }

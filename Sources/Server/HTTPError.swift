@@ -1,6 +1,4 @@
-import AppleID
-
-/// An error whose code and message may be shown to the client (STYLE.md rule 17).
+/// An error whose code and message may be shown to the client.
 package protocol ClientFacingError: Error {
     /// The HTTP status to answer with.
     var status: Int { get }
@@ -10,7 +8,8 @@ package protocol ClientFacingError: Error {
     var publicMessage: String { get }
 }
 
-/// A client-facing error raised by a handler.
+/// A client-facing error of the HTTP layer itself: a request that cannot be decoded, a route that
+/// does not exist. The use cases' own errors are mapped in `ErrorResponses`.
 package struct HTTPError: ClientFacingError, Equatable {
     package let status: Int
     package let publicCode: String
@@ -27,15 +26,4 @@ package struct HTTPError: ClientFacingError, Equatable {
     package static let payloadTooLarge = HTTPError(413, "payload_too_large", "The request body is too large")
     package static let unavailable = HTTPError(503, "unavailable", "The database is unavailable; try again shortly")
     package static let internalError = HTTPError(500, "internal_error", "The server failed to handle the request")
-}
-
-
-/// A refused identity token is the client's problem (401), except when Apple's keys cannot be
-/// had at all, which is ours and temporary (503).
-extension SignInError: ClientFacingError {
-    package var status: Int { code == .keysUnavailable ? 503 : 401 }
-    package var publicCode: String { code == .keysUnavailable ? "unavailable" : "invalid_token" }
-    package var publicMessage: String {
-        code == .keysUnavailable ? "Apple's signing keys are unavailable; try again shortly" : "The Apple token was refused: \(description)"
-    }
 }

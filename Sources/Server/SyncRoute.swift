@@ -1,7 +1,7 @@
 package import Accounts
 package import FastCGI
+package import Identity
 import JOSE
-import MariaDB
 
 /// `POST /sync` (Bearer access token, or the web session cookie):
 /// `{cursor, profile, progress[], achievements[]}` → `{cursor, profile, progress[], achievements[]}`
@@ -14,16 +14,11 @@ package enum SyncRoute {
     /// 2100-01-01, in Unix milliseconds.
     static let latestTime: Int64 = 4_102_444_800_000
 
-    package static func handle(_ request: Request, _ parameters: [String: String], _ context: WorkerContext) throws -> Response {
+    package static func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
         // The session is checked by the sync's own statements (one round trip less per sync).
-        let (principal, uncheckedSession) = try Authentication.authenticateDeferringSessionCheck(request, context)
+        let (principal, uncheckedSession) = try Caller.authenticateDeferringSessionCheck(request, operations)
         let changes = try changes(in: request)
-        let delta = try retryingConflicts {
-            try SyncStore.sync(
-                userID: principal.userID, session: uncheckedSession, changes: changes, on: context.database, group: context.syncCommits,
-                cache: context.syncCache)
-        }
-        guard let delta else { throw Authentication.sessionEnded }
+        let delta = try operations.sync(principal, uncheckedSession: uncheckedSession, changes: changes)
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: json(delta))
     }
 

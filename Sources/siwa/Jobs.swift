@@ -1,9 +1,12 @@
 import ArgumentParser
+import FastCGI
 import Foundation
 import HTTPClient
 import Logging
+import Identity
 import MariaDB
 import Server
+import Synchronization
 
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,14 +26,17 @@ struct Jobs: ParsableCommand {
             FileHandle.standardError.write(Data("invalid configuration:\n  - the SIWA_APPLE_* keys and SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR, SIWA_DATA_KEYS_FILE: required for jobs\n".utf8))
             throw ExitCode(78)
         }
+        // Before any thread exists, so that every thread inherits the blocked mask.
+        if !once { TerminationSignals.block() }
         initializeMariaDBLibrary()
         initializeHTTPClientLibrary()
         let database = Connection(configuration: config.database)
         defer { database.close() }
         let jobs = BackgroundJobs(apple: AppleServices(settings: apple), settings: sessions, database: database, logger: logger)
-        let stop = StopFlag()
+        // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
+        let stop = Atomic<Bool>(false)
         if !once {
-            for signal in [SIGTERM, SIGINT] { stop.install(signal) }
+            try TerminationSignals.onTermination { _ in stop.store(true, ordering: .relaxed) }
         }
         repeat {
             do {
@@ -41,21 +47,10 @@ struct Jobs: ParsableCommand {
                 if once { throw ExitCode(75) }
             }
             var waited = 0.0
-            while !once && !stop.isSet && waited < interval {
+            while !once && !stop.load(ordering: .relaxed) && waited < interval {
                 Thread.sleep(forTimeInterval: 0.2)
                 waited += 0.2
             }
-        } while !once && !stop.isSet
-    }
-}
-
-/// Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
-private final class StopFlag: @unchecked Sendable {
-    nonisolated(unsafe) private static var flag: sig_atomic_t = 0
-
-    var isSet: Bool { StopFlag.flag != 0 }
-
-    func install(_ signalNumber: Int32) {
-        signal(signalNumber) { _ in StopFlag.flag = 1 }
+        } while !once && !stop.load(ordering: .relaxed)
     }
 }

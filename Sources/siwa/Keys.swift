@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Server
+import Identity
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,6 +9,17 @@ struct Keys: ParsableCommand {
     struct Options: ParsableArguments {
         @Option(help: "The key directory (default: SIWA_ACCESS_KEYS_DIR).")
         var dir: String?
+
+        @Option(help: "The type of a new key: ES256 (P-256) or RS256 (RSA 2048) (default: SIWA_ACCESS_TOKEN_ALGORITHM, else ES256).")
+        var algorithm: String?
+
+        func keyAlgorithm() throws -> AccessTokenAlgorithm {
+            let name = algorithm ?? ProcessInfo.processInfo.environment["SIWA_ACCESS_TOKEN_ALGORITHM"] ?? "ES256"
+            guard let algorithm = AccessTokenAlgorithm(rawValue: name.uppercased()) else {
+                throw ValidationError("the algorithm is ES256 or RS256, not \(name)")
+            }
+            return algorithm
+        }
 
         func directory() throws -> String {
             guard let dir = dir ?? ProcessInfo.processInfo.environment["SIWA_ACCESS_KEYS_DIR"], !dir.isEmpty else {
@@ -20,7 +31,7 @@ struct Keys: ParsableCommand {
 
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add a new signing key; it signs from the next directory scan (at most 10 s) on.",
+            abstract: "Add a new signing key of the configured type; it signs from the next directory scan (at most 10 s) on.",
             discussion: """
                 Tokens signed with older keys stay valid until they expire: the older keys keep verifying and stay in \
                 /auth/jwks.json. Keys replaced more than --retention seconds ago are removed.
@@ -35,20 +46,20 @@ struct Keys: ParsableCommand {
             guard retention >= Double(AccessTokens.lifetime) else { throw ValidationError("--retention must be at least 900") }
             let directory = try options.directory()
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let removed = try AccessTokens.pruneKeys(in: directory, retention: retention)
-            let keyID = try AccessTokens.addKey(to: directory)
-            print("added \(keyID)" + (removed.isEmpty ? "" : "; removed \(removed.joined(separator: ", "))"))
+            let algorithm = try options.keyAlgorithm()
+            let removed = try AccessTokenKeyFiles.prune(in: directory, retention: retention, now: Date())
+            let keyID = try AccessTokenKeyFiles.add(algorithm, to: directory, now: Date())
+            print("added \(keyID) (\(algorithm.rawValue))" + (removed.isEmpty ? "" : "; removed \(removed.joined(separator: ", "))"))
         }
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the key ids; the last one signs.")
+        static let configuration = CommandConfiguration(abstract: "List the key ids and types; the last one signs.")
 
         @OptionGroup var options: Options
 
         func run() throws {
-            let tokens = try AccessTokens(directory: try options.directory(), issuer: "")
-            for key in tokens.keys { print(key.keyID) }
+            for key in try AccessTokenKeyFiles.load(try options.directory()) { print("\(key.keyID) \(key.algorithm.rawValue)") }
         }
     }
 }

@@ -3,6 +3,7 @@ import ArgumentParser
 import FastCGI
 import Foundation
 import HTTPClient
+import Identity
 import Logging
 import MariaDB
 import Server
@@ -12,7 +13,8 @@ struct Serve: ParsableCommand {
         abstract: "Serve FastCGI requests on the configured unix socket until SIGTERM or SIGINT.")
 
     func run() throws {
-        // Before any thread exists, so that every thread inherits the blocked mask (MEASURED.md §5).
+        // Before any thread exists, so that every thread inherits the blocked mask (libfcgi's own
+        // SIGTERM handler would otherwise keep the process alive; see docs/ARCHITECTURE.md).
         TerminationSignals.block()
         let config = try loadConfiguration()
         let logger = makeLogger(config, label: "siwa")
@@ -27,11 +29,11 @@ struct Serve: ParsableCommand {
         initializeHTTPClientLibrary()
 
         let application = Application(config: config, logger: logger)
-        if let apple = application.apple {
+        if let keys = application.apple?.keys as? AppleKeyCache {
             // Fetch Apple's keys before the first sign-in needs them, without delaying the start.
             Thread.detachNewThread {
-                apple.keys.refresh()
-                let status = apple.keys.status
+                keys.refresh()
+                let status = keys.status
                 logger.notice("Apple keys", metadata: ["state": "\(status.health.rawValue)", "kids": "\(status.keyIDs)", "error": "\(status.lastError ?? "-")"])
             }
         }
@@ -46,6 +48,7 @@ struct Serve: ParsableCommand {
         logger.notice(
             "serving", metadata: ["socket": "\(config.socketPath)", "threads": "\(config.workerThreads)"])
         try pool.run()
+        application.stop()
         logger.notice("stopped")
     }
 }

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import HTTPClient
 import JOSE
+import Identity
 import Server
 
 struct VerifyToken: ParsableCommand {

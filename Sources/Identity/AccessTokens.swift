@@ -6,7 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// The claims of one of our access tokens that matter to a handler.
+/// The claims of one of our access tokens that matter to a use case.
 package struct AccessTokenClaims: Sendable, Equatable {
     package var userID: UInt64
     package var sessionID: UInt64
@@ -19,27 +19,23 @@ package struct AccessTokenClaims: Sendable, Equatable {
     }
 }
 
-/// Our own access tokens (DESIGN.md rule 3): RS256 JWTs with a `kid`, 15 minutes, naming the user
-/// and the session.
+/// Our own access tokens: JWTs signed with ES256 (P-256, the default) or RS256, with a `kid` and
+/// `typ: at+jwt`, living 15 minutes, naming the user and the session.
 ///
-/// The signing keys are the `<kid>.pem` files of one directory (RSA, 2048 bits or more). The key
-/// whose `kid` sorts last signs; every key in the directory verifies and is published in the JWKS,
-/// so tokens signed before `siwa keys rotate` stay valid until they expire. The directory is
-/// looked at again at most every `rescanInterval` seconds, so a rotation needs no restart.
+/// The signing keys are the `<kid>.pem` files of one directory (P-256, or RSA of 2048 bits or
+/// more). The key whose `kid` sorts last signs; every key in the directory verifies and is
+/// published in the JWKS, so tokens signed before `siwa keys rotate` stay valid until they expire,
+/// also when the rotation changed the key type. The directory is looked at again at most every
+/// `rescanInterval` seconds, so a rotation needs no restart. Files are read outside any lock; the
+/// new keys are then swapped in.
 package final class AccessTokens: Sendable {
     /// Lifetime of an access token in seconds.
     package static let lifetime = 900
     /// The `typ` of our tokens (RFC 9068), so an identity token from Apple can never pass as one.
     static let type = "at+jwt"
 
-    package struct SigningKey: Sendable {
-        package let keyID: String
-        let privateKey: RSAPrivateKey
-        let publicKey: RSAPublicKey
-    }
-
     private struct KeyRing: Sendable {
-        var keys: [SigningKey]
+        var keys: [AccessTokenKey]
         var modified: timespec
         var checkedAt: Double
         /// Moves on whenever the keys are reloaded, so that verifications made with the old
@@ -48,8 +44,7 @@ package final class AccessTokens: Sendable {
     }
 
     /// Tokens whose signature and claims were verified with the keys of `generation`, with their
-    /// claims: a token seen again is not verified again (an RSA verification costs a sync's
-    /// request about as much as its database work). Its expiry is checked at every use.
+    /// claims: a token seen again is not verified again. Its expiry is checked at every use.
     private struct VerifiedTokens: Sendable {
         var generation = 0
         var claims: [String: AccessTokenClaims] = [:]
@@ -60,6 +55,7 @@ package final class AccessTokens: Sendable {
 
     package let directory: String
     package let issuer: String
+    private let clock: any WallClock
     private let rescanInterval: Double
     private let ring: Mutex<KeyRing>
     private let verified = Mutex(VerifiedTokens())
@@ -67,37 +63,42 @@ package final class AccessTokens: Sendable {
     /// Loads the keys of `directory`.
     /// - Parameter issuer: the `iss` of every token (the site's public URL).
     /// - Throws: `AccessTokenKeyError` when the directory has no usable key.
-    package init(directory: String, issuer: String, rescanInterval: Double = 10) throws {
+    package init(directory: String, issuer: String, clock: any WallClock = SystemClock(), rescanInterval: Double = 10) throws {
         self.directory = directory
         self.issuer = issuer
+        self.clock = clock
         self.rescanInterval = rescanInterval
-        let keys = try AccessTokens.loadKeys(directory)
-        ring = Mutex(KeyRing(keys: keys, modified: AccessTokens.modificationTime(directory), checkedAt: Date().timeIntervalSince1970))
+        let modified = AccessTokenKeyFiles.modificationTime(directory)
+        let keys = try AccessTokenKeyFiles.load(directory)
+        ring = Mutex(KeyRing(keys: keys, modified: modified, checkedAt: clock.now()))
     }
 
     /// The current keys, newest (the signing key) last.
-    package var keys: [SigningKey] { currentRing().keys }
+    package var keys: [AccessTokenKey] { currentRing().keys }
 
     /// Signs a new access token for `sessionID` of `userID`.
-    package func issue(userID: UInt64, sessionID: UInt64, now: Double = Date().timeIntervalSince1970) throws -> (token: String, expiresIn: Int) {
+    package func issue(userID: UInt64, sessionID: UInt64) throws -> (token: String, expiresIn: Int) {
         guard let key = currentRing().keys.last else { throw AccessTokenKeyError("no signing key") }
-        let issuedAt = Int64(now)
-        let header = JSONText.object([("alg", .string("RS256")), ("kid", .string(key.keyID)), ("typ", .string(AccessTokens.type))])
+        let issuedAt = Int64(clock.now())
+        let header = JSONText.object([
+            ("alg", .string(key.algorithm.rawValue)), ("kid", .string(key.keyID)), ("typ", .string(AccessTokens.type)),
+        ])
         let claims = JSONText.object([
             ("iss", .string(issuer)), ("sub", .string(String(userID))), ("sid", .string(String(sessionID))),
             ("iat", .integer(issuedAt)), ("exp", .integer(issuedAt + Int64(AccessTokens.lifetime))),
         ])
-        let token = try CompactJWS.serialize(header: header, claims: claims) { try key.privateKey.signature(for: $0) }
+        let token = try CompactJWS.serialize(header: header, claims: claims, sign: key.signature(for:))
         return (token, AccessTokens.lifetime)
     }
 
-    /// Verifies one of our access tokens: RS256 with a known `kid`, `typ`, `iss`, and `exp` in the future.
-    /// - Throws: `HTTPError` 401 `invalid_token` naming what is wrong.
-    package func verify(_ token: String, now: Double = Date().timeIntervalSince1970) throws -> AccessTokenClaims {
+    /// Verifies one of our access tokens: a known `kid` whose key type matches `alg`, `typ`, `iss`,
+    /// and `exp` in the future.
+    /// - Throws: `IdentityError(.accessTokenRefused)` naming what is wrong.
+    package func verify(_ token: String) throws -> AccessTokenClaims {
         let ring = currentRing()
         let known = verified.withLock { $0.generation == ring.generation ? $0.claims[token] : nil }
         let claims = try known ?? verifySignature(token, ring.keys)
-        guard Double(claims.expiresAt) > now else { throw HTTPError(401, "invalid_token", "The access token was refused: expired") }
+        guard Double(claims.expiresAt) > clock.now() else { throw IdentityError(.accessTokenRefused, "expired") }
         if known == nil {
             verified.withLock { verified in
                 if verified.generation != ring.generation || verified.claims.count >= AccessTokens.verifiedCapacity {
@@ -110,16 +111,18 @@ package final class AccessTokens: Sendable {
     }
 
     /// The claims of `token` if it is signed by one of `keys` and well formed, whatever its expiry.
-    private func verifySignature(_ token: String, _ keys: [SigningKey]) throws -> AccessTokenClaims {
-        func refuse(_ reason: String) -> HTTPError { HTTPError(401, "invalid_token", "The access token was refused: \(reason)") }
+    private func verifySignature(_ token: String, _ keys: [AccessTokenKey]) throws -> AccessTokenClaims {
+        func refuse(_ reason: String) -> IdentityError { IdentityError(.accessTokenRefused, reason) }
         guard let jws = try? CompactJWS(token, maximumLength: 4096) else { throw refuse("malformed") }
-        guard (try? jws.header.string("alg")) == "RS256", (try? jws.header.string("typ")) == AccessTokens.type else {
+        guard let alg = try? jws.header.string("alg"), (try? jws.header.string("typ")) == AccessTokens.type else {
             throw refuse("not one of our access tokens")
         }
         guard let keyID = try? jws.header.string("kid"), let key = keys.first(where: { $0.keyID == keyID }) else {
             throw refuse("unknown key")
         }
-        guard key.publicKey.isValidSignature(jws.signature, for: jws.signingInput) else { throw refuse("bad signature") }
+        // The key decides the algorithm; a header naming another one is refused, never followed.
+        guard alg == key.algorithm.rawValue else { throw refuse("not one of our access tokens") }
+        guard key.isValidSignature(jws.signature, for: jws.signingInput) else { throw refuse("bad signature") }
         guard let claims = try? jws.decodePayload(), (try? claims.string("iss")) == issuer,
             let userID = (try? claims.string("sub")).flatMap({ $0.flatMap(UInt64.init) }),
             let sessionID = (try? claims.string("sid")).flatMap({ $0.flatMap(UInt64.init) }),
@@ -130,19 +133,38 @@ package final class AccessTokens: Sendable {
 
     /// The public keys as a JWKS (`GET /auth/jwks.json`).
     package func jwks() -> String {
-        let keys = currentRing().keys.map { key in
-            JSONText.object([
-                ("kty", .string("RSA")), ("kid", .string(key.keyID)), ("use", .string("sig")), ("alg", .string("RS256")),
-                ("n", .string(Base64URL.encode(key.publicKey.modulus))), ("e", .string(Base64URL.encode(key.publicKey.exponent))),
-            ])
-        }
-        return #"{"keys":["# + keys.joined(separator: ",") + "]}"
+        #"{"keys":["# + currentRing().keys.map(\.jwk).joined(separator: ",") + "]}"
     }
 
-    // MARK: - Key files
+    /// The key ring, rescanned when the directory changed (checked at most every `rescanInterval`).
+    /// One caller claims a due rescan under the lock and reads the files after letting it go; the
+    /// others go on with the current keys meanwhile. A directory that became unreadable or empty
+    /// keeps the keys already loaded.
+    private func currentRing() -> KeyRing {
+        let now = clock.now()
+        let (current, due) = ring.withLock { ring -> (KeyRing, Bool) in
+            guard now - ring.checkedAt >= rescanInterval else { return (ring, false) }
+            ring.checkedAt = now
+            return (ring, true)
+        }
+        guard due else { return current }
+        let modified = AccessTokenKeyFiles.modificationTime(directory)
+        guard modified.tv_sec != current.modified.tv_sec || modified.tv_nsec != current.modified.tv_nsec,
+            let keys = try? AccessTokenKeyFiles.load(directory)
+        else { return current }
+        return ring.withLock { ring in
+            ring.keys = keys
+            ring.modified = modified
+            ring.generation += 1
+            return ring
+        }
+    }
+}
 
+/// The key files of a directory: `<kid>.pem`, readable by their owner only.
+package enum AccessTokenKeyFiles {
     /// A new `kid`: the UTC time, so that newer keys sort last.
-    package static func newKeyID(now: Date = Date()) -> String {
+    package static func newKeyID(now: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -150,12 +172,12 @@ package final class AccessTokens: Sendable {
         return formatter.string(from: now)
     }
 
-    /// Writes a new 2048-bit key to `directory` (mode 0600) and returns its `kid`.
-    package static func addKey(to directory: String, now: Date = Date()) throws -> String {
+    /// Writes a new key of `algorithm` to `directory` (mode 0600) and returns its `kid`.
+    package static func add(_ algorithm: AccessTokenAlgorithm, to directory: String, now: Date) throws -> String {
         let keyID = newKeyID(now: now)
         let path = directory + "/" + keyID + ".pem"
         guard !FileManager.default.fileExists(atPath: path) else { throw AccessTokenKeyError("\(path) exists; try again in a second") }
-        let pem = try RSAPrivateKey(bits: 2048).pem()
+        let pem = try AccessTokenKey.generatePEM(algorithm)
         guard FileManager.default.createFile(atPath: path + ".tmp", contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]),
             rename(path + ".tmp", path) == 0
         else { throw AccessTokenKeyError("cannot write \(path)") }
@@ -165,8 +187,8 @@ package final class AccessTokens: Sendable {
     /// Removes keys that were replaced more than `retention` seconds ago (the access-token lifetime
     /// plus a margin), judging by the file time of the key that replaced them. The newest key stays.
     /// - Returns: the removed `kid`s.
-    package static func pruneKeys(in directory: String, retention: Double, now: Date = Date()) throws -> [String] {
-        let files = try keyFiles(directory)
+    package static func prune(in directory: String, retention: Double, now: Date) throws -> [String] {
+        let files = try keyIDs(directory)
         var removed: [String] = []
         for (index, file) in files.enumerated().dropLast() {
             let successor = directory + "/" + files[index + 1] + ".pem"
@@ -179,16 +201,19 @@ package final class AccessTokens: Sendable {
         return removed
     }
 
-    private static func keyFiles(_ directory: String) throws -> [String] {
+    static func keyIDs(_ directory: String) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: directory)
             .filter { $0.hasSuffix(".pem") && !$0.hasPrefix(".") }
             .map { String($0.dropLast(4)) }
             .sorted()
     }
 
-    private static func loadKeys(_ directory: String) throws -> [SigningKey] {
-        var keys: [SigningKey] = []
-        for keyID in try keyFiles(directory) {
+    /// Every key of `directory`, the signing key last.
+    /// - Throws: `AccessTokenKeyError` naming the first file that is not a usable key, or when
+    ///   there is none.
+    package static func load(_ directory: String) throws -> [AccessTokenKey] {
+        var keys: [AccessTokenKey] = []
+        for keyID in try keyIDs(directory) {
             let path = directory + "/" + keyID + ".pem"
             var status = stat()
             guard stat(path, &status) == 0, status.st_mode & 0o077 == 0 else {
@@ -197,37 +222,18 @@ package final class AccessTokens: Sendable {
             guard keyID.count <= 64, keyID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
                 throw AccessTokenKeyError("\(path): a key id (the file name) is letters, digits, - and _ only")
             }
-            guard let pem = FileManager.default.contents(atPath: path), let key = try? RSAPrivateKey(pem: String(decoding: pem, as: UTF8.self)),
-                key.publicKey.bitCount >= 2048
-            else { throw AccessTokenKeyError("\(path) is not an RSA private key of 2048 bits or more in PEM") }
-            keys.append(SigningKey(keyID: keyID, privateKey: key, publicKey: key.publicKey))
+            guard let pem = FileManager.default.contents(atPath: path),
+                let key = AccessTokenKey(keyID: keyID, pem: String(decoding: pem, as: UTF8.self))
+            else { throw AccessTokenKeyError("\(path) is not a P-256 private key or an RSA one of 2048 bits or more, in PEM") }
+            keys.append(key)
         }
         guard !keys.isEmpty else { throw AccessTokenKeyError("\(directory) has no <kid>.pem key; run `siwa keys rotate`") }
         return keys
     }
 
-    private static func modificationTime(_ directory: String) -> timespec {
+    static func modificationTime(_ directory: String) -> timespec {
         var status = stat()
         return stat(directory, &status) == 0 ? status.st_mtim : timespec()
-    }
-
-    /// The key ring, rescanned when the directory changed (checked at most every `rescanInterval`).
-    /// A directory that became unreadable or empty keeps the keys already loaded.
-    private func currentRing() -> KeyRing {
-        let now = Date().timeIntervalSince1970
-        return ring.withLock { ring in
-            guard now - ring.checkedAt >= rescanInterval else { return ring }
-            ring.checkedAt = now
-            let modified = AccessTokens.modificationTime(directory)
-            if modified.tv_sec != ring.modified.tv_sec || modified.tv_nsec != ring.modified.tv_nsec,
-                let keys = try? AccessTokens.loadKeys(directory)
-            {
-                ring.keys = keys
-                ring.modified = modified
-                ring.generation += 1
-            }
-            return ring
-        }
     }
 }
 

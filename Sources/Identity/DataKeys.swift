@@ -2,7 +2,7 @@ package import Accounts
 import Foundation
 import JOSE
 
-/// The keys that encrypt Apple's refresh tokens at rest (DESIGN.md rule 4): AES-256-GCM, each
+/// The keys that encrypt Apple's refresh tokens at rest: AES-256-GCM, each
 /// ciphertext stored with the id of its key. The first key encrypts; every key decrypts, so a new
 /// key is added at the top and the old one stays until no row uses it.
 ///

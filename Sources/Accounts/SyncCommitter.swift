@@ -1,0 +1,252 @@
+import Dispatch
+import Foundation
+package import MariaDB
+import Synchronization
+
+/// Group commit of sync writes: the changing syncs of several users that arrive together are
+/// written in one transaction, with one batch execution per table and one durable commit,
+/// instead of a transaction each.
+///
+/// The batches are committed by committer threads, each owning its MariaDB connection (without
+/// autocommit, so a batch needs no `START TRANSACTION` round trip) for its whole life: no
+/// connection crosses threads. A worker queues its write and sleeps until a committer has
+/// committed it or given up on it. A committer takes every queued write (up to a batch); writes
+/// that arrive meanwhile wait for the next batch, which the other committer starts once enough of
+/// them wait, or the first committer to finish takes.
+///
+/// Each write carries the user's version its merge was computed from; a write whose user moved on
+/// since (another device, another process), or whose session ended, is not applied, and its worker
+/// writes alone, re-reading under the lock (`SyncStore.writeAlone`). So is every write of a batch
+/// that fails. Re-applying a merge is harmless: merges are idempotent.
+package final class SyncCommitter: Sendable {
+    /// Users per batch (at most one write per user).
+    static let maximumBatch = 64
+    /// Committer threads: while one batch waits for its commit to reach the disk, the next runs
+    /// its statements.
+    static let committers = 2
+    /// Writes that must be waiting before another batch starts while one runs; fewer wait for the
+    /// running batch to end (at most one batch's time), which makes batches larger.
+    static let minimumConcurrentBatch = 4
+
+    /// One sync's write, waiting in the queue until a committer sets its outcome.
+    package final class Write: Sendable {
+        let userID: UInt64
+        /// The caller's session, to be checked by the batch; nil when the caller checked it.
+        let session: UInt64?
+        let stored: SyncStore.Stored
+        let merge: SyncStore.Merge
+        /// Whether it was committed; set once, before `done` is signalled.
+        private let outcome = Mutex<Bool?>(nil)
+        /// Its worker sleeps on this until the outcome is set.
+        private let done = DispatchSemaphore(value: 0)
+
+        package init(userID: UInt64, session: UInt64?, stored: SyncStore.Stored, merge: SyncStore.Merge) {
+            self.userID = userID
+            self.session = session
+            self.stored = stored
+            self.merge = merge
+        }
+
+        fileprivate func finish(_ committed: Bool) {
+            outcome.withLock { $0 = committed }
+            done.signal()
+        }
+
+        fileprivate func waitForOutcome() -> Bool {
+            done.wait()
+            return outcome.withLock { $0 } ?? false
+        }
+    }
+
+    /// The queue and the committers' bookkeeping.
+    private struct State: Sendable {
+        var queue: [Write] = []
+        /// Committers running a batch now.
+        var busy = 0
+        /// Doorbell rings not yet answered: committers woken to take a batch.
+        var woken = 0
+        var threadsStarted = false
+        var stopped = false
+        var batches = 0
+        var committedWrites = 0
+
+        /// Whether a new batch may start while `running` batches run.
+        func batchMayStart(running: Int) -> Bool {
+            !queue.isEmpty && running < SyncCommitter.committers
+                && (running == 0 || queue.count >= SyncCommitter.minimumConcurrentBatch)
+        }
+
+        /// Takes the next batch off the queue and counts its committer busy.
+        mutating func takeBatch() -> [Write] {
+            busy += 1
+            let batch = Array(queue.prefix(SyncCommitter.maximumBatch))
+            queue.removeFirst(batch.count)
+            return batch
+        }
+    }
+
+    /// What the committer threads share with the workers. The threads hold it, not the
+    /// committer, so that the committer's end stops them.
+    private final class Shared: Sendable {
+        let state = Mutex(State())
+        /// Wakes a sleeping committer: rung once per batch that may start.
+        let doorbell = DispatchSemaphore(value: 0)
+    }
+
+    private let shared = Shared()
+    private let database: Configuration
+
+    /// - Parameter database: where each committer thread opens its own connection (on its first
+    ///   batch). The threads start with the first write.
+    package init(database: Configuration) {
+        var manualCommit = database
+        manualCommit.autocommit = false
+        self.database = manualCommit
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Stops the committer threads once the queue is empty; they close their connections. Writes
+    /// that come after are not batched (their workers write alone).
+    package func stop() {
+        let sleeping = shared.state.withLock { state -> Int in
+            state.stopped = true
+            return state.threadsStarted ? SyncCommitter.committers : 0
+        }
+        for _ in 0..<sleeping { shared.doorbell.signal() }
+    }
+
+    /// Writes `merge` (computed from `stored`) for `userID`, in a batch with whatever else is queued,
+    /// if `session` (when given) is active. Blocks until the batch is committed.
+    /// - Returns: true when committed at version `stored.version + 1`; false when the caller must
+    ///   write alone (the user moved on, the session is not active, the batch failed, or the
+    ///   committer is stopped).
+    func commit(userID: UInt64, session: UInt64?, from stored: SyncStore.Stored, _ merge: SyncStore.Merge) -> Bool {
+        let write = Write(userID: userID, session: session, stored: stored, merge: merge)
+        let (accepted, startThreads, ring) = shared.state.withLock { state -> (Bool, Bool, Bool) in
+            guard !state.stopped else { return (false, false, false) }
+            state.queue.append(write)
+            let startThreads = !state.threadsStarted
+            state.threadsStarted = true
+            let ring = state.batchMayStart(running: state.busy + state.woken)
+            if ring { state.woken += 1 }
+            return (true, startThreads, ring)
+        }
+        guard accepted else { return false }
+        if startThreads {
+            for _ in 0..<SyncCommitter.committers {
+                Thread.detachNewThread { [shared, database] in SyncCommitter.run(shared, database: database) }
+            }
+        }
+        if ring { shared.doorbell.signal() }
+        return write.waitForOutcome()
+    }
+
+    /// A committer thread: sleeps until rung, then commits batches while they may start, on the
+    /// connection it owns.
+    private static func run(_ shared: Shared, database: Configuration) {
+        let connection = Connection(configuration: database)
+        defer { connection.close() }
+        while true {
+            shared.doorbell.wait()
+            var batch = shared.state.withLock { state -> [Write]? in
+                state.woken = max(0, state.woken - 1)
+                if state.queue.isEmpty { return state.stopped ? nil : [] }
+                return state.takeBatch()
+            }
+            guard batch != nil else { return }
+            while let writes = batch, !writes.isEmpty {
+                let outcomes = commit(writes, on: connection)
+                for (write, committed) in zip(writes, outcomes) { write.finish(committed) }
+                // The next batch is this committer's if it may start now; otherwise the next
+                // write that makes one possible rings for it.
+                batch = shared.state.withLock { state -> [Write]? in
+                    state.busy -= 1
+                    state.batches += 1
+                    state.committedWrites += outcomes.count { $0 }
+                    return state.batchMayStart(running: state.busy + state.woken) ? state.takeBatch() : nil
+                }
+            }
+        }
+    }
+
+    /// Batches run and writes they committed, since the start (tests, diagnostics).
+    package var statistics: (batches: Int, committedWrites: Int) {
+        shared.state.withLock { ($0.batches, $0.committedWrites) }
+    }
+
+    /// One batch in one transaction. A write is applied when its user's locked version is still
+    /// the one it was merged from and its session is active; only the first write of a user counts.
+    /// The usual batch, where every first write holds, takes one statement to check and advance
+    /// them all; any other is rolled back and committed again with each write checked.
+    /// - Returns: per write, whether it was committed; all false when the transaction failed.
+    package static func commit(_ batch: [Write], on connection: Connection) -> [Bool] {
+        var users = Set<UInt64>()
+        let firsts = batch.map { users.insert($0.userID).inserted }
+        let firstWrites = zip(batch, firsts).filter(\.1).map(\.0)
+        do {
+            return try connection.transaction {
+                try SyncCommitter.advanceAllCurrent(firstWrites, on: connection)
+                try SyncCommitter.write(firstWrites, on: connection)
+                return firsts
+            }
+        } catch is NotAllCurrent {
+        } catch {
+            return batch.map { _ in false }
+        }
+        do {
+            return try connection.transaction {
+                let versions = try SyncStore.lockVersions(of: users.sorted(), on: connection)
+                let sessions = batch.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
+                let active = sessions.isEmpty ? [] : try Sessions.active(sessions, on: connection)
+                let applied = zip(batch, firsts).map { write, first in
+                    first && versions[write.userID] == write.stored.version
+                        && write.session.map { active.contains(Sessions.Pair(sessionID: $0, userID: write.userID)) } != false
+                }
+                let writes = zip(batch, applied).filter(\.1).map(\.0)
+                try SyncStore.advance(writes.map(\.userID), on: connection)
+                try SyncCommitter.write(writes, on: connection)
+                return applied
+            }
+        } catch {
+            return batch.map { _ in false }
+        }
+    }
+
+    /// Some write of a batch does not hold: its user moved on or its session ended.
+    struct NotAllCurrent: Error {}
+
+    /// Moves on the version of every write's user (one write per user) and locks their rows, if
+    /// each is still at the version its write was merged from and the write's session is active.
+    ///
+    /// Two statements of one table each, whose cost grows in step with the batch (MariaDB's CPU: about
+    /// 0.35 ms for 16 users, 1 ms for 64). One `UPDATE` of the users joined with their sessions, over
+    /// a list of (user, version, session) rows, did both, but its cost grew with the square of the
+    /// batch: 1.0–1.6 ms for 16 users, 13–17 ms for 64, more than the rest of the batch.
+    /// - Throws: `NotAllCurrent` when some write does not hold; the transaction must be rolled back.
+    static func advanceAllCurrent(_ writes: [Write], on connection: Connection) throws {
+        // Users first, so their rows are locked in id order, as every batch locks them.
+        var advanced: UInt64 = 0
+        for chunk in SyncStore.inListChunks(writes) {
+            let list = SyncStore.placeholders(chunk.count, each: "(?, ?)")
+            advanced += try connection.execute(
+                "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(list))",
+                binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version] }
+            ).affectedRows
+        }
+        guard advanced == writes.count else { throw NotAllCurrent() }
+        let sessions = writes.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
+        if !sessions.isEmpty, try !Set(sessions).isSubset(of: Sessions.active(sessions, on: connection)) { throw NotAllCurrent() }
+    }
+
+    /// Writes the merges of `writes`, whose users' versions this transaction moved on by one.
+    static func write(_ writes: [Write], on connection: Connection) throws {
+        try SyncStore.storeProfiles(writes.filter(\.merge.profileChanged).map { ($0.userID, $0.merge.profile) }, on: connection)
+        try SyncStore.write(
+            writes.flatMap { write in write.merge.lessons.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
+        try SyncStore.write(
+            writes.flatMap { write in write.merge.achievements.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
+    }
+}

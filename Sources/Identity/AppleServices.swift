@@ -1,0 +1,45 @@
+package import AppleID
+import HTTPClient
+
+/// The process-wide Sign in with Apple parts, shared by every worker thread: Apple's keys, the
+/// identity-token and notification verifiers on them, and the client-secret factory.
+package final class AppleServices: Sendable {
+    package let settings: AppleSettings
+    package let keys: any AppleKeySource
+    package let identityTokens: IdentityTokenVerifier
+    package let notifications: NotificationVerifier
+    package let clientSecrets: ClientSecretFactory
+
+    /// - Parameters:
+    ///   - settings: the Apple settings.
+    ///   - keys: where Apple's keys come from; by default the shared cache that fetches them from
+    ///     `settings.baseURL` (tests give a fixed key set).
+    ///   - clock: the time of client secrets and of the key cache.
+    package init(settings: AppleSettings, keys: (any AppleKeySource)? = nil, clock: any WallClock = SystemClock()) {
+        self.settings = settings
+        let keys = keys ?? AppleServices.keyCache(settings, clock: clock)
+        self.keys = keys
+        identityTokens = IdentityTokenVerifier(keys: keys, policy: settings.identityTokenPolicy)
+        notifications = NotificationVerifier(keys: keys, policy: settings.identityTokenPolicy)
+        clientSecrets = ClientSecretFactory(
+            teamID: settings.teamID, keyID: settings.keyID, privateKey: settings.privateKey,
+            lifetime: settings.clientSecretLifetime, clock: { clock.now() })
+    }
+
+    /// The cache of Apple's keys, fetched from `GET /auth/keys` of the base URL.
+    private static func keyCache(_ settings: AppleSettings, clock: any WallClock) -> AppleKeyCache {
+        var cacheSettings = AppleKeyCache.Settings()
+        cacheSettings.cooldown = settings.keysCooldown
+        cacheSettings.waitTimeout = settings.http.timeout
+        let baseURL = settings.baseURL, http = settings.http
+        // Fetches are rare (lifetime, rotation, cooldown), so each uses its own short-lived handle.
+        return AppleKeyCache(settings: cacheSettings, clock: { clock.now() }) {
+            try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http))
+        }
+    }
+
+    /// A client for Apple's endpoints, for one thread.
+    package func makeClient() -> AppleClient {
+        AppleClient(baseURL: settings.baseURL, http: HTTPClient(configuration: settings.http), secrets: clientSecrets)
+    }
+}

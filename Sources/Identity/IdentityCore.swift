@@ -1,0 +1,79 @@
+package import Accounts
+import AppleID
+package import Logging
+package import MariaDB
+
+/// The process-wide part of the use cases, shared by every worker thread: the clock, Apple's
+/// services, the session settings and the sync's shared state.
+package final class IdentityCore: Sendable {
+    package let clock: any WallClock
+    /// nil when Sign in with Apple is not configured (the operations that need it refuse).
+    package let apple: AppleServices?
+    /// nil when sessions are not configured (the operations that need them refuse).
+    package let sessions: SessionSettings?
+    /// Commits concurrent sync writes of the worker threads in shared transactions.
+    package let syncCommits: SyncCommitter
+    /// The synced state of recently active users, shared by the worker threads.
+    package let syncCache = SyncCache()
+
+    /// - Parameters:
+    ///   - database: where the sync committer opens its own connections.
+    package init(apple: AppleServices?, sessions: SessionSettings?, database: Configuration, clock: any WallClock = SystemClock()) {
+        self.apple = apple
+        self.sessions = sessions
+        self.clock = clock
+        self.syncCommits = SyncCommitter(database: database)
+    }
+}
+
+/// One thread's use cases: the operations of the HTTP contract, run on this thread's database
+/// connection and Apple client. Confined to the thread that made it; never shared.
+package final class Operations {
+    package let core: IdentityCore
+    /// This thread's own database connection.
+    package let database: Connection
+    package let logger: Logger
+    /// This thread's client for Apple's endpoints (its libcurl handle keeps connections alive),
+    /// made on first use.
+    private var client: AppleClient?
+
+    package init(core: IdentityCore, database: Connection, logger: Logger) {
+        self.core = core
+        self.database = database
+        self.logger = logger
+    }
+
+    var clock: any WallClock { core.clock }
+
+    /// Seconds a session lives without use (the web session cookie's `Max-Age`).
+    package var sessionLifetime: Int { core.sessions?.lifetime ?? 0 }
+
+    /// The site's origin as browsers see it; nil when sessions are not configured.
+    package var publicURL: String? { core.sessions?.publicURL }
+
+    /// Closes the thread's database connection.
+    package func close() {
+        database.close()
+    }
+
+    /// The session settings.
+    /// - Throws: `IdentityError(.notConfigured)` in a process started without them.
+    func requireSessions() throws -> SessionSettings {
+        guard let sessions = core.sessions else { throw IdentityError(.notConfigured, "sessions are not configured on this server") }
+        return sessions
+    }
+
+    /// Apple's services.
+    /// - Throws: `IdentityError(.notConfigured)` in a process started without them.
+    func requireApple() throws -> AppleServices {
+        guard let apple = core.apple else { throw IdentityError(.notConfigured, "Sign in with Apple is not configured on this server") }
+        return apple
+    }
+
+    func appleClient(_ apple: AppleServices) -> AppleClient {
+        if let client { return client }
+        let made = apple.makeClient()
+        client = made
+        return made
+    }
+}

@@ -1,0 +1,48 @@
+/// Why a use case refused: the domain's own errors, without HTTP. The server maps each code to a
+/// status and a public code in one place.
+package struct IdentityError: Error, Equatable, CustomStringConvertible {
+    package enum Code: String, Sendable, Equatable, CaseIterable {
+        /// The process was started without the settings the operation needs.
+        case notConfigured
+        /// The web flow needs a Services ID, which is not configured.
+        case webSignInNotConfigured
+        /// The app's `user` is not the subject of the verified identity token.
+        case userMismatch
+        /// The nonce of this sign-in was already used.
+        case nonceReused
+        /// Apple refused the authorization code (expired, used, or for another client).
+        case codeRefused
+        /// Apple could not be reached, or answered what it never answers.
+        case appleUnavailable
+        /// Apple refused our own credentials (client secret, client id).
+        case appleRefusedCredentials
+        /// The refresh token is not one of ours.
+        case refreshTokenUnknown
+        /// The session behind a token or cookie was revoked, expired, or deleted with its account.
+        case sessionEnded
+        /// A spent refresh token was presented again; its session has been revoked.
+        case refreshTokenReused
+        /// The access token is not valid; `reason` says why.
+        case accessTokenRefused
+        /// The signed-in account no longer exists.
+        case accountGone
+        /// No such account, or no such session of the caller.
+        case notFound
+        /// The web sign-in was already completed.
+        case alreadyCompleted
+    }
+
+    package let code: Code
+    /// What exactly was wrong, safe to show the client (no token, no secret).
+    package let reason: String
+
+    package init(_ code: Code, _ reason: String = "") {
+        self.code = code
+        self.reason = reason
+    }
+
+    package var description: String { reason.isEmpty ? code.rawValue : "\(code.rawValue): \(reason)" }
+
+    /// Compares codes only, so that tests can expect `IdentityError(.nonceReused)`.
+    package static func == (lhs: IdentityError, rhs: IdentityError) -> Bool { lhs.code == rhs.code }
+}

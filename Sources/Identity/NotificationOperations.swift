@@ -1,0 +1,86 @@
+package import Accounts
+import AppleID
+import JOSE
+import Logging
+import MariaDB
+
+extension Operations {
+    /// Handles one of Apple's server-to-server notifications: verifies it like an identity token
+    /// at the injected clock; then, in one transaction, records its `jti` (a duplicate changes
+    /// nothing), applies its effect and writes an audit event. Nothing here calls Apple.
+    /// - Returns: what was done.
+    /// - Throws: `SignInError` for a payload that does not verify.
+    package func handleNotification(payload: String) throws -> AppleNotifications.Outcome {
+        let apple = try requireApple()
+        let notification: ServerNotification
+        do {
+            notification = try apple.notifications.verify(payload, now: clock.now())
+        } catch let error as SignInError {
+            logger.warning("Apple notification refused", metadata: ["reason": "\(error.code.rawValue)"])
+            throw error
+        }
+        let outcome = try retryingConflicts {
+            try database.transaction { try apply(notification, apple: apple.settings) }
+        }
+        logger.info("Apple notification", metadata: ["type": "\(notification.kind.name)", "outcome": "\(outcome.rawValue)"])
+        return outcome
+    }
+
+    /// Records the notification and applies its effect; runs inside a transaction.
+    private func apply(_ notification: ServerNotification, apple: AppleSettings) throws -> AppleNotifications.Outcome {
+        guard
+            try AppleNotifications.record(
+                jti: notification.jti, type: notification.kind.name, subjectHash: SHA256.hash(Array(notification.subject.utf8)),
+                audience: notification.audience, eventTime: notification.eventTime, on: database)
+        else { return .duplicate }
+        let outcome: AppleNotifications.Outcome
+        var userID: UInt64?
+        if let identity = try AppleNotifications.identity(teamID: apple.teamID, subject: notification.subject, on: database) {
+            userID = identity.userID
+            switch notification.kind {
+            case .consentRevoked:
+                _ = try AppleValidations.consentRevoked(
+                    userID: identity.userID, identityID: identity.identityID, source: "apple_notification", on: database)
+                outcome = .processed
+            case .accountDeleted:
+                // The Apple Account is gone, so there is nothing left to revoke at Apple.
+                if apple.anonymiseOnAccountDelete {
+                    _ = try AccountDeletion.anonymise(userID: identity.userID, source: "apple_notification", on: database)
+                } else {
+                    _ = try AccountDeletion.delete(
+                        userID: identity.userID, revokeAtApple: false, source: "apple_notification", remoteAddress: nil, on: database)
+                }
+                outcome = .processed
+            case .emailDisabled, .emailEnabled:
+                _ = try AppleNotifications.setForwarding(
+                    userID: identity.userID, address: notification.email, enabled: notification.kind == .emailEnabled, on: database)
+                outcome = .processed
+            case .other:
+                outcome = .ignored
+            }
+        } else {
+            outcome = .unknownUser
+        }
+        try AppleNotifications.finish(jti: notification.jti, outcome: outcome, on: database)
+        try AuditLog.record(
+            "apple_notification", userID: userID,
+            detail: JSONText.object([
+                ("jti", .string(notification.jti)), ("type", .string(notification.kind.name)), ("outcome", .string(outcome.rawValue)),
+            ]), on: database)
+        return outcome
+    }
+
+    /// Merges a device's changes into the user's synced state and returns what changed since the
+    /// device's cursor. `uncheckedSession` is the session of an access token whose activity the
+    /// sync's own statements check (see `authenticateDeferringSessionCheck`).
+    /// - Throws: `IdentityError(.sessionEnded)` when that session is no longer active.
+    package func sync(_ principal: Principal, uncheckedSession: UInt64?, changes: SyncChanges) throws -> SyncDelta {
+        let delta = try retryingConflicts {
+            try SyncStore.sync(
+                userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
+                cache: core.syncCache)
+        }
+        guard let delta else { throw IdentityError(.sessionEnded) }
+        return delta
+    }
+}

@@ -1,0 +1,131 @@
+package import Accounts
+import AppleID
+import JOSE
+import Logging
+import MariaDB
+
+/// Who is calling a protected operation: the user and the session, and how they proved it.
+package struct Principal: Sendable, Equatable {
+    package var userID: UInt64
+    package var sessionID: UInt64
+    /// True for the web page's session cookie, false for a Bearer access token.
+    package var viaCookie: Bool
+
+    package init(userID: UInt64, sessionID: UInt64, viaCookie: Bool) {
+        self.userID = userID
+        self.sessionID = sessionID
+        self.viaCookie = viaCookie
+    }
+}
+
+/// The app's own sessions: who is calling, refresh, sign-out, the session list, the profile and
+/// account deletion. Every session check reads the database, so a revoked session or a deleted
+/// account stops working at once, not when its access token expires.
+extension Operations {
+    /// The caller of an access token whose session is still active.
+    /// - Throws: `IdentityError(.accessTokenRefused)` or `(.sessionEnded)`.
+    package func authenticate(accessToken: String) throws -> Principal {
+        let principal = try authenticateDeferringSessionCheck(accessToken: accessToken)
+        guard try Sessions.isActive(sessionID: principal.sessionID, userID: principal.userID, on: database) else {
+            throw IdentityError(.sessionEnded)
+        }
+        return principal
+    }
+
+    /// The caller of a valid access token, without checking that its session is still active:
+    /// only for an operation whose own statements check it (`sync`), saving a round trip.
+    package func authenticateDeferringSessionCheck(accessToken: String) throws -> Principal {
+        let claims = try requireSessions().accessTokens.verify(accessToken)
+        return Principal(userID: claims.userID, sessionID: claims.sessionID, viaCookie: false)
+    }
+
+    /// The caller of a web session cookie.
+    /// - Throws: `IdentityError(.sessionEnded)` when no active session has this cookie.
+    package func authenticate(cookie: String) throws -> Principal {
+        guard cookie.utf8.count <= 128, let session = try Sessions.active(cookieHash: SHA256.hash(Array(cookie.utf8)), on: database)
+        else { throw IdentityError(.sessionEnded) }
+        return Principal(userID: session.userID, sessionID: session.sessionID, viaCookie: true)
+    }
+
+    /// Rotates a refresh token: the presented one is spent, a new one and a new access token are
+    /// issued. A spent token presented again ends its session (reuse detection).
+    /// - Throws: `IdentityError` `.refreshTokenUnknown`, `.sessionEnded` or `.refreshTokenReused`.
+    package func refresh(refreshToken presented: String, remoteAddress: String?) throws -> Grant {
+        let settings = try requireSessions()
+        guard let presentedHash = OpaqueToken.hash(of: presented) else { throw IdentityError(.refreshTokenUnknown) }
+        let next = try OpaqueToken()
+        let rotation = try retryingConflicts {
+            try database.transaction {
+                try Sessions.rotate(
+                    presentedHash: presentedHash, nextHash: next.hash, lifetime: settings.lifetime, remoteAddress: remoteAddress,
+                    on: database)
+            }
+        }
+        switch rotation {
+        case .rotated(let session):
+            return try issue(userID: session.userID, sessionID: session.sessionID, refreshToken: next.value)
+        case .unknown:
+            throw IdentityError(.refreshTokenUnknown)
+        case .inactive:
+            throw IdentityError(.sessionEnded)
+        case .reused(let session):
+            logger.warning(
+                "refresh token reused: session revoked", metadata: ["user": "\(session.userID)", "session": "\(session.sessionID)"])
+            throw IdentityError(.refreshTokenReused)
+        }
+    }
+
+    /// The public keys of our access tokens, as a JWKS.
+    package func accessTokenKeySet() throws -> String {
+        try requireSessions().accessTokens.jwks()
+    }
+
+    /// Ends the caller's own session.
+    package func signOut(_ principal: Principal) throws {
+        _ = try Sessions.revoke(principal.sessionID, reason: "logout", on: database)
+    }
+
+    /// Ends one of the caller's sessions.
+    /// - Throws: `IdentityError(.notFound)` for a session that is not the caller's or not active.
+    package func revokeSession(_ sessionID: UInt64, of principal: Principal) throws {
+        guard try Sessions.revoke(sessionID, of: principal.userID, reason: "revoked_by_user", on: database) else {
+            throw IdentityError(.notFound)
+        }
+    }
+
+    /// The caller's active sessions.
+    package func sessions(of principal: Principal) throws -> [Sessions.Summary] {
+        try Sessions.list(userID: principal.userID, on: database)
+    }
+
+    /// The caller's profile.
+    /// - Throws: `IdentityError(.accountGone)` when the account no longer exists.
+    package func profile(of principal: Principal) throws -> Profile {
+        guard let profile = try Profile.load(userID: principal.userID, on: database) else { throw IdentityError(.accountGone) }
+        return profile
+    }
+
+    /// Deletes the caller's account and everything theirs in one transaction. The revocation at
+    /// Apple waits in the outbox for the background jobs, so this never waits on Apple.
+    /// - Throws: `IdentityError(.notFound)` when the account is already gone.
+    package func deleteAccount(of principal: Principal, remoteAddress: String?) throws {
+        let deleted = try database.transaction {
+            try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: database)
+        }
+        guard deleted else { throw IdentityError(.notFound) }
+        logger.notice("account deleted", metadata: ["user": "\(principal.userID)"])
+    }
+
+    /// Whether this thread reaches the database (a ping, which also reconnects a lost connection),
+    /// and the state of Apple's keys (never fetched here: a health check makes no call to Apple).
+    package func health() -> (databaseUp: Bool, appleKeys: String) {
+        let keys = core.apple.map { $0.keys.health.rawValue } ?? "not_configured"
+        do {
+            try database.ping()
+            return (true, keys)
+        } catch {
+            logger.warning("health check: database unavailable", metadata: ["error": "\(error)"])
+            return (false, keys)
+        }
+    }
+}

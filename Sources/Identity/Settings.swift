@@ -1,0 +1,69 @@
+package import AppleID
+package import HTTPClient
+package import JOSE
+
+/// Sign in with Apple settings, as the configuration read them.
+package struct AppleSettings: Sendable {
+    package var teamID: String
+    package var keyID: String
+    /// The `.p8` key, loaded and checked at start.
+    package var privateKey: P256PrivateKey
+    package var bundleIDs: [String]
+    package var servicesID: String?
+    package var baseURL: String
+    package var http: HTTPClientConfiguration
+    package var leeway: Int
+    package var requireNonce: Bool
+    package var keysCooldown: Double
+    package var clientSecretLifetime: Int
+    /// Whether Apple's `account-delete` notification deletes the user or anonymises them.
+    package var anonymiseOnAccountDelete: Bool
+
+    package init(
+        teamID: String, keyID: String, privateKey: P256PrivateKey, bundleIDs: [String], servicesID: String?,
+        baseURL: String = "https://appleid.apple.com", http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
+        requireNonce: Bool = true, keysCooldown: Double = 10, clientSecretLifetime: Int = 86_400,
+        anonymiseOnAccountDelete: Bool = false
+    ) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.privateKey = privateKey
+        self.bundleIDs = bundleIDs
+        self.servicesID = servicesID
+        self.baseURL = baseURL
+        self.http = http
+        self.leeway = leeway
+        self.requireNonce = requireNonce
+        self.keysCooldown = keysCooldown
+        self.clientSecretLifetime = clientSecretLifetime
+        self.anonymiseOnAccountDelete = anonymiseOnAccountDelete
+    }
+
+    /// Every accepted audience: the bundle ids and the Services ID.
+    package var clientIDs: Set<String> { Set(bundleIDs + (servicesID.map { [$0] } ?? [])) }
+
+    /// The identity-token rules these settings imply.
+    package var identityTokenPolicy: IdentityTokenPolicy {
+        IdentityTokenPolicy(clientIDs: clientIDs, leeway: leeway, requireNonce: requireNonce)
+    }
+}
+
+/// The app's own sessions: access-token keys, the data keys for Apple's tokens, the public origin.
+package struct SessionSettings: Sendable {
+    /// `https://host[:port]`, without a path or a trailing slash.
+    package var publicURL: String
+    package var accessTokens: AccessTokens
+    package var dataKeys: DataKeys
+    /// Seconds a session lives without a refresh.
+    package var lifetime: Int
+
+    package init(publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000) {
+        self.publicURL = publicURL
+        self.accessTokens = accessTokens
+        self.dataKeys = dataKeys
+        self.lifetime = lifetime
+    }
+
+    /// The web sign-in's `redirect_uri` (registered at Apple for the Services ID).
+    package var callbackURL: String { publicURL + "/auth/callback" }
+}

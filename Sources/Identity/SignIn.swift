@@ -1,0 +1,143 @@
+package import Accounts
+import AppleID
+import Foundation
+import HTTPClient
+import JOSE
+import Logging
+import MariaDB
+
+/// What a client presented to sign in: Apple's identity token, and what came with it.
+package struct SignInAttempt: Sendable {
+    package var identityToken: String
+    /// The authorization code, exchanged at Apple for its refresh token; nil or empty for none.
+    package var authorizationCode: String?
+    /// The raw nonce, whose lowercase hex SHA-256 the token must carry.
+    package var nonce: String?
+    /// The user id the app was told by Apple; it may only confirm the token's subject.
+    package var claimedUser: String?
+    /// The name, which Apple gives only with the first authorization (never in the token).
+    package var firstName: String?
+    package var lastName: String?
+
+    package init(
+        identityToken: String, authorizationCode: String? = nil, nonce: String? = nil, claimedUser: String? = nil,
+        firstName: String? = nil, lastName: String? = nil
+    ) {
+        self.identityToken = identityToken
+        self.authorizationCode = authorizationCode
+        self.nonce = nonce
+        self.claimedUser = claimedUser
+        self.firstName = firstName
+        self.lastName = lastName
+    }
+}
+
+/// What a sign-in or a refresh hands the client: our access token and refresh token for one
+/// session, and after a sign-in the user's profile.
+package struct Grant: Sendable {
+    package var accessToken: String
+    /// Seconds the access token lives.
+    package var expiresIn: Int
+    package var refreshToken: String
+    package var userID: UInt64
+    package var sessionID: UInt64
+    /// The signed-in user, after a sign-in; nil after a refresh.
+    package var profile: Profile?
+    package var isNewUser: Bool
+}
+
+extension Operations {
+    /// Completes a native sign-in: checks Apple's identity token and what came with it (see
+    /// `verify(_:audience:redirectURI:)`), then finds or creates the user and opens a session for
+    /// `device`, in one transaction retried on a conflict.
+    /// - Throws: `SignInError` for a refused identity token; `IdentityError` for a reused nonce,
+    ///   a `user` that is not the token's subject, or a code Apple refused or could not take.
+    package func signIn(_ attempt: SignInAttempt, device: String?, remoteAddress: String?) throws -> Grant {
+        let settings = try requireSessions()
+        let signIn = try verify(attempt, audience: nil, redirectURI: nil)
+        let refreshToken = try OpaqueToken()
+        let (account, sessionID) = try retryingConflicts {
+            try database.transaction {
+                let account = try AppleAccounts.signIn(signIn, on: database)
+                let sessionID = try Sessions.create(
+                    userID: account.userID, device: device, refreshTokenHash: refreshToken.hash, cookieHash: nil,
+                    lifetime: settings.lifetime, on: database)
+                try AuditLog.record(
+                    "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
+                    detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: database)
+                return (account, sessionID)
+            }
+        }
+        guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
+            throw IdentityError(.accountGone)
+        }
+        var grant = try issue(userID: account.userID, sessionID: sessionID, refreshToken: refreshToken.value)
+        grant.profile = profile
+        grant.isNewUser = account.isNewUser
+        return grant
+    }
+
+    /// The one check of every sign-in, native and web: verifies the identity token (signature,
+    /// claims, nonce, `c_hash`) at the injected clock; requires `audience` when given; takes `sub`
+    /// from the verified token only; claims the nonce, in a statement of its own before Apple is
+    /// called, so that a replay never reaches Apple; exchanges the code with the client id that
+    /// the token was issued to, and seals Apple's refresh token.
+    /// - Returns: the sign-in, ready to store.
+    func verify(_ attempt: SignInAttempt, audience: String?, redirectURI: String?) throws -> AppleSignIn {
+        let apple = try requireApple()
+        let settings = try requireSessions()
+        let code = attempt.authorizationCode.flatMap { $0.isEmpty ? nil : $0 }
+        let identity = try apple.identityTokens.verify(
+            attempt.identityToken, nonce: attempt.nonce, authorizationCode: code, now: clock.now())
+        if let audience, identity.audience != audience {
+            throw SignInError(.audienceMismatch, "aud is not the client id of this flow")
+        }
+        if let user = attempt.claimedUser, user != identity.subject {
+            throw IdentityError(.userMismatch, "`user` is not the subject of the identity token")
+        }
+        if let nonce = attempt.nonce {
+            // Kept until the token can no longer pass `exp` with the leeway.
+            let expiry = Int64(identity.expiresAt) + Int64(apple.settings.leeway) + 1
+            guard try Nonces.consume(hash: SHA256.hash(Array(nonce.utf8)), expiresAt: expiry, on: database) else {
+                throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
+            }
+        }
+        let sealed = try code.flatMap { code in
+            try exchange(code, clientID: identity.audience, redirectURI: redirectURI, apple: apple, settings: settings)
+        }
+        return AppleSignIn(
+            teamID: apple.settings.teamID, sub: identity.subject, audience: identity.audience, email: identity.email,
+            emailVerified: identity.emailVerified, isPrivateEmail: identity.isPrivateEmail, transferSub: identity.transferSubject,
+            firstName: attempt.firstName, lastName: attempt.lastName, appleRefreshToken: sealed)
+    }
+
+    /// Exchanges an authorization code at Apple with the client id it was issued to and seals the
+    /// refresh token Apple returns.
+    private func exchange(
+        _ code: String, clientID: String, redirectURI: String?, apple: AppleServices, settings: SessionSettings
+    ) throws -> SealedAppleToken? {
+        do {
+            let tokens = try appleClient(apple).exchangeCode(code, clientID: clientID, redirectURI: redirectURI)
+            return try tokens.refreshToken.map { try settings.dataKeys.seal($0, clientID: clientID) }
+        } catch let error as AppleAPIError {
+            switch error.code {
+            case .invalidGrant:
+                throw IdentityError(.codeRefused, "Apple refused the authorization code (expired, used, or for another client)")
+            case .unreachable, .unexpectedResponse:
+                logger.warning("Apple token endpoint unavailable", metadata: ["error": "\(error)"])
+                throw IdentityError(.appleUnavailable, "Apple could not be reached; try again shortly")
+            default:
+                logger.error("Apple refused our client", metadata: ["error": "\(error)", "client": "\(clientID)"])
+                throw IdentityError(.appleRefusedCredentials, "Apple refused the server's credentials")
+            }
+        }
+    }
+
+    /// A new access token for the session, with `refreshToken` as its refresh token.
+    func issue(userID: UInt64, sessionID: UInt64, refreshToken: String) throws -> Grant {
+        let access = try requireSessions().accessTokens.issue(userID: userID, sessionID: sessionID)
+        return Grant(
+            accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, userID: userID, sessionID: sessionID,
+            profile: nil, isNewUser: false)
+    }
+}

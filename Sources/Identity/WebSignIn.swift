@@ -1,0 +1,166 @@
+import Accounts
+import AppleID
+import Foundation
+import HTTPClient
+import JOSE
+import Logging
+import MariaDB
+
+/// The web flow with the Services ID, in three steps:
+///
+/// 1. `startWebSignIn` keeps `state` and the nonce in MariaDB, bound to the browser by a cookie,
+///    and gives Apple's authorize URL.
+/// 2. `completeWebCallback` takes Apple's cross-site form post (which carries no SameSite=Lax
+///    cookie), checks `state`, verifies the `id_token` with the stored nonce, exchanges the code,
+///    and keeps the outcome under a one-time handle.
+/// 3. `redeemWebSignIn`, now same-site, checks the binding cookie and opens the session. No token
+///    ever travels in a URL.
+extension Operations {
+    /// How long a started web sign-in may take, in seconds.
+    package static let webSignInLifetime = 600
+
+    /// A started web sign-in: where to send the browser, and the binding cookie's value.
+    package struct WebSignInStart: Sendable {
+        package var authorizeURL: String
+        package var binding: String
+    }
+
+    /// Starts a web sign-in that returns to `returnTo` (a same-site path, checked by the caller).
+    package func startWebSignIn(returnTo: String) throws -> WebSignInStart {
+        let apple = try requireApple()
+        let settings = try requireSessions()
+        guard let servicesID = apple.settings.servicesID else {
+            throw IdentityError(.webSignInNotConfigured, "web sign-in needs SIWA_APPLE_SERVICES_ID")
+        }
+        let state = try OpaqueToken(), binding = try OpaqueToken(), nonce = try OpaqueToken()
+        try WebSignIns.start(
+            stateHash: state.hash, bindingHash: binding.hash, nonce: nonce.value, returnTo: returnTo,
+            lifetime: Operations.webSignInLifetime, on: database)
+        // Apple puts the nonce parameter into the token as is; we send its SHA-256, as the native
+        // apps do, so one verifier checks both.
+        let fields = [
+            ("response_type", "code id_token"), ("response_mode", "form_post"), ("client_id", servicesID),
+            ("redirect_uri", settings.callbackURL), ("scope", "name email"), ("state", state.value),
+            ("nonce", SHA256.hex(Array(nonce.value.utf8))),
+        ]
+        let query = fields.map { "\($0.0)=\(FormEncoding.encode($0.1).replacingOccurrences(of: "+", with: "%20"))" }
+            .joined(separator: "&")
+        let base = apple.settings.baseURL.hasSuffix("/") ? String(apple.settings.baseURL.dropLast()) : apple.settings.baseURL
+        return WebSignInStart(authorizeURL: base + "/auth/authorize?" + query, binding: binding.value)
+    }
+
+    /// Apple's form post to the callback, as received.
+    package struct WebCallback: Sendable {
+        package var state: String?
+        package var error: String?
+        package var identityToken: String?
+        package var code: String?
+        /// The `user` JSON, sent only with a first authorization.
+        package var user: String?
+
+        package init(state: String?, error: String?, identityToken: String?, code: String?, user: String?) {
+            self.state = state
+            self.error = error
+            self.identityToken = identityToken
+            self.code = code
+            self.user = user
+        }
+    }
+
+    /// Handles Apple's answer to a started web sign-in and keeps its outcome (signed in, or why
+    /// not) under a new one-time handle.
+    /// - Returns: the handle; nil when `state` names no pending sign-in.
+    /// - Throws: `IdentityError(.alreadyCompleted)` when a concurrent callback finished it first,
+    ///   `.nonceReused`, and Apple's failures to take the code.
+    package func completeWebCallback(_ callback: WebCallback) throws -> String? {
+        let apple = try requireApple()
+        let settings = try requireSessions()
+        guard let state = callback.state, let stateHash = OpaqueToken.hash(of: state),
+            let pending = try WebSignIns.pending(stateHash: stateHash, on: database)
+        else {
+            logger.warning("web sign-in callback with an unknown or expired state")
+            return nil
+        }
+        var outcome: Result<AppleSignIn, WebSignInFailure>
+        if let error = callback.error {
+            outcome = .failure(WebSignInFailure(code: String(error.filter { $0.isASCII && ($0.isLetter || $0 == "_") }.prefix(64))))
+        } else if let idToken = callback.identityToken, let code = callback.code, idToken.utf8.count <= 16_384, code.utf8.count <= 1024 {
+            // Only the name is taken from the `user` JSON.
+            let name = callback.user.flatMap { try? JSONObject(parsing: String($0.prefix(4096))) }.flatMap { try? $0.object("name") }
+            let attempt = SignInAttempt(
+                identityToken: idToken, authorizationCode: code, nonce: pending.nonce,
+                firstName: name.flatMap { try? $0.string("firstName") }, lastName: name.flatMap { try? $0.string("lastName") })
+            do {
+                outcome = .success(try verify(attempt, audience: apple.settings.servicesID, redirectURI: settings.callbackURL))
+            } catch let error as SignInError where error.code != .keysUnavailable {
+                logger.warning("web sign-in: identity token refused", metadata: ["reason": "\(error.code.rawValue)"])
+                outcome = .failure(WebSignInFailure(code: "invalid_token"))
+            }
+        } else {
+            outcome = .failure(WebSignInFailure(code: "invalid_request"))
+        }
+        let handle = try OpaqueToken()
+        try retryingConflicts {
+            try database.transaction {
+                guard try WebSignIns.pending(stateHash: stateHash, on: database) != nil else {
+                    throw IdentityError(.alreadyCompleted, "this sign-in was already completed")
+                }
+                switch outcome {
+                case .success(let signIn):
+                    let account = try AppleAccounts.signIn(signIn, on: database)
+                    try WebSignIns.complete(
+                        pending.id, handleHash: handle.hash, userID: account.userID, isNewUser: account.isNewUser, error: nil,
+                        on: database)
+                case .failure(let failure):
+                    try WebSignIns.complete(
+                        pending.id, handleHash: handle.hash, userID: nil, isNewUser: false, error: failure.code, on: database)
+                }
+            }
+        }
+        return handle.value
+    }
+
+    /// Why a web sign-in did not sign in: Apple's error code, or ours; shown to the user on return.
+    struct WebSignInFailure: Error {
+        let code: String
+    }
+
+    /// What redeeming a web sign-in's handle led to.
+    package enum WebRedemption: Sendable, Equatable {
+        /// No such handle, or it was already redeemed or expired.
+        case unknown
+        /// The handle was redeemed by another browser than the one that started the sign-in.
+        case otherBrowser
+        /// The sign-in failed; `code` says why.
+        case failed(returnTo: String, code: String)
+        /// A session was opened: `cookie` is its secret.
+        case signedIn(returnTo: String, cookie: String)
+    }
+
+    /// Redeems a completed web sign-in's handle in the browser whose binding cookie is `binding`,
+    /// opening a cookie session when it signed someone in. The handle is spent whatever follows.
+    package func redeemWebSignIn(handle: String, binding: String?, remoteAddress: String?) throws -> WebRedemption {
+        let settings = try requireSessions()
+        guard let handleHash = OpaqueToken.hash(of: handle) else { return .unknown }
+        let bindingHash = SHA256.hash(Array((binding ?? "").utf8))
+        let cookie = try OpaqueToken()
+        let redemption = try database.transaction { () -> WebRedemption in
+            guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: database) else { return .unknown }
+            guard constantTimeEquals(bindingHash, completed.bindingHash) else { return .otherBrowser }
+            guard completed.error == nil, let userID = completed.userID else {
+                return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
+            }
+            let sessionID = try Sessions.create(
+                userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: cookie.hash, lifetime: settings.lifetime,
+                on: database)
+            try AuditLog.record(
+                "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
+                detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: database)
+            return .signedIn(returnTo: completed.returnTo, cookie: cookie.value)
+        }
+        if redemption == .otherBrowser {
+            logger.warning("web sign-in completed in another browser than the one that started it")
+        }
+        return redemption
+    }
+}

@@ -1,0 +1,56 @@
+package import FastCGI
+package import Identity
+
+/// Who is calling a protected route: a Bearer access token (native apps) or the web session
+/// cookie. Either way the use case checks that the session is still active. Writes made with the
+/// cookie must come from our own origin (`Origin` header), since a browser sends the cookie along
+/// with requests other sites make it send.
+package enum Caller {
+    /// The caller of `request`, with an active session.
+    package static func authenticate(_ request: Request, _ operations: Operations) throws -> Principal {
+        if let token = try bearerToken(request) { return try operations.authenticate(accessToken: token) }
+        return try authenticateCookie(request, operations)
+    }
+
+    /// The caller for a route whose own statements check the session (sync): the session of an
+    /// access token is returned as `uncheckedSession` and must be checked by the route before it
+    /// answers or writes. A cookie's session is checked here (finding it is how it is read).
+    package static func authenticateDeferringSessionCheck(
+        _ request: Request, _ operations: Operations
+    ) throws -> (principal: Principal, uncheckedSession: UInt64?) {
+        if let token = try bearerToken(request) {
+            let principal = try operations.authenticateDeferringSessionCheck(accessToken: token)
+            return (principal, principal.sessionID)
+        }
+        return (try authenticateCookie(request, operations), nil)
+    }
+
+    /// The access token of an `Authorization: Bearer` header; nil without the header.
+    static func bearerToken(_ request: Request) throws -> String? {
+        guard let authorization = request.headers["authorization"] else { return nil }
+        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            throw unauthorized("Use `Authorization: Bearer <access token>`")
+        }
+        return String(authorization.dropFirst(7))
+    }
+
+    private static func authenticateCookie(_ request: Request, _ operations: Operations) throws -> Principal {
+        guard let cookie = Cookies.value(Cookies.session, in: request) else {
+            throw unauthorized("An access token (Authorization: Bearer) or a session cookie is required")
+        }
+        let principal = try operations.authenticate(cookie: cookie)
+        if !["GET", "HEAD"].contains(request.method) {
+            try checkOrigin(request, publicURL: operations.publicURL)
+        }
+        return principal
+    }
+
+    /// Refuses a cookie-authenticated write from another origin (or with no `Origin` at all).
+    static func checkOrigin(_ request: Request, publicURL: String?) throws {
+        guard let publicURL, request.headers["origin"] == publicURL else {
+            throw HTTPError(403, "origin_mismatch", "Requests authenticated by cookie must come from \(publicURL ?? "this site")")
+        }
+    }
+
+    static func unauthorized(_ message: String) -> HTTPError { HTTPError(401, "invalid_token", message) }
+}
