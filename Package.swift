@@ -96,6 +96,8 @@ let package = Package(
             name: "AppleIDEmulatorTests",
             dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "IdentityTests", dependencies: ["Identity", "Accounts", "JOSE", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "AccountsTests", dependencies: ["Accounts", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(

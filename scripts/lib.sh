@@ -164,7 +164,7 @@ session_keys() {
     mkdir -p "$dir/access_keys"
     chmod 700 "$dir" "$dir/access_keys"
     if ! ls "$dir/access_keys"/*.pem >/dev/null 2>&1; then
-        (umask 077; openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+        (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
             -out "$dir/access_keys/$(date -u +%Y%m%dT%H%M%SZ).pem" 2>/dev/null) || die "openssl genpkey failed"
     fi
     [ -s "$dir/data_keys" ] || (umask 077; echo "k1 $(openssl rand -base64 32)" >"$dir/data_keys")

@@ -1,6 +1,7 @@
 import Accounts
 import Foundation
 import MariaDB
+import Identity
 import Server
 import Testing
 

@@ -1,6 +1,7 @@
 import FastCGI
 import Logging
 import MariaDB
+import Identity
 import Server
 import Testing
 

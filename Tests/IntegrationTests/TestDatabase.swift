@@ -1,5 +1,7 @@
+import Accounts
 import Foundation
 import MariaDB
+import Identity
 import Server
 
 /// Reads a test setting, with a local default (postgres-nio's `env` helper).

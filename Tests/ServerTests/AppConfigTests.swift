@@ -1,6 +1,7 @@
 import Foundation
 import JOSE
 import MariaDB
+import Identity
 import Server
 import Testing
 
@@ -126,7 +127,7 @@ import Testing
         }
         #expect(!text.contains(Data(count: 32).base64EncodedString()), "the key itself is never printed")
 
-        _ = try AccessTokens.addKey(to: emptyDirectory)
+        _ = try AccessTokenKeyFiles.add(.es256, to: emptyDirectory, now: Date())
         let keys = try temporaryFile(contents: "k1 \(Data(count: 32).base64EncodedString())\n", mode: 0o600)
         let config = try AppConfig(environment: Self.minimal.merging([
             "SIWA_PUBLIC_URL": "https://auth.example.com/", "SIWA_ACCESS_KEYS_DIR": emptyDirectory, "SIWA_DATA_KEYS_FILE": keys,

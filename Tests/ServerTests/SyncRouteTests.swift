@@ -1,5 +1,6 @@
 import Accounts
 import FastCGI
+import Identity
 import Server
 import Testing
 

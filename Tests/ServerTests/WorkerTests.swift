@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MariaDB
 import SIWATestSupport
+import Identity
 import Server
 import Testing
 
