@@ -49,7 +49,7 @@ struct Keys: ParsableCommand {
             let algorithm = try options.keyAlgorithm()
             let removed = try AccessTokenKeyFiles.prune(in: directory, retention: retention, now: Date())
             let keyID = try AccessTokenKeyFiles.add(algorithm, to: directory, now: Date())
-            print("added \(keyID) (\(algorithm.rawValue))" + (removed.isEmpty ? "" : "; removed \(removed.joined(separator: ", "))"))
+            print("added \(keyID)" + (removed.isEmpty ? "" : "; removed \(removed.joined(separator: ", "))"))
         }
     }
 

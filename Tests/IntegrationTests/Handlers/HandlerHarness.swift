@@ -1,0 +1,209 @@
+import AppleID
+import FastCGI
+import Foundation
+import HTTPClient
+import Identity
+import JOSE
+import Logging
+import MariaDB
+import SIWAFixtures
+import SIWATestSupport
+import Server
+import Synchronization
+
+/// The application in process: requests go through `Worker.respond(to:)` (the `Request ->
+/// Response` boundary) with a real MariaDB, Apple's real keys (plus a test key for the web flow's
+/// tokens), a settable clock, and a small HTTP server standing in for Apple's `/auth/token` and
+/// `/auth/revoke` that records what it was sent.
+final class HandlerHarness {
+    /// The bundle id (native) and Services ID (web) the harness accepts by default: the audiences
+    /// of two real Apple tokens in the fixtures.
+    static let bundleID = "com.fullqueuedeveloper.FQAuthSampleiOSApp"
+    static let servicesID = "jp.yauth.signin.service2"
+    static let publicURL = "https://auth.example.com"
+
+    let database: TestDatabase
+    let connection: Connection
+    let clock: ManualClock
+    let application: Application
+    let worker: Worker
+    let apple: TestHTTPServer
+    /// The key that signs the web flow's identity tokens, published with Apple's real keys.
+    let webKey: RSAPrivateKey
+    static let webKeyID = "test-web-key"
+    private let directory: String
+
+    init(bundleIDs: [String] = [bundleID], servicesID: String? = servicesID, time: Double = 1_700_000_000) throws {
+        database = try TestDatabase.migrated()
+        connection = try database.connect()
+        clock = ManualClock(time)
+        directory = NSTemporaryDirectory() + "siwa-handlers-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory + "/access", withIntermediateDirectories: true)
+        _ = try AccessTokenKeyFiles.add(.es256, to: directory + "/access", now: Date())
+        try HandlerHarness.write(try P256PrivateKey().pem(), to: directory + "/apple.p8")
+        try HandlerHarness.write("k1 \(Data((0..<32).map { UInt8($0) }).base64EncodedString())\n", to: directory + "/data_keys")
+        let issued = IssuedTokens()
+        apple = try TestHTTPServer { request in HandlerHarness.answerLikeApple(request, issued: issued) }
+        var environment = [
+            "SIWA_DB_SOCKET": "/unused", "SIWA_DB_NAME": "unused", "SIWA_DB_USER": "unused",
+            "SIWA_APPLE_TEAM_ID": "TEAMID1234", "SIWA_APPLE_KEY_ID": "KEYID12345", "SIWA_APPLE_PRIVATE_KEY_FILE": directory + "/apple.p8",
+            "SIWA_APPLE_BUNDLE_IDS": bundleIDs.joined(separator: ","), "SIWA_APPLE_BASE_URL": apple.baseURL,
+            // The real tokens' raw nonces are unknown; the web flow's tokens carry theirs.
+            "SIWA_APPLE_REQUIRE_NONCE": "false",
+            "SIWA_PUBLIC_URL": HandlerHarness.publicURL, "SIWA_ACCESS_KEYS_DIR": directory + "/access",
+            "SIWA_DATA_KEYS_FILE": directory + "/data_keys",
+        ]
+        environment["SIWA_APPLE_SERVICES_ID"] = servicesID
+        var config = try AppConfig(environment: environment, clock: clock)
+        config.database = database.configuration
+        webKey = try RSAPrivateKey()
+        var keys = try AppleVectorKeys.real()
+        keys.append(AppleKey(keyID: HandlerHarness.webKeyID, algorithm: "RS256", publicKey: webKey.publicKey))
+        application = Application(config: config, logger: Logger(label: "handler-tests"), clock: clock, appleKeys: StaticAppleKeys(keys))
+        worker = application.makeWorker(index: 0)
+    }
+
+    deinit {
+        worker.close()
+        application.stop()
+        apple.stop()
+        connection.close()
+        database.drop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private static func write(_ text: String, to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+    }
+
+    /// Apple's `/auth/token` (both grants) and `/auth/revoke`, in Apple's formats. The refresh
+    /// tokens it issues name the client id they were minted for, so tests can see which token a
+    /// later call carried.
+    static func answerLikeApple(_ request: TestHTTPServer.Request, issued: IssuedTokens) -> TestHTTPServer.Response {
+        let form = Dictionary(FormEncoding.fields(request.bodyText) ?? [], uniquingKeysWith: { $1 })
+        switch (request.path, form["grant_type"]) {
+        case ("/auth/token", "authorization_code"):
+            guard let code = form["code"], !code.hasPrefix("spent") else {
+                return TestHTTPServer.Response(status: 400, body: #"{"error":"invalid_grant"}"#)
+            }
+            let number = issued.count.wrappingAdd(1, ordering: .relaxed).newValue
+            let body = JSONText.object([
+                ("access_token", .string("a.\(number)")), ("token_type", .string("Bearer")), ("expires_in", .integer(3600)),
+                ("refresh_token", .string("r.\(form["client_id"] ?? "").\(number)")), ("id_token", .string("id.\(number)")),
+            ])
+            return TestHTTPServer.Response(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        case ("/auth/token", "refresh_token"):
+            let body = JSONText.object([
+                ("access_token", .string("a.refreshed")), ("token_type", .string("Bearer")), ("expires_in", .integer(3600)),
+                ("id_token", .string("id.refreshed")),
+            ])
+            return TestHTTPServer.Response(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        case ("/auth/revoke", _):
+            return TestHTTPServer.Response(status: 200)
+        default:
+            return TestHTTPServer.Response(status: 400, body: #"{"error":"unsupported_grant_type"}"#)
+        }
+    }
+
+    /// The form fields of every call Apple received at `path`.
+    func appleCalls(_ path: String) -> [[String: String]] {
+        apple.receivedRequests.filter { $0.path == path }.map { Dictionary(FormEncoding.fields($0.bodyText) ?? [], uniquingKeysWith: { $1 }) }
+    }
+
+    // MARK: - Requests
+
+    func send(
+        _ method: String, _ path: String, query: String = "", json: String? = nil, form: String? = nil, headers: [(String, String)] = []
+    ) -> Response {
+        var fields = HTTPHeaders(headers)
+        if json != nil { fields.add("content-type", "application/json") }
+        if form != nil { fields.add("content-type", "application/x-www-form-urlencoded") }
+        let body = Array((json ?? form ?? "").utf8)
+        return worker.respond(to: Request(method: method, path: path, query: query, headers: fields, body: body))
+    }
+
+    func bearer(_ token: String) -> [(String, String)] { [("authorization", "Bearer " + token)] }
+
+    /// Signs in natively with `token` (and `code`) at `time`.
+    func signIn(_ token: String, code: String? = nil, user: String? = nil, at time: Double, extra: String = "") -> Response {
+        clock.set(time)
+        var members = [#""identityToken":"\#(token)""#]
+        if let code { members.append(#""authorizationCode":"\#(code)""#) }
+        if let user { members.append(#""user":"\#(user)""#) }
+        if !extra.isEmpty { members.append(extra) }
+        return send("POST", "/auth/apple", json: "{" + members.joined(separator: ",") + "}")
+    }
+
+    func count(_ sql: String, _ binds: any DatabaseValueConvertible...) throws -> Int {
+        try connection.query(sql, binds: binds)[0].decode(at: 0)
+    }
+}
+
+/// How many refresh tokens the stand-in for Apple issued.
+final class IssuedTokens: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+/// A response's body as a JSON object.
+extension Response {
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    func json() throws -> JSONObject { try JSONObject(parsing: text) }
+
+    func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
+
+    /// The `name=value` of a `Set-Cookie` header for `name`.
+    func cookie(_ name: String) -> String? {
+        headers.filter { $0.name == "Set-Cookie" }.map(\.value).first { $0.hasPrefix(name + "=") }
+            .map { String($0.dropFirst(name.count + 1).prefix { $0 != ";" }) }
+    }
+}
+
+/// Apple's real keys and tokens of the fixtures.
+enum AppleVectorKeys {
+    struct RealToken: Decodable {
+        let id: String
+        let token: String
+        let aud: String
+        let sub: String
+        let exp: Double
+        let suggested_fixed_clock: Double
+    }
+
+    struct Notification: Decodable {
+        let id: String
+        let payload_jwt: String
+        let suggested_fixed_clock: Double
+    }
+
+    static func real() throws -> [AppleKey] {
+        struct Set: Decodable { let keys: [[String: String]] }
+        return try Fixtures.decode(Set.self, from: "apple/apple_public_keys.json").keys.compactMap { member in
+            guard let kid = member["kid"], let n = member["n"], let e = member["e"] else { return nil }
+            return AppleKey(keyID: kid, algorithm: member["alg"], publicKey: try RSAPublicKey(modulus: n, exponent: e))
+        }
+    }
+
+    static func token(_ id: String) throws -> RealToken {
+        struct File: Decodable { let tokens: [RealToken] }
+        return try requireValue(try Fixtures.decode(File.self, from: "apple/apple_identity_tokens.json").tokens.first { $0.id == id }, id)
+    }
+
+    static func notification(_ id: String) throws -> Notification {
+        struct File: Decodable { let notifications: [Notification] }
+        return try requireValue(
+            try Fixtures.decode(File.self, from: "apple/apple_server_notifications.json").notifications.first { $0.id == id }, id)
+    }
+}
+
+/// A missing fixture, named.
+struct MissingFixture: Error, CustomStringConvertible {
+    let description: String
+}
+
+func requireValue<T>(_ value: T?, _ name: String) throws -> T {
+    guard let value else { throw MissingFixture(description: "no fixture \(name)") }
+    return value
+}

@@ -1,0 +1,118 @@
+import FastCGI
+import Foundation
+import Identity
+import JOSE
+import SIWATestSupport
+import Server
+import Testing
+
+/// `POST /auth/apple`, `/auth/refresh`, `/auth/logout`, `/auth/me`, `/auth/sessions`,
+/// `DELETE /auth/sessions/{id}`, `DELETE /auth/account` and `/auth/jwks.json`, in process, with
+/// real Apple identity tokens at their own clocks.
+@Suite(.serialized) struct NativeSignInHandlerTests {
+    @Test("A real identity token signs in at its own moment; the session then refreshes, lists, ends and rejects reuse")
+    func signInAndSession() throws {
+        let harness = try HandlerHarness()
+        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
+        let signIn = harness.signIn(real.token, user: real.sub, at: real.suggested_fixed_clock, extra: #""device":"Test iPhone""#)
+        #expect(signIn.status == 200, "\(signIn.text)")
+        let body = try signIn.json()
+        #expect(try body.string("tokenType") == "Bearer")
+        #expect(try body.bool("isNewUser") == true)
+        let access = try #require(try body.string("accessToken")), refresh = try #require(try body.string("refreshToken"))
+        #expect(try CompactJWS(access).header.string("alg") == "ES256")
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE sub = ? AND audience = ?", real.sub, real.aud) == 1)
+        // The same token past its `exp` and the leeway is expired at the injected clock.
+        #expect(harness.signIn(real.token, at: real.exp + 61).status == 401)
+        harness.clock.set(real.suggested_fixed_clock)
+
+        let me = harness.send("GET", "/auth/me", headers: harness.bearer(access))
+        #expect(me.status == 200 && me.text.contains(#""sessionId""#))
+        let sessions = try harness.send("GET", "/auth/sessions", headers: harness.bearer(access)).json()
+        #expect(try sessions.objectArray("sessions")?.first?.string("device") == "Test iPhone")
+
+        let rotated = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+        #expect(rotated.status == 200)
+        let next = try #require(try rotated.json().string("refreshToken"))
+        let reused = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+        #expect(reused.status == 401)
+        #expect(try reused.json().string("error") == "token_reused")
+        #expect(harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(next)"}"#).status == 401, "reuse ended the session")
+        #expect(harness.send("GET", "/auth/me", headers: harness.bearer(access)).status == 401, "so is its access token")
+        #expect(harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"not-one-of-ours"}"#).status == 401)
+        #expect(harness.send("POST", "/auth/refresh", json: #"{"token":"x"}"#).status == 400)
+        #expect(harness.send("POST", "/auth/refresh", json: "[]").status == 400)
+    }
+
+    @Test("Rule 2: the user is the verified token's subject; a `user` that differs is refused and nothing is stored")
+    func subjectFromTheTokenOnly() throws {
+        let harness = try HandlerHarness()
+        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
+        let other = try AppleVectorKeys.token("nov-apple_id-AIDOPK1-2019")
+        let refused = harness.signIn(real.token, user: other.sub, at: real.suggested_fixed_clock)
+        #expect(refused.status == 401)
+        #expect(try refused.json().string("error") == "user_mismatch")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 0)
+        // A token whose claims were changed to another subject does not verify at all.
+        let parts = real.token.split(separator: ".")
+        var claims = String(decoding: try #require(Base64URL.decode(parts[1])), as: UTF8.self)
+        claims = claims.replacingOccurrences(of: real.sub, with: other.sub)
+        let forged = "\(parts[0]).\(Base64URL.encode(Array(claims.utf8))).\(parts[2])"
+        #expect(harness.signIn(forged, at: real.suggested_fixed_clock).status == 401)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE sub = ?", other.sub) == 0)
+        // The accepted sign-in stores the token's subject, whatever else the body says.
+        #expect(harness.signIn(real.token, user: real.sub, at: real.suggested_fixed_clock).status == 200)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE sub = ?", real.sub) == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 1)
+    }
+
+    @Test("Bad bodies get 400 or 415 and store nothing; a token for an audience not configured is refused")
+    func refusedBodies() throws {
+        let harness = try HandlerHarness()
+        #expect(harness.send("POST", "/auth/apple", json: #"{"nonce":"x"}"#).status == 400)
+        #expect(harness.send("POST", "/auth/apple", json: #"{"identityToken":7}"#).status == 400)
+        let long = String(repeating: "a", count: 16_385)
+        #expect(harness.send("POST", "/auth/apple", json: #"{"identityToken":"\#(long)"}"#).status == 400)
+        let wrongType = harness.worker.respond(
+            to: .init(method: "POST", path: "/auth/apple", headers: .init([("content-type", "text/plain")]), body: Array("{}".utf8)))
+        #expect(wrongType.status == 415)
+        let other = try AppleVectorKeys.token("gameroasters-YuyXoY-2021")
+        let foreign = harness.signIn(other.token, at: other.suggested_fixed_clock)
+        #expect(foreign.status == 401 && foreign.text.contains("audienceMismatch"))
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
+    }
+
+    @Test("Sign-out, ending another session, and deleting the account each take effect at once; jwks.json publishes the EC key")
+    func sessionsAndDeletion() throws {
+        let harness = try HandlerHarness()
+        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
+        let signin = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signin")
+        let first = try harness.signIn(real.token, at: real.suggested_fixed_clock).json()
+        let second = try harness.signIn(signin.token, at: signin.suggested_fixed_clock).json()
+        let firstAccess = try #require(try first.string("accessToken")), secondAccess = try #require(try second.string("accessToken"))
+        #expect(try second.bool("isNewUser") == false, "the same subject signs in to the same user")
+        let firstSession = try #require(try first.string("sessionId"))
+        #expect(harness.send("DELETE", "/auth/sessions/999999", headers: harness.bearer(secondAccess)).status == 404)
+        #expect(harness.send("DELETE", "/auth/sessions/\(firstSession)", headers: harness.bearer(secondAccess)).status == 204)
+        #expect(harness.send("GET", "/auth/me", headers: harness.bearer(firstAccess)).status == 401)
+        let third = try harness.signIn(signin.token, at: signin.suggested_fixed_clock).json()
+        let thirdAccess = try #require(try third.string("accessToken"))
+        #expect(harness.send("POST", "/auth/logout", headers: harness.bearer(thirdAccess)).status == 204)
+        #expect(harness.send("GET", "/auth/me", headers: harness.bearer(thirdAccess)).status == 401)
+        #expect(harness.send("DELETE", "/auth/account", headers: harness.bearer(secondAccess)).status == 204)
+        #expect(harness.send("GET", "/auth/me", headers: harness.bearer(secondAccess)).status == 401)
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
+        let jwks = harness.send("GET", "/auth/jwks.json")
+        #expect(jwks.status == 200 && jwks.text.contains(#""kty":"EC""#) && jwks.text.contains(#""alg":"ES256""#))
+        #expect(harness.send("GET", "/auth/me").status == 401, "no credentials")
+        #expect(harness.send("GET", "/auth/me", headers: [("authorization", "Basic eDp5")]).status == 401)
+    }
+
+    @Test("Health reports the database and Apple's keys")
+    func health() throws {
+        let harness = try HandlerHarness()
+        let health = harness.send("GET", "/health")
+        #expect(health.status == 200 && health.text == #"{"appleKeys":"ok","database":"ok","status":"ok"}"#)
+    }
+}
