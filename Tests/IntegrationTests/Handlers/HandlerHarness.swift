@@ -112,6 +112,12 @@ final class HandlerHarness {
         apple.receivedRequests.filter { $0.path == path }.map { Dictionary(FormEncoding.fields($0.bodyText) ?? [], uniquingKeysWith: { $1 }) }
     }
 
+    /// The background jobs on the harness's database and Apple.
+    func jobs() throws -> BackgroundJobs? {
+        guard let apple = application.apple, let sessions = application.config.sessions else { return nil }
+        return BackgroundJobs(apple: apple, settings: sessions, database: connection, logger: Logger(label: "handler-tests-jobs"))
+    }
+
     // MARK: - Requests
 
     func send(

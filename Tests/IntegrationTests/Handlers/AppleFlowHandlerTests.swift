@@ -1,0 +1,173 @@
+import Accounts
+import FastCGI
+import Foundation
+import HTTPClient
+import Identity
+import JOSE
+import MariaDB
+import SIWATestSupport
+import Server
+import Testing
+
+/// The web flow, Apple's notifications, the daily validation and revocation with the minting
+/// client id, and sync, in process.
+@Suite(.serialized) struct AppleFlowHandlerTests {
+    /// An identity token for the web flow in Apple's format, signed with the harness's web key.
+    func webToken(_ harness: HandlerHarness, sub: String, nonceHash: String, code: String, audience: String = HandlerHarness.servicesID)
+        throws -> String
+    {
+        let now = Int64(harness.clock.now())
+        let claims = JSONText.object([
+            ("iss", .string("https://appleid.apple.com")), ("aud", .string(audience)), ("exp", .integer(now + 600)),
+            ("iat", .integer(now)), ("sub", .string(sub)), ("nonce", .string(nonceHash)),
+            ("c_hash", .string(Base64URL.encode(SHA256.hash(Array(code.utf8)).prefix(16)))),
+            ("email", .string("web@privaterelay.appleid.com")), ("email_verified", .bool(true)), ("is_private_email", .bool(true)),
+            ("auth_time", .integer(now)), ("nonce_supported", .bool(true)),
+        ])
+        let header = JSONText.object([("kid", .string(HandlerHarness.webKeyID)), ("alg", .string("RS256"))])
+        return try CompactJWS.serialize(header: header, claims: claims, sign: harness.webKey.signature(for:))
+    }
+
+    /// Starts a web sign-in: the binding cookie, and `state` and the nonce's hash from Apple's URL.
+    func start(_ harness: HandlerHarness, returnTo: String = "/account") throws -> (binding: String, state: String, nonceHash: String) {
+        let started = harness.send("GET", "/auth/web/start", query: "return_to=" + FormEncoding.encode(returnTo))
+        #expect(started.status == 302)
+        let location = try #require(started.header("Location"))
+        #expect(location.hasPrefix(harness.apple.baseURL + "/auth/authorize?"))
+        let query = try #require(FormEncoding.fields(String(location.split(separator: "?", maxSplits: 1)[1])))
+        func field(_ name: String) -> String? { query.first { $0.0 == name }?.1 }
+        #expect(field("client_id") == HandlerHarness.servicesID && field("response_mode") == "form_post")
+        return (try #require(started.cookie(Cookies.binding)), try #require(field("state")), try #require(field("nonce")))
+    }
+
+    func callback(_ harness: HandlerHarness, state: String, token: String, code: String) -> Response {
+        harness.send("POST", "/auth/callback", form: "state=\(state)&code=\(code)&id_token=\(token)")
+    }
+
+    @Test("Rule 6: the web sign-in completes only in the browser that started it, state and nonce server side; cookie writes need our Origin")
+    func webSignInBoundToTheBrowser() throws {
+        let harness = try HandlerHarness()
+        // Another browser completes it: refused, no session.
+        var (binding, state, nonceHash) = try start(harness)
+        var response = callback(harness, state: state, token: try webToken(harness, sub: "web.1", nonceHash: nonceHash, code: "c1"), code: "c1")
+        #expect(response.status == 303)
+        var handle = try #require(response.header("Location")?.components(separatedBy: "handle=").last)
+        let elsewhere = harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=other")])
+        #expect(elsewhere.status == 403 && elsewhere.cookie(Cookies.session) == nil)
+        #expect(harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")]).status
+            == 400, "the handle was spent by the refused attempt")
+        #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 0)
+
+        // A token with another nonce than the one stored for this state: back with an error, no user.
+        (binding, state, nonceHash) = try start(harness)
+        let otherNonce = SHA256.hex(Array("not the stored nonce".utf8))
+        response = callback(harness, state: state, token: try webToken(harness, sub: "web.2", nonceHash: otherNonce, code: "c2"), code: "c2")
+        handle = try #require(response.header("Location")?.components(separatedBy: "handle=").last)
+        let failed = harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
+        #expect(failed.status == 303 && failed.header("Location") == "/account?sign_in_error=invalid_token")
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE sub = 'web.2'") == 0)
+
+        // The browser that started it: signed in with a cookie session.
+        (binding, state, nonceHash) = try start(harness)
+        response = callback(harness, state: state, token: try webToken(harness, sub: "web.3", nonceHash: nonceHash, code: "c3"), code: "c3")
+        #expect(callback(harness, state: state, token: "x", code: "c3").status == 400, "a state is used once")
+        handle = try #require(response.header("Location")?.components(separatedBy: "handle=").last)
+        let done = harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
+        #expect(done.status == 303 && done.header("Location") == "/account")
+        let session = try #require(done.cookie(Cookies.session))
+        let cookie = [("cookie", "\(Cookies.session)=\(session)")]
+        #expect(harness.send("GET", "/auth/me", headers: cookie).status == 200)
+        // The exchange used the Services ID and the callback URL.
+        let exchange = try #require(harness.appleCalls("/auth/token").last)
+        #expect(exchange["client_id"] == HandlerHarness.servicesID)
+        #expect(exchange["redirect_uri"] == HandlerHarness.publicURL + "/auth/callback")
+        // A cookie-authenticated write from another origin, or none, is refused; ours passes.
+        #expect(harness.send("POST", "/auth/logout", headers: cookie).status == 403)
+        #expect(harness.send("POST", "/auth/logout", headers: cookie + [("origin", "https://evil.example")]).status == 403)
+        #expect(harness.send("GET", "/auth/me", headers: cookie).status == 200)
+        #expect(harness.send("POST", "/auth/logout", headers: cookie + [("origin", HandlerHarness.publicURL)]).status == 204)
+        #expect(harness.send("GET", "/auth/me", headers: cookie).status == 401)
+        // `return_to` is a path on this site only.
+        #expect(harness.send("GET", "/auth/web/start", query: "return_to=https://evil.example/").status == 400)
+        #expect(harness.send("GET", "/auth/web/start", query: "return_to=//evil.example").status == 400)
+    }
+
+    @Test("Rule 9: each Apple token is validated and revoked with the client id that minted it (a bundle id and the Services ID)")
+    func mintingClientID() throws {
+        let harness = try HandlerHarness()
+        let native = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
+        let web = try AppleVectorKeys.token("nov-apple_id-AIDOPK1-2019")
+        #expect(native.aud == HandlerHarness.bundleID && web.aud == HandlerHarness.servicesID)
+        let first = harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock)
+        let second = harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock)
+        #expect(first.status == 200 && second.status == 200, "\(first.text) \(second.text)")
+        #expect(harness.appleCalls("/auth/token").map { $0["client_id"] } == [native.aud, web.aud], "each code exchanged with its token's aud")
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE apple_refresh_token IS NOT NULL") == 2)
+
+        // The daily validation of both.
+        _ = try harness.connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
+        let jobs = try #require(try harness.jobs())
+        #expect(try jobs.runOnce().validated == 2)
+        let validations = harness.appleCalls("/auth/token").filter { $0["grant_type"] == "refresh_token" }
+        #expect(validations.count == 2)
+        for call in validations {
+            let clientID = try #require(call["client_id"])
+            #expect(call["refresh_token"]?.hasPrefix("r.\(clientID).") == true, "the token minted for \(clientID) is validated with it")
+            #expect(try CompactJWS(try #require(call["client_secret"])).decodePayload().string("sub") == clientID)
+        }
+
+        // Deleting both accounts revokes both tokens, each with its own client id.
+        for (response, time) in [(first, native.suggested_fixed_clock), (second, web.suggested_fixed_clock)] {
+            let access = try #require(try response.json().string("accessToken"))
+            harness.clock.set(time)
+            #expect(harness.send("DELETE", "/auth/account", headers: harness.bearer(access)).status == 204)
+        }
+        #expect(try jobs.runOnce().revoked == 2)
+        let revocations = harness.appleCalls("/auth/revoke")
+        #expect(Set(revocations.compactMap { $0["client_id"] }) == [native.aud, web.aud])
+        for call in revocations {
+            let clientID = try #require(call["client_id"])
+            #expect(call["token"]?.hasPrefix("r.\(clientID).") == true && call["token_type_hint"] == "refresh_token")
+        }
+    }
+
+    @Test("A real consent-revoked notification at its own clock ends the user's sessions once; a replay or a forged one changes nothing")
+    func notification() throws {
+        let harness = try HandlerHarness()
+        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signin")
+        let signIn = harness.signIn(real.token, at: real.suggested_fixed_clock)
+        let access = try #require(try signIn.json().string("accessToken"))
+        let notification = try AppleVectorKeys.notification("notif-fqauth-consent-revoked-2022")
+        harness.clock.set(notification.suggested_fixed_clock)
+        let forged = notification.payload_jwt.dropLast(4) + "AAAA"
+        #expect(harness.send("POST", "/webhook/apple", json: #"{"payload":"\#(forged)"}"#).status == 401)
+        #expect(try harness.count("SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL") == 1)
+        let handled = harness.send("POST", "/webhook/apple", json: #"{"payload":"\#(notification.payload_jwt)"}"#)
+        #expect(handled.status == 200 && handled.text == #"{"status":"processed"}"#)
+        #expect(try harness.count("SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL") == 0)
+        harness.clock.set(real.suggested_fixed_clock)
+        #expect(harness.send("GET", "/auth/me", headers: harness.bearer(access)).status == 401)
+        harness.clock.set(notification.suggested_fixed_clock)
+        let replay = harness.send("POST", "/webhook/apple", json: #"{"payload":"\#(notification.payload_jwt)"}"#)
+        #expect(replay.status == 200 && replay.text == #"{"status":"duplicate"}"#)
+        harness.clock.set(notification.suggested_fixed_clock + 86_400 * 30)
+        #expect(harness.send("POST", "/webhook/apple", json: #"{"payload":"\#(notification.payload_jwt)"}"#).status == 401, "expired")
+        #expect(harness.send("POST", "/webhook/apple", json: #"{"data":1}"#).status == 400)
+    }
+
+    @Test("Sync answers the delta to a Bearer caller, refuses bad bodies naming the field, and nothing after the session ends")
+    func sync() throws {
+        let harness = try HandlerHarness()
+        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
+        let access = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
+        let body = #"{"progress":[{"beliefSystemId":"b","lessonId":"l1","status":"completed","score":3,"earnedXp":5,"completedAt":1000}]}"#
+        let synced = harness.send("POST", "/sync", json: body, headers: harness.bearer(access))
+        #expect(synced.status == 200)
+        #expect(try synced.json().string("cursor") == "1")
+        let bad = harness.send("POST", "/sync", json: #"{"progress":[{"lessonId":"l1"}]}"#, headers: harness.bearer(access))
+        #expect(bad.status == 400 && bad.text.contains("progress[0].beliefSystemId"))
+        #expect(harness.send("POST", "/sync", json: body).status == 401)
+        #expect(harness.send("POST", "/auth/logout", headers: harness.bearer(access)).status == 204)
+        #expect(harness.send("POST", "/sync", json: body, headers: harness.bearer(access)).status == 401)
+    }
+}
