@@ -1,7 +1,7 @@
 package import MariaDB
 
 /// Deleting an account: the user and everything that belongs to them, in one transaction, with
-/// the Apple refresh tokens moved to the revocation outbox (DESIGN.md rule 9).
+/// the Apple refresh tokens moved to the revocation outbox (docs/SECURITY.md rule 9).
 package enum AccountDeletion {
     /// Deletes `userID` (sessions, tokens, identities, emails and the rest go with it through
     /// foreign keys) and, when `revokeAtApple`, queues a revocation at Apple for each stored Apple

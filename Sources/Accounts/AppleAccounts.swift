@@ -4,7 +4,7 @@ package import MariaDB
 /// What a verified Sign in with Apple tells us about a person, ready to store.
 package struct AppleSignIn: Sendable {
     package var teamID: String
-    /// `sub`, from the verified identity token only (DESIGN.md rule 2).
+    /// `sub`, from the verified identity token only (docs/SECURITY.md rule 2).
     package var sub: String
     /// The client id the token was issued to (`aud`).
     package var audience: String
@@ -37,7 +37,7 @@ package struct AppleSignIn: Sendable {
 }
 
 /// Apple's refresh token encrypted at rest (AES-256-GCM), the id of the key, and the client id
-/// that minted it (needed to validate and revoke it, DESIGN.md rule 9).
+/// that minted it (needed to validate and revoke it, docs/SECURITY.md rule 9).
 package struct SealedAppleToken: Sendable, Equatable {
     package var ciphertext: [UInt8]
     package var keyID: String
@@ -70,7 +70,7 @@ package struct SignedInAccount: Sendable, Equatable {
 
 /// Users found and created from Apple identities, in one transaction per sign-in.
 ///
-/// A user is found by (team, `sub`) only, never by email (DESIGN.md rule 10). The name is stored when
+/// A user is found by (team, `sub`) only, never by email (docs/SECURITY.md rule 10). The name is stored when
 /// given and never replaced by an empty one; an email is stored as Apple gives it (a relay address
 /// flagged as such, `email_verified` as Apple says), and a sign-in without one keeps what is stored.
 package enum AppleAccounts {

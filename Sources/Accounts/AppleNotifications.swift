@@ -1,7 +1,7 @@
 package import MariaDB
 
 /// The ledger of Apple's server-to-server notifications and the account changes they cause
-/// (DESIGN.md rule 7). The caller runs `record`, the effect and `finish` in one transaction, so a
+/// (docs/SECURITY.md rule 7). The caller runs `record`, the effect and `finish` in one transaction, so a
 /// notification is handled exactly once or not at all.
 package enum AppleNotifications {
     /// How a notification was handled.

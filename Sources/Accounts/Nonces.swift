@@ -1,7 +1,7 @@
 package import MariaDB
 
 /// Nonces accepted once across every worker and host: the SHA-256 of each accepted nonce is
-/// recorded in `used_nonces` until the token it came with has expired (DESIGN.md rule 1).
+/// recorded in `used_nonces` until the token it came with has expired (docs/SECURITY.md rule 1).
 package enum Nonces {
     /// Records `hash` (the SHA-256 of a raw nonce); false when it was already used.
     /// - Parameter expiresAt: when the record may go (the token's `exp` plus leeway), in Unix seconds.

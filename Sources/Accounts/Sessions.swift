@@ -1,7 +1,7 @@
 package import MariaDB
 
 /// The app's own sessions: one per device, each with a family of refresh tokens that rotate on
-/// every use (DESIGN.md rule 3). Tokens and cookies are stored only as SHA-256; the callers make
+/// every use (docs/SECURITY.md rule 3). Tokens and cookies are stored only as SHA-256; the callers make
 /// them and hash them.
 package enum Sessions {
     /// A session that is neither revoked nor expired.

@@ -1,6 +1,6 @@
 package import MariaDB
 
-/// The server-side state of the web flow (DESIGN.md rule 6): `state` and nonce kept in MariaDB,
+/// The server-side state of the web flow (docs/SECURITY.md rule 6): `state` and nonce kept in MariaDB,
 /// bound to the browser by the SHA-256 of a cookie; then the verified result under a one-time
 /// handle, redeemed once by the same browser. Secrets are stored only as SHA-256.
 package enum WebSignIns {

@@ -34,7 +34,7 @@ struct StepRunner {
 }
 
 /// The signature half of verifying anything Apple signs (identity tokens and server-to-server
-/// notifications), in the fixed order of STYLE.md rule 19:
+/// notifications), in the fixed order of docs/SECURITY.md rule 1:
 /// split and decode the header; require `alg` exactly `RS256`, a `kid`, and no `crit`; take the
 /// key by `kid` from Apple's key set only (`jku`, `jwk`, `x5u`, `x5c` are never read); require an
 /// RS256 RSA key of 2048 bits or more; verify the signature; only then decode the claims.

@@ -6,7 +6,7 @@ import Synchronization
 /// the team's Sign in with Apple key (the `.p8` file), made in process and cached per client id.
 ///
 /// Header `{"alg":"ES256","kid":<key id>}`; claims `iss` team id, `iat`, `exp`, `aud`
-/// `https://appleid.apple.com`, `sub` the client id (APPLE.md §4.3). A secret is renewed once
+/// `https://appleid.apple.com`, `sub` the client id (docs/APPLE-PROTOCOL.md §3). A secret is renewed once
 /// half its lifetime has passed, long before Apple would refuse it. Secrets are never logged:
 /// the type has no description that shows one.
 package final class ClientSecretFactory: Sendable {

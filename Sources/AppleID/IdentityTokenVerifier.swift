@@ -4,7 +4,7 @@ import JOSE
 /// What an identity token must satisfy besides its signature.
 package struct IdentityTokenPolicy: Sendable {
     /// Apple's issuer, pinned: never taken from the discovery document, which once said otherwise
-    /// (APPLE.md, "What users of other backends keep hitting", item 8).
+    /// (docs/APPLE-PROTOCOL.md §4).
     package static let issuer = "https://appleid.apple.com"
     /// The most clock skew ever tolerated, in seconds.
     package static let maximumLeeway = 60

@@ -50,7 +50,7 @@ package struct ServerNotification: Sendable, Equatable {
     package var eventTime: Double?
 }
 
-/// Verifies notifications exactly like identity tokens (DESIGN.md rule 7): Apple's key set, RS256,
+/// Verifies notifications exactly like identity tokens (docs/SECURITY.md rule 7): Apple's key set, RS256,
 /// `iss` pinned, `aud` one of the configured client ids, `exp` and `iat` when present, then the
 /// `events` claim in either form Apple sends (a JSON string, or an object).
 package struct NotificationVerifier: Sendable {

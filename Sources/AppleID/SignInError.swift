@@ -1,5 +1,5 @@
 /// Why an Apple identity token (or notification) was refused. One case per check, so tests and
-/// logs name exactly which rule failed (STYLE.md rule 15).
+/// logs name exactly which rule failed (docs/ARCHITECTURE.md, "Layers").
 package struct SignInError: Error, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     package enum Code: String, Sendable, Equatable, CaseIterable {
         /// Not a compact JWS: wrong number of parts, bad base64url, header not a JSON object.

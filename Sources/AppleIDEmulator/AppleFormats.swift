@@ -1,6 +1,6 @@
 import JOSE
 
-/// The shapes of Apple's identifiers and tokens (APPLE.md §4, vectors/apple).
+/// The shapes of Apple's identifiers and tokens (docs/APPLE-PROTOCOL.md, Tests/Fixtures/vectors/apple).
 enum AppleFormats {
     static let issuer = "https://appleid.apple.com"
     static let relayDomain = "privaterelay.appleid.com"

@@ -3,7 +3,7 @@ import HTTPClient
 import JOSE
 
 /// `GET /auth/authorize` (the consent page) and `POST /auth/authorize` (the person's decision),
-/// checked the way Apple's documentation describes (APPLE.md §4.1).
+/// checked the way Apple's documentation describes (docs/APPLE-PROTOCOL.md §1).
 extension Emulator {
     /// The parameters of an authorization request, checked.
     struct AuthorizeRequest {

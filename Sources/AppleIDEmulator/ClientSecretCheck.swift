@@ -1,6 +1,6 @@
 import JOSE
 
-/// Checks a client secret the way Apple's token and revoke endpoints do (APPLE.md §4.3): an ES256
+/// Checks a client secret the way Apple's token and revoke endpoints do (docs/APPLE-PROTOCOL.md §3): an ES256
 /// JWT with the team key's `kid`, signed by that key, `iss` the team id, `aud`
 /// `https://appleid.apple.com`, `sub` the client id, not expired, and `exp` at most 15,777,000 s
 /// (six months) after `iat`. Any failure is `invalid_client`; the reason is for the emulator's log.

@@ -20,7 +20,7 @@ package final class Emulator: Sendable {
     /// Apple's access tokens last an hour.
     static let accessTokenLifetime: Int64 = 3600
     /// Identity tokens from the token endpoint and the web flow last a day, native ones ten
-    /// minutes (APPLE.md §4.4, observed lifetimes).
+    /// minutes (docs/APPLE-PROTOCOL.md §4, observed lifetimes).
     static let webIdentityTokenLifetime: Int64 = 86_400
     static let nativeIdentityTokenLifetime: Int64 = 600
 

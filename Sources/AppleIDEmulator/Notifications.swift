@@ -3,7 +3,7 @@ import Foundation
 import HTTPClient
 import JOSE
 
-/// Server-to-server notifications (APPLE.md §4.8): `POST /admin/notifications` signs one and posts
+/// Server-to-server notifications (docs/APPLE-PROTOCOL.md §7): `POST /admin/notifications` signs one and posts
 /// `{"payload": "<JWS>"}` to the configured URL.
 extension Emulator {
     /// Event types Apple sends; others can be sent too, to test how unknown types are handled.

@@ -1,7 +1,7 @@
 import FastCGI
 import JOSE
 
-/// `POST /auth/token` and `POST /auth/revoke` (APPLE.md §4.2, §4.6).
+/// `POST /auth/token` and `POST /auth/revoke` (docs/APPLE-PROTOCOL.md §2, §6).
 extension Emulator {
     /// Checks `client_id` and `client_secret`: both present, the client registered, the secret
     /// acceptable. Returns the client id.

@@ -88,7 +88,7 @@ final class Connection {
     /// Reads the parameters and the body of the accepted request.
     ///
     /// Parameter names are compared as bytes and only the wanted values become `String`s
-    /// (MEASURED.md pitfall 8).
+    /// (docs/PERFORMANCE.md, "FastCGI parameters").
     /// - Throws: `FastCGIError(.bodyTooLarge)` beyond `maxBodyBytes`, `.bodyUnreadable` on a short body.
     func readRequest() throws -> Request {
         var method = "GET", path = "/", query = "", remote = "", declaredLength = -1

@@ -8,7 +8,7 @@ internal import Synchronization
 ///
 /// Wraps the file descriptor from `FCGX_OpenSocket`. `shutdown()` stops accepting without closing the
 /// descriptor: on Linux every thread blocked in `accept()` returns at once, while connections already
-/// in the backlog can still be accepted and served (MEASURED.md §5).
+/// in the backlog can still be accepted and served (docs/PERFORMANCE.md, "libfcgi and SIGTERM").
 package final class Listener: Sendable {
     /// The listening descriptor; owned, closed in `deinit`.
     let descriptor: Int32

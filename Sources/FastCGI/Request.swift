@@ -1,7 +1,7 @@
 /// The HTTP headers of a request, with lowercase names.
 ///
 /// Only the headers the application asked for are copied out of the FastCGI parameters:
-/// turning every parameter into a `String` costs about 10 µs per request (MEASURED.md §2).
+/// turning every parameter into a `String` costs about 10 µs per request (docs/PERFORMANCE.md).
 package struct HTTPHeaders: Sendable, Equatable {
     private var fields: [(name: String, value: String)]
 

@@ -5,7 +5,7 @@ internal import Glibc
 /// Graceful stop on SIGTERM and SIGINT.
 ///
 /// libfcgi installs its own SIGTERM handler that only sets a flag, so a libfcgi process would not stop
-/// (MEASURED.md §5). Instead the signals are blocked in every thread and one thread takes them with
+/// (docs/PERFORMANCE.md, "libfcgi and SIGTERM"). Instead the signals are blocked in every thread and one thread takes them with
 /// `sigwait`, then runs the stop action (normally `Listener.shutdown()`).
 package enum TerminationSignals {
     /// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts afterwards, and

@@ -4,7 +4,7 @@
 /// a length that leaves a single character (6 bits cannot form a byte), and non-canonical trailing
 /// bits (so each byte string has exactly one encoding, and a token cannot be altered without
 /// changing its signature input). A 256-entry table keeps decoding at well under a microsecond
-/// per token (MEASURED.md §3: Foundation's base64 is 100x slower).
+/// per token (docs/PERFORMANCE.md: Foundation's base64 is 100x slower).
 package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 

@@ -2,7 +2,7 @@
 ///
 /// Parsing decodes the header (it names the algorithm and key) and the signature; the payload
 /// stays encoded until `decodePayload()`, which a verifier calls only after the signature is good
-/// (STYLE.md rule 19: nothing in the claims is looked at before that).
+/// (docs/SECURITY.md rule 1: nothing in the claims is looked at before that).
 package struct CompactJWS: Sendable {
     /// The largest token accepted, in bytes. Apple's tokens are about 1 KB; this bounds the work an
     /// attacker can ask for.

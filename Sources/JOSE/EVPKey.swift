@@ -13,7 +13,7 @@ final class EVPKey: @unchecked Sendable {
     /// (`EVP_PKEY_verify_init` + `EVP_PKEY_CTX_set_signature_md`) and then reused for each
     /// signature. Initialising a context (algorithm fetch, key checks) costs about as much as the
     /// RSA operation itself, and so does duplicating an initialised digest context per call
-    /// (MEASURED.md §3, pitfall 7); a reused `EVP_PKEY_CTX` costs neither. A context is used by one
+    /// (docs/PERFORMANCE.md, "Token verification"); a reused `EVP_PKEY_CTX` costs neither. A context is used by one
     /// thread at a time: taken from the pool, used, and put back.
     /// `@unchecked Sendable`: a context moves between threads only through `verifyPool`, and is
     /// used by the one thread that took it.

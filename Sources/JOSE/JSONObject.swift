@@ -2,7 +2,7 @@
 /// member becomes a Swift value only when asked for.
 ///
 /// Built for JOSE headers and claims sets, where `JSONDecoder` costs more than the RSA verification
-/// itself (MEASURED.md §3). Rules beyond RFC 8259, as RFC 7515 §5.2 and RFC 7519 §7.2 allow:
+/// itself (docs/PERFORMANCE.md). Rules beyond RFC 8259, as RFC 7515 §5.2 and RFC 7519 §7.2 allow:
 /// duplicate member names are rejected (compared after unescaping, so `"a"` and `"\u0061"` collide),
 /// nesting is limited in depth, and strings must be valid UTF-8 without lone surrogates.
 package struct JSONObject: Sendable {

@@ -10,7 +10,7 @@ package func initializeMariaDBLibrary() {
 /// Owns the `MYSQL` handle; close it with `close()`. Confined to one thread (one connection per
 /// worker thread); not `Sendable`.
 ///
-/// Reconnection is explicit (MEASURED.md §4; `MYSQL_OPT_RECONNECT` would silently roll back an open
+/// Reconnection is explicit (docs/PERFORMANCE.md, "MariaDB reconnects"; `MYSQL_OPT_RECONNECT` would silently roll back an open
 /// transaction). When the server goes away the connection is dropped and re-opened, and its statements
 /// prepared again, on the next call. A read is retried once at once. A write is retried once only when
 /// the library reports that the statement never reached the server; a write inside a transaction is

@@ -360,7 +360,7 @@ final class PreparedStatement {
         }
     }
 
-    /// The statement's error, read right after the failing call (STYLE.md rule 11).
+    /// The statement's error, read right after the failing call (docs/ARCHITECTURE.md, "Layers").
     static func error(of statement: UnsafeMutablePointer<MYSQL_STMT>, file: String = #fileID, line: Int = #line) -> MariaDBError {
         MariaDBError(
             errno: mysql_stmt_errno(statement), sqlState: String(cString: mysql_stmt_sqlstate(statement)),

@@ -65,7 +65,7 @@ import Testing
         #expect(throws: SignInError(.audienceMismatch)) {
             try verifier(keys, audiences: ["com.example.other"], requireNonce: false).verify(token.token, nonce: nil, now: token.suggested_fixed_clock)
         }
-        // Bundle id and Services ID side by side (APPLE.md item 2).
+        // Bundle id and Services ID side by side (docs/APPLE-PROTOCOL.md §4).
         _ = try verifier(keys, audiences: ["com.example.other", token.aud], requireNonce: false)
             .verify(token.token, nonce: nil, now: token.suggested_fixed_clock)
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DESIGN.md rule 8: after every sign-in, refresh, web flow and job of the checks before this one, no
+# docs/SECURITY.md rule 8: after every sign-in, refresh, web flow and job of the checks before this one, no
 # token, code, nonce or full email appears in siwa's log or in nginx's logs.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"

@@ -144,7 +144,7 @@ import Testing
         #expect(try WebSignIns.pending(stateHash: hash(4), on: connection) == nil, "expired")
     }
 
-    @Test("A duplicate-entry error names the key in its log text, not the value (DESIGN.md rule 8)")
+    @Test("A duplicate-entry error names the key in its log text, not the value (docs/SECURITY.md rule 8)")
     func duplicateErrorsAreRedacted() throws {
         defer { connection.close(); database.drop() }
         let userID = try user()
