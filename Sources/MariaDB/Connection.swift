@@ -42,9 +42,6 @@ package final class Connection {
         disconnect()
     }
 
-    /// Whether the connection currently holds an open handle (it may still find the server gone).
-    package var isOpen: Bool { handle != nil }
-
     /// Closes the connection and its statements. Further calls reconnect.
     package func close() {
         disconnect()

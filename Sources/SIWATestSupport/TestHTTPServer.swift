@@ -5,6 +5,7 @@ import Glibc
 
 /// A minimal HTTP/1.1 server on 127.0.0.1 for tests of HTTP clients: one connection at a time,
 /// `Connection: close`, the response chosen by a handler.
+// `@unchecked Sendable`: the recorded requests are only touched with `received` locked; the rest is immutable.
 public final class TestHTTPServer: @unchecked Sendable {
     public struct Request: Sendable {
         public let method: String

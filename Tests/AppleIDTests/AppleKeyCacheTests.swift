@@ -192,5 +192,8 @@ final class TestKeyServer: Sendable {
         let signer = try TestSigner()
         let verifier = IdentityTokenVerifier(keys: cache, policy: IdentityTokenPolicy(clientIDs: ["com.example.app"]))
         _ = try verifier.verify(try signer.sign(claims: TestSigner.claims()), nonce: "raw-nonce", now: 1_700_000_000)
+        #expect(cache.status.fetchCount == 2, "the first fetch, and one refetch for the rotated-in kid")
+        _ = try verifier.verify(try signer.sign(claims: TestSigner.claims()), nonce: "raw-nonce", now: 1_700_000_000)
+        #expect(cache.status.fetchCount == 2, "a known kid is served from the cache")
     }
 }

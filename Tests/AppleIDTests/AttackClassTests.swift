@@ -177,8 +177,9 @@ import Testing
     @Test("The two real-world broken tokens are refused")
     func realWorld() throws {
         // The Korean blog copy has a character missing, so its payload is not valid base64url JSON.
+        let expected: [String: SignInError.Code] = ["bad-signature": .signatureInvalid, "malformed": .malformedToken]
         for attack in negatives.real_world {
-            #expect(throws: SignInError.self, "\(attack.id)") {
+            #expect(throws: SignInError(try #require(expected[attack.attack_class])), "\(attack.id)") {
                 try verifier.verify(attack.token, nonce: nil, now: base.suggested_fixed_clock)
             }
         }
@@ -188,8 +189,18 @@ import Testing
     func everyNegativeCase() throws {
         let verifier = IdentityTokenVerifier(keys: try AppleVectors.appleKeys(), policy: IdentityTokenPolicy(clientIDs: [base.aud], requireNonce: false))
         #expect(negatives.all.count == 37)
+        // The refusal each class must meet: the first rule of the fixed order that the token breaks.
+        // The kid-injection tokens are HS256, so their `alg` is refused before the `kid` is looked up.
+        let expected: [String: SignInError.Code] = [
+            "bad-signature": .signatureInvalid, "malformed": .malformedToken, "alg-none": .unsupportedAlgorithm,
+            "null-signature": .signatureInvalid, "key-confusion": .unsupportedAlgorithm, "blank-password": .unsupportedAlgorithm,
+            "tampered-claims": .signatureInvalid, "alg-mismatch": .unsupportedAlgorithm, "psychic-signature": .unsupportedAlgorithm,
+            "wrong-key": .signatureInvalid, "missing-kid": .missingKeyID, "kid-injection": .unsupportedAlgorithm,
+            "jwk-injection": .signatureInvalid, "jku-spoofing": .unknownKeyID, "encoding": .malformedToken,
+        ]
         for attack in negatives.all {
-            #expect(throws: SignInError.self, "\(attack.id)") { try verifier.verify(attack.token, nonce: nil, now: base.suggested_fixed_clock) }
+            let code = try #require(expected[attack.attack_class], "a refusal for \(attack.attack_class)")
+            #expect(throws: SignInError(code), "\(attack.id)") { try verifier.verify(attack.token, nonce: nil, now: base.suggested_fixed_clock) }
         }
     }
 }

@@ -53,7 +53,7 @@ import Testing
         #expect(reason == "refresh_token_reuse")
     }
 
-    @Test("Only the SHA-256 of refresh tokens and cookies is stored; device labels are cleaned")
+    @Test("Sessions are found by the hash of their cookie, listed with their cleaned device labels, and revoked only by their user")
     func storedAsHashes() throws {
         defer { connection.close(); database.drop() }
         let userID = try user()

@@ -2,6 +2,7 @@ import FastCGI
 import Foundation
 import Identity
 import JOSE
+import MariaDB
 import SIWATestSupport
 import Server
 import Testing
@@ -22,6 +23,12 @@ import Testing
         let access = try #require(try body.string("accessToken")), refresh = try #require(try body.string("refreshToken"))
         #expect(try CompactJWS(access).header.string("alg") == "ES256")
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE sub = ? AND audience = ?", real.sub, real.aud) == 1)
+        // Only the SHA-256 of the issued refresh token is stored, never the token.
+        let sessionID = try #require(try body.string("sessionId"))
+        let stored: [UInt8] = try harness.connection.query("SELECT token_hash FROM refresh_tokens WHERE session_id = ?", sessionID)[0]
+            .decode(at: 0)
+        #expect(stored == SHA256.hash(Array(refresh.utf8)))
+        #expect(try harness.count("SELECT COUNT(*) FROM refresh_tokens WHERE token_hash = ?", Array(refresh.utf8)) == 0)
         // The same token past its `exp` and the leeway is expired at the injected clock.
         #expect(harness.signIn(real.token, at: real.exp + 61).status == 401)
         harness.clock.set(real.suggested_fixed_clock)
