@@ -23,9 +23,15 @@ struct StepRunner {
 
     /// Runs `body`, which returns a detail for the report (only built when recording).
     mutating func run(_ name: String, _ body: (_ recording: Bool) throws -> String) throws {
+        _ = try run(name) { recording in ((), try body(recording)) }
+    }
+
+    /// Runs `body`, which returns its result and a detail for the report.
+    mutating func run<T>(_ name: String, _ body: (_ recording: Bool) throws -> (T, String)) throws -> T {
         do {
-            let detail = try body(recording)
+            let (result, detail) = try body(recording)
             if recording { steps.append(VerificationStep(name: name, outcome: .passed(detail))) }
+            return result
         } catch let error as SignInError {
             if recording { steps.append(VerificationStep(name: name, outcome: .failed(error))) }
             throw error
@@ -45,73 +51,97 @@ package struct AppleJWSVerifier: Sendable {
         self.keys = keys
     }
 
-    /// The verified claims of `token`.
+    /// The verified claims of `token`, straight through the checks.
     /// - Throws: `SignInError` naming the first rule the token breaks.
     package func verifiedClaims(_ token: some StringProtocol) throws -> (claims: JSONObject, keyID: String) {
-        var runner = StepRunner(recording: false)
-        return try verifiedClaims(token, runner: &runner)
+        let jws = try Self.parse(token)
+        try Self.checkAlgorithm(jws)
+        let keyID = try Self.keyID(jws)
+        try Self.checkNoCritical(jws)
+        let key = try appleKey(keyID)
+        try Self.checkSignature(jws, key)
+        return (try Self.claims(jws), keyID)
     }
 
+    /// The same checks, each recorded as a step of the report; stops at the first that fails.
     func verifiedClaims(_ token: some StringProtocol, runner: inout StepRunner) throws -> (claims: JSONObject, keyID: String) {
-        var jws: CompactJWS?
-        try runner.run("format") { _ in
-            do {
-                jws = try CompactJWS(token)
-            } catch let error as JOSEError {
-                throw SignInError(error.code == .tooLarge ? .tokenTooLarge : .malformedToken, error.reason)
-            }
-            return "three base64url parts, header is a JSON object"
-        }
-        let token = jws!
+        let jws = try runner.run("format") { _ in (try Self.parse(token), "three base64url parts, header is a JSON object") }
         try runner.run("alg") { _ in
-            // Compared exactly: "none", "None", "HS256", "RS512", "ES256" and any other value are refused.
-            guard let alg = try? token.header.string("alg"), alg == "RS256" else {
-                throw SignInError(.unsupportedAlgorithm, "header alg must be exactly RS256")
-            }
+            try Self.checkAlgorithm(jws)
             return "RS256"
         }
-        var keyID = ""
-        try runner.run("kid") { _ in
-            guard let kid = try? token.header.string("kid"), !kid.isEmpty, kid.utf8.count <= 128 else {
-                throw SignInError(.missingKeyID, "header has no kid")
-            }
-            keyID = kid
-            return kid
+        let keyID = try runner.run("kid") { _ in
+            let keyID = try Self.keyID(jws)
+            return (keyID, keyID)
         }
         try runner.run("crit") { _ in
-            guard !token.header.contains("crit") else {
-                throw SignInError(.unsupportedCriticalHeader, "header marks extensions critical; none are supported")
-            }
+            try Self.checkNoCritical(jws)
             return "absent"
         }
-        var appleKey: AppleKey?
-        try runner.run("key") { recording in
-            let key = try keys.key(for: keyID)
-            guard key.algorithm == nil || key.algorithm == "RS256" else {
-                throw SignInError(.keyAlgorithmMismatch, "the key with this kid is for another algorithm")
-            }
-            guard key.publicKey.bitCount >= 2048 else {
-                throw SignInError(.weakKey, "the key with this kid has \(key.publicKey.bitCount) bits; 2048 are required")
-            }
-            appleKey = key
-            return recording ? "RSA \(key.publicKey.bitCount) bits from Apple's key set" : ""
+        let key = try runner.run("key") { recording in
+            let key = try appleKey(keyID)
+            return (key, recording ? "RSA \(key.publicKey.bitCount) bits from Apple's key set" : "")
         }
         try runner.run("signature") { _ in
-            guard appleKey!.publicKey.isValidSignature(token.signature, for: token.signingInput) else {
-                throw SignInError(.signatureInvalid, "the RS256 signature does not verify")
-            }
+            try Self.checkSignature(jws, key)
             return "RS256 verifies"
         }
-        var claims: JSONObject?
-        try runner.run("claims") { _ in
-            do {
-                claims = try token.decodePayload()
-            } catch {
-                throw SignInError(.malformedClaims, "the payload is not a JSON object with unique claims")
-            }
-            return "a JSON object with unique names"
+        let claims = try runner.run("claims") { _ in (try Self.claims(jws), "a JSON object with unique names") }
+        return (claims, keyID)
+    }
+
+    static func parse(_ token: some StringProtocol) throws -> CompactJWS {
+        do {
+            return try CompactJWS(token)
+        } catch {
+            throw SignInError(error.code == .tooLarge ? .tokenTooLarge : .malformedToken, error.reason)
         }
-        return (claims!, keyID)
+    }
+
+    /// Compared exactly: "none", "None", "HS256", "RS512", "ES256" and any other value are refused.
+    static func checkAlgorithm(_ jws: CompactJWS) throws {
+        guard let alg = try? jws.header.string("alg"), alg == "RS256" else {
+            throw SignInError(.unsupportedAlgorithm, "header alg must be exactly RS256")
+        }
+    }
+
+    static func keyID(_ jws: CompactJWS) throws -> String {
+        guard let kid = try? jws.header.string("kid"), !kid.isEmpty, kid.utf8.count <= 128 else {
+            throw SignInError(.missingKeyID, "header has no kid")
+        }
+        return kid
+    }
+
+    static func checkNoCritical(_ jws: CompactJWS) throws {
+        guard !jws.header.contains("crit") else {
+            throw SignInError(.unsupportedCriticalHeader, "header marks extensions critical; none are supported")
+        }
+    }
+
+    /// The key with this `kid` from Apple's key set, if it is an RS256 key of 2048 bits or more.
+    func appleKey(_ keyID: String) throws -> AppleKey {
+        let key = try keys.key(for: keyID)
+        guard key.algorithm == nil || key.algorithm == "RS256" else {
+            throw SignInError(.keyAlgorithmMismatch, "the key with this kid is for another algorithm")
+        }
+        guard key.publicKey.bitCount >= 2048 else {
+            throw SignInError(.weakKey, "the key with this kid has \(key.publicKey.bitCount) bits; 2048 are required")
+        }
+        return key
+    }
+
+    static func checkSignature(_ jws: CompactJWS, _ key: AppleKey) throws {
+        guard key.publicKey.isValidSignature(jws.signature, for: jws.signingInput) else {
+            throw SignInError(.signatureInvalid, "the RS256 signature does not verify")
+        }
+    }
+
+    static func claims(_ jws: CompactJWS) throws -> JSONObject {
+        do {
+            return try jws.decodePayload()
+        } catch {
+            throw SignInError(.malformedClaims, "the payload is not a JSON object with unique claims")
+        }
     }
 }
 

@@ -54,11 +54,12 @@ extension Operations {
     ///   a `user` that is not the token's subject, or a code Apple refused or could not take.
     package func signIn(_ attempt: SignInAttempt, device: String?, remoteAddress: String?) throws -> Grant {
         let settings = try requireSessions()
-        let signIn = try verify(attempt, audience: nil, redirectURI: nil)
+        let verified = try verify(attempt, audience: nil, redirectURI: nil)
         let refreshToken = try OpaqueToken()
         let (account, sessionID) = try retryingConflicts {
             try database.transaction {
-                let account = try AppleAccounts.signIn(signIn, on: database)
+                try verified.unclaimedNonce?.claim(on: database)
+                let account = try AppleAccounts.signIn(verified.signIn, on: database)
                 let sessionID = try Sessions.create(
                     userID: account.userID, device: device, refreshTokenHash: refreshToken.hash, cookieHash: nil,
                     lifetime: settings.lifetime, on: database)
@@ -79,11 +80,12 @@ extension Operations {
 
     /// The one check of every sign-in, native and web: verifies the identity token (signature,
     /// claims, nonce, `c_hash`) at the injected clock; requires `audience` when given; takes `sub`
-    /// from the verified token only; claims the nonce, in a statement of its own before Apple is
-    /// called, so that a replay never reaches Apple; exchanges the code with the client id that
-    /// the token was issued to, and seals Apple's refresh token.
-    /// - Returns: the sign-in, ready to store.
-    func verify(_ attempt: SignInAttempt, audience: String?, redirectURI: String?) throws -> AppleSignIn {
+    /// from the verified token only; with a code, claims the nonce before Apple is called, so that
+    /// a replay never reaches Apple, exchanges the code with the client id that the token was
+    /// issued to, and seals Apple's refresh token.
+    /// - Returns: the sign-in, ready to store, and the nonce still to claim in the transaction that
+    ///   stores it (when there was no code).
+    func verify(_ attempt: SignInAttempt, audience: String?, redirectURI: String?) throws -> VerifiedSignIn {
         let apple = try requireApple()
         let settings = try requireSessions()
         let code = attempt.authorizationCode.flatMap { $0.isEmpty ? nil : $0 }
@@ -95,20 +97,41 @@ extension Operations {
         if let user = attempt.claimedUser, user != identity.subject {
             throw IdentityError(.userMismatch, "`user` is not the subject of the identity token")
         }
-        if let nonce = attempt.nonce {
-            // Kept until the token can no longer pass `exp` with the leeway.
-            let expiry = Int64(identity.expiresAt) + Int64(apple.settings.leeway) + 1
-            guard try Nonces.consume(hash: SHA256.hash(Array(nonce.utf8)), expiresAt: expiry, on: database) else {
-                throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
-            }
+        // Kept until the token can no longer pass `exp` with the leeway.
+        let nonce = attempt.nonce.map {
+            NonceClaim(hash: SHA256.hash(Array($0.utf8)), expiresAt: Int64(identity.expiresAt) + Int64(apple.settings.leeway) + 1)
         }
-        let sealed = try code.flatMap { code in
-            try exchange(code, clientID: identity.audience, redirectURI: redirectURI, apple: apple, settings: settings)
+        var sealed: SealedAppleToken?
+        if let code {
+            // Claimed in a statement of its own before Apple is called, so that a replay never
+            // reaches Apple; without a code it is claimed by the sign-in's own transaction.
+            try nonce?.claim(on: database)
+            sealed = try exchange(code, clientID: identity.audience, redirectURI: redirectURI, apple: apple, settings: settings)
         }
-        return AppleSignIn(
+        let signIn = AppleSignIn(
             teamID: apple.settings.teamID, sub: identity.subject, audience: identity.audience, email: identity.email,
             emailVerified: identity.emailVerified, isPrivateEmail: identity.isPrivateEmail, transferSub: identity.transferSubject,
             firstName: attempt.firstName, lastName: attempt.lastName, appleRefreshToken: sealed)
+        return VerifiedSignIn(signIn: signIn, unclaimedNonce: code == nil ? nonce : nil)
+    }
+
+    /// A verified sign-in, and its nonce when it is still to be claimed.
+    struct VerifiedSignIn {
+        let signIn: AppleSignIn
+        let unclaimedNonce: NonceClaim?
+    }
+
+    /// A nonce's hash and how long it is kept; accepted once.
+    struct NonceClaim {
+        let hash: [UInt8]
+        let expiresAt: Int64
+
+        /// - Throws: `IdentityError(.nonceReused)` when it was claimed before.
+        func claim(on database: Connection) throws {
+            guard try Nonces.consume(hash: hash, expiresAt: expiresAt, on: database) else {
+                throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
+            }
+        }
     }
 
     /// Exchanges an authorization code at Apple with the client id it was issued to and seals the

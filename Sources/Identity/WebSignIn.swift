@@ -81,7 +81,7 @@ extension Operations {
             logger.warning("web sign-in callback with an unknown or expired state")
             return nil
         }
-        var outcome: Result<AppleSignIn, WebSignInFailure>
+        var outcome: Result<VerifiedSignIn, WebSignInFailure>
         if let error = callback.error {
             outcome = .failure(WebSignInFailure(code: String(error.filter { $0.isASCII && ($0.isLetter || $0 == "_") }.prefix(64))))
         } else if let idToken = callback.identityToken, let code = callback.code, idToken.utf8.count <= 16_384, code.utf8.count <= 1024 {
@@ -106,8 +106,9 @@ extension Operations {
                     throw IdentityError(.alreadyCompleted, "this sign-in was already completed")
                 }
                 switch outcome {
-                case .success(let signIn):
-                    let account = try AppleAccounts.signIn(signIn, on: database)
+                case .success(let verified):
+                    try verified.unclaimedNonce?.claim(on: database)
+                    let account = try AppleAccounts.signIn(verified.signIn, on: database)
                     try WebSignIns.complete(
                         pending.id, handleHash: handle.hash, userID: account.userID, isNewUser: account.isNewUser, error: nil,
                         on: database)
