@@ -88,7 +88,8 @@ let package = Package(
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"], swiftSettings: swiftSettings),
+            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests", dependencies: ["Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings),

@@ -12,15 +12,18 @@ package enum AccountDeletion {
         userID: UInt64, revokeAtApple: Bool = true, source: String = "user", remoteAddress: String?, on connection: Connection
     ) throws -> Bool {
         guard !(try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).isEmpty) else { return false }
-        let queued = !revokeAtApple ? 0 : try connection.execute(
-            """
-            INSERT INTO apple_revocations (client_id, token, token_key_id, token_type_hint)
-            SELECT apple_refresh_token_client_id, apple_refresh_token, apple_refresh_token_key_id, 'refresh_token'
-            FROM apple_identities
-            WHERE user_id = ? AND apple_refresh_token IS NOT NULL AND apple_refresh_token_client_id IS NOT NULL
-                AND apple_refresh_token_key_id IS NOT NULL
-            """, userID
-        ).affectedRows
+        let queued =
+            !revokeAtApple
+            ? 0
+            : try connection.execute(
+                """
+                INSERT INTO apple_revocations (client_id, token, token_key_id, token_type_hint)
+                SELECT apple_refresh_token_client_id, apple_refresh_token, apple_refresh_token_key_id, 'refresh_token'
+                FROM apple_identities
+                WHERE user_id = ? AND apple_refresh_token IS NOT NULL AND apple_refresh_token_client_id IS NOT NULL
+                    AND apple_refresh_token_key_id IS NOT NULL
+                """, userID
+            ).affectedRows
         _ = try connection.execute("DELETE FROM users WHERE id = ?", userID)
         try AuditLog.record(
             "account_deleted", userID: userID, remoteAddress: remoteAddress,
@@ -34,7 +37,8 @@ package enum AccountDeletion {
     /// - Returns: false when there was no such user.
     package static func anonymise(userID: UInt64, source: String, on connection: Connection) throws -> Bool {
         guard !(try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).isEmpty) else { return false }
-        _ = try connection.execute("UPDATE users SET first_name = NULL, last_name = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", userID)
+        _ = try connection.execute(
+            "UPDATE users SET first_name = NULL, last_name = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", userID)
         _ = try connection.execute("DELETE FROM user_emails WHERE user_id = ?", userID)
         _ = try connection.execute("DELETE FROM apple_identities WHERE user_id = ?", userID)
         _ = try connection.execute("DELETE FROM web_sign_ins WHERE user_id = ?", userID)

@@ -123,7 +123,8 @@ package enum AppleAccounts {
         var storedEmail: Profile.Email?
         if let email = signIn.email?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 {
             let isRelay = signIn.isPrivateEmail == true || email.lowercased().hasSuffix(relayDomain)
-            storedEmail = Profile.Email(address: email, isPrivateRelay: isRelay, forwardingEnabled: true, verified: signIn.emailVerified ?? false)
+            storedEmail = Profile.Email(
+                address: email, isPrivateRelay: isRelay, forwardingEnabled: true, verified: signIn.emailVerified ?? false)
             _ = try connection.execute(
                 """
                 INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, ?)
@@ -142,8 +143,11 @@ package enum AppleAccounts {
     /// nil when nothing is left.
     package static func sanitizedName(_ name: String?) -> String? {
         guard let name else { return nil }
-        let cleaned = String(String.UnicodeScalarView(name.unicodeScalars.filter { !$0.properties.isDefaultIgnorableCodePoint && !($0.properties.generalCategory == .control) }))
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let cleaned = String(
+            String.UnicodeScalarView(
+                name.unicodeScalars.filter { !$0.properties.isDefaultIgnorableCodePoint && !($0.properties.generalCategory == .control) })
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !cleaned.isEmpty else { return nil }
         return String(cleaned.prefix(maximumNameLength))
     }

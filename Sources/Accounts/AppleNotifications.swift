@@ -40,7 +40,8 @@ package enum AppleNotifications {
     }
 
     /// The identity of (team, `sub`) and its user, locked until the transaction ends.
-    package static func identity(teamID: String, subject: String, on connection: Connection) throws -> (identityID: UInt64, userID: UInt64)? {
+    package static func identity(teamID: String, subject: String, on connection: Connection) throws -> (identityID: UInt64, userID: UInt64)?
+    {
         guard
             let row = try connection.query(
                 "SELECT id, user_id FROM apple_identities WHERE team_id = ? AND sub = ? FOR UPDATE", teamID, subject

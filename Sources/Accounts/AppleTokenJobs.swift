@@ -34,19 +34,22 @@ package enum AppleRevocationOutbox {
         for row in due {
             let id: UInt64 = try row.decode(at: 0)
             let attempts: Int = try row.decode(at: 5)
-            let won = try connection.execute(
-                """
-                UPDATE apple_revocations
-                SET next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, 30 * POW(2, LEAST(attempts, 20))) SECOND,
-                    attempts = attempts + 1
-                WHERE id = ? AND done_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(3) AND attempts = ?
-                """, maximumDelay, id, attempts
-            ).affectedRows == 1
+            let won =
+                try connection.execute(
+                    """
+                    UPDATE apple_revocations
+                    SET next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, 30 * POW(2, LEAST(attempts, 20))) SECOND,
+                        attempts = attempts + 1
+                    WHERE id = ? AND done_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(3) AND attempts = ?
+                    """, maximumDelay, id, attempts
+                ).affectedRows == 1
             guard won else { continue }
-            claimed.append(PendingRevocation(
-                id: id,
-                token: SealedAppleToken(ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 1)),
-                tokenTypeHint: try row.decode(at: 4), attempts: attempts + 1))
+            claimed.append(
+                PendingRevocation(
+                    id: id,
+                    token: SealedAppleToken(
+                        ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 1)),
+                    tokenTypeHint: try row.decode(at: 4), attempts: attempts + 1))
         }
         return claimed
     }
@@ -94,13 +97,17 @@ package enum AppleValidations {
         var claimed: [DueValidation] = []
         for row in due {
             let id: UInt64 = try row.decode(at: 0)
-            let won = try connection.execute(
-                "UPDATE apple_identities SET next_validation_at = \(retrySQL) WHERE id = ? AND next_validation_at <= UTC_TIMESTAMP(3)", id
-            ).affectedRows == 1
+            let won =
+                try connection.execute(
+                    "UPDATE apple_identities SET next_validation_at = \(retrySQL) WHERE id = ? AND next_validation_at <= UTC_TIMESTAMP(3)",
+                    id
+                ).affectedRows == 1
             guard won else { continue }
-            claimed.append(DueValidation(
-                identityID: id, userID: try row.decode(at: 1),
-                token: SealedAppleToken(ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 4))))
+            claimed.append(
+                DueValidation(
+                    identityID: id, userID: try row.decode(at: 1),
+                    token: SealedAppleToken(
+                        ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 4))))
         }
         return claimed
     }

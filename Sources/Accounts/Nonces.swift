@@ -8,7 +8,9 @@ package enum Nonces {
     package static func consume(hash: [UInt8], expiresAt: Int64, on connection: Connection) throws -> Bool {
         precondition(hash.count == 32, "a SHA-256 hash")
         do {
-            _ = try connection.execute("INSERT INTO used_nonces (nonce_hash, expires_at) VALUES (?, TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ? SECOND)", hash, expiresAt)
+            _ = try connection.execute(
+                "INSERT INTO used_nonces (nonce_hash, expires_at) VALUES (?, TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ? SECOND)", hash,
+                expiresAt)
             return true
         } catch let error as MariaDBError where error.code == .duplicateEntry {
             return false

@@ -182,7 +182,9 @@ package enum SyncStore {
     /// session, the user is only found while that session of theirs is active.
     static func user(_ userID: UInt64, session: UInt64?) -> (String, [any DatabaseValueConvertible]) {
         guard let session else { return ("users u WHERE u.id = ?", [userID]) }
-        return ("users u JOIN sessions s ON s.user_id = u.id WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition)", [userID, session])
+        return (
+            "users u JOIN sessions s ON s.user_id = u.id WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition)", [userID, session]
+        )
     }
 
     /// The stored rows that `changes` (as a device sent them, an item possibly listed twice) would
@@ -190,7 +192,8 @@ package enum SyncStore {
     package static func merged(_ changes: SyncChanges, into stored: Stored) -> Merge {
         let mergedProfile = changes.profile.map { stored.profile.merged(with: $0) } ?? stored.profile
         return Merge(
-            lessons: changedItems(changes.progress, of: stored.lessons), achievements: changedItems(changes.achievements, of: stored.achievements),
+            lessons: changedItems(changes.progress, of: stored.lessons),
+            achievements: changedItems(changes.achievements, of: stored.achievements),
             profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
     }
 
@@ -263,7 +266,9 @@ package enum SyncStore {
             UPDATE users SET total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = sync_version
             WHERE id = ?
             """,
-            rows: profiles.map { [$0.profile.totalXP, $0.profile.currentLevel, $0.profile.streakDays, $0.profile.lastActiveDate, $0.userID] })
+            rows: profiles.map {
+                [$0.profile.totalXP, $0.profile.currentLevel, $0.profile.streakDays, $0.profile.lastActiveDate, $0.userID]
+            })
     }
 
     /// The versions of `userIDs` (sorted, so that batches lock in one order), locked until the
@@ -327,7 +332,10 @@ package enum SyncStore {
             """,
             rows: lessons.map { row in
                 let lesson = row.lesson
-                return [row.userID, lesson.beliefSystemID, lesson.lessonID, lesson.status.rawValue, lesson.score, lesson.earnedXP, lesson.completedAt, row.version]
+                return [
+                    row.userID, lesson.beliefSystemID, lesson.lessonID, lesson.status.rawValue, lesson.score, lesson.earnedXP,
+                    lesson.completedAt, row.version,
+                ]
             })
     }
 
@@ -342,7 +350,9 @@ package enum SyncStore {
     }
 
     /// Upserts achievements, each with its user and the version that changed it: one batch execution.
-    static func write(_ achievements: [(userID: UInt64, version: UInt64, achievement: AchievementProgress)], on connection: Connection) throws {
+    static func write(_ achievements: [(userID: UInt64, version: UInt64, achievement: AchievementProgress)], on connection: Connection)
+        throws
+    {
         _ = try connection.executeBatch(
             """
             INSERT INTO user_achievements (user_id, \(achievementColumns), version) VALUES (?, ?, ?, ?, ?, ?)

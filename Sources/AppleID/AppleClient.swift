@@ -11,8 +11,11 @@ package struct AppleTokenResponse: Sendable, Equatable, Decodable {
     package var idToken: String?
 
     enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token", tokenType = "token_type", expiresIn = "expires_in"
-        case refreshToken = "refresh_token", idToken = "id_token"
+        case accessToken = "access_token"
+        case tokenType = "token_type"
+        case expiresIn = "expires_in"
+        case refreshToken = "refresh_token"
+        case idToken = "id_token"
     }
 }
 
@@ -68,14 +71,19 @@ package final class AppleClient {
     ///   - clientID: the client the code was issued to (the bundle id for native codes).
     ///   - redirectURI: only for codes from the web flow; Apple refuses it for native codes.
     package func exchangeCode(_ code: String, clientID: String, redirectURI: String?) throws -> AppleTokenResponse {
-        var fields = [("client_id", clientID), ("client_secret", try secret(clientID)), ("code", code), ("grant_type", "authorization_code")]
+        var fields = [
+            ("client_id", clientID), ("client_secret", try secret(clientID)), ("code", code), ("grant_type", "authorization_code"),
+        ]
         if let redirectURI { fields.append(("redirect_uri", redirectURI)) }
         return try tokenCall(fields)
     }
 
     /// Validates a refresh token (`grant_type=refresh_token`), with the client id that minted it.
     package func refresh(_ refreshToken: String, clientID: String) throws -> AppleTokenResponse {
-        try tokenCall([("client_id", clientID), ("client_secret", try secret(clientID)), ("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+        try tokenCall([
+            ("client_id", clientID), ("client_secret", try secret(clientID)), ("grant_type", "refresh_token"),
+            ("refresh_token", refreshToken),
+        ])
     }
 
     /// Which kind of token is revoked.
@@ -87,9 +95,12 @@ package final class AppleClient {
     /// Revokes a token (`POST /auth/revoke`). Apple answers 200 both when it revoked the token and
     /// when the token was already invalid; both return normally.
     package func revoke(_ token: String, kind: TokenKind, clientID: String) throws {
-        let response = try send(.form(url: baseURL + "/auth/revoke", [
-            ("client_id", clientID), ("client_secret", try secret(clientID)), ("token", token), ("token_type_hint", kind.rawValue),
-        ]))
+        let response = try send(
+            .form(
+                url: baseURL + "/auth/revoke",
+                [
+                    ("client_id", clientID), ("client_secret", try secret(clientID)), ("token", token), ("token_type_hint", kind.rawValue),
+                ]))
         guard response.status == 200 else { throw Self.error(from: response) }
     }
 

@@ -80,7 +80,10 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
     ///   - settings: lifetimes and cooldown.
     ///   - clock: the current Unix time (injected for tests).
     ///   - fetch: gets Apple's key set (`GET /auth/keys`); called on whichever thread needs it.
-    package init(settings: Settings = Settings(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, fetch: @escaping @Sendable () throws -> Fetched) {
+    package init(
+        settings: Settings = Settings(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        fetch: @escaping @Sendable () throws -> Fetched
+    ) {
         self.settings = settings
         self.clock = clock
         self.fetch = fetch
@@ -193,7 +196,9 @@ package enum CacheControl {
             switch parts.first {
             case "no-cache", "no-store": return 0
             case "max-age":
-                guard parts.count == 2, let seconds = UInt32(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) else { return nil }
+                guard parts.count == 2, let seconds = UInt32(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) else {
+                    return nil
+                }
                 return Double(seconds)
             default: continue
             }

@@ -27,7 +27,10 @@ package final class ClientSecretFactory: Sendable {
     ///   - privateKey: the key from the `.p8` file.
     ///   - lifetime: seconds from `iat` to `exp`; 1...180 days.
     ///   - clock: the current Unix time.
-    package init(teamID: String, keyID: String, privateKey: P256PrivateKey, lifetime: Int = 86_400, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    package init(
+        teamID: String, keyID: String, privateKey: P256PrivateKey, lifetime: Int = 86_400,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         precondition((60...Self.maximumLifetime).contains(lifetime), "client secret lifetime must be 60 s ... 180 days")
         self.teamID = teamID
         self.keyID = keyID

@@ -74,7 +74,8 @@ package struct IdentityTokenVerifier: Sendable {
     ///   - authorizationCode: the code sent with the token; checked against `c_hash` when present.
     ///   - now: the current time in Unix seconds (injected, so tests use each token's own clock).
     /// - Throws: `SignInError` for the first rule the token breaks.
-    package func verify(_ token: some StringProtocol, nonce: String?, authorizationCode: String? = nil, now: Double) throws -> IdentityToken {
+    package func verify(_ token: some StringProtocol, nonce: String?, authorizationCode: String? = nil, now: Double) throws -> IdentityToken
+    {
         let (claims, keyID) = try signatures.verifiedClaims(token)
         let context = ClaimContext(claims: claims, policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: false)
         for check in Self.claimChecks { _ = try check.body(context) }
@@ -96,7 +97,10 @@ package struct IdentityTokenVerifier: Sendable {
         var identity: IdentityToken?
         if let claims {
             for check in Self.claimChecks {
-                try? runner.run(check.name) { try check.body(ClaimContext(claims: claims, policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: $0)) }
+                try? runner.run(check.name) {
+                    try check.body(
+                        ClaimContext(claims: claims, policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: $0))
+                }
             }
             if !runner.steps.contains(where: { $0.failed }) {
                 identity = try? self.identity(from: claims, keyID: keyID)

@@ -66,7 +66,8 @@ extension Emulator {
                 guard authorization != nil || state.relayAddresses[pair] != nil || refreshTokens > 0 else { return nil }
                 return JSONText.object([
                     ("clientId", .string(client.id)), ("authorized", .bool(authorization != nil)),
-                    ("hideEmail", authorization.map { .bool($0.hideEmail) }), ("relayAddress", state.relayAddresses[pair].map { .string($0) }),
+                    ("hideEmail", authorization.map { .bool($0.hideEmail) }),
+                    ("relayAddress", state.relayAddresses[pair].map { .string($0) }),
                     ("refreshTokens", .integer(Int64(refreshTokens))),
                 ])
             }
@@ -130,7 +131,9 @@ extension Emulator {
     /// (SHA-256, lowercase hex) as an app does before passing it to Apple.
     private func nativeSignIn(_ request: Request) throws -> Response {
         let body = try decode(NativeSignIn.self, request)
-        guard configuration.client(body.clientId) != nil else { throw AdminError(400, "invalid_request", "unknown clientId \(body.clientId)") }
+        guard configuration.client(body.clientId) != nil else {
+            throw AdminError(400, "invalid_request", "unknown clientId \(body.clientId)")
+        }
         if let status = body.realUserStatus, !(0...2).contains(status) {
             throw AdminError(400, "invalid_request", "realUserStatus is 0, 1 or 2")
         }
@@ -144,11 +147,13 @@ extension Emulator {
             user: grant.user, clientID: body.clientId, now: now, lifetime: Self.nativeIdentityTokenLifetime, nonce: hashedNonce,
             authTime: now, codeHash: AppleFormats.halfHash(grant.code), realUserStatus: body.realUserStatus,
             transferSub: body.transferSub)
-        return adminJSON(200, JSONText.object([
-            ("identityToken", .string(try currentKey.sign(claims: claims.json))),
-            ("authorizationCode", .string(grant.code)), ("user", grant.userJSON.map { .string($0) }),
-            ("sub", .string(grant.user.sub)),
-        ]))
+        return adminJSON(
+            200,
+            JSONText.object([
+                ("identityToken", .string(try currentKey.sign(claims: claims.json))),
+                ("authorizationCode", .string(grant.code)), ("user", grant.userJSON.map { .string($0) }),
+                ("sub", .string(grant.user.sub)),
+            ]))
     }
 
     /// `POST /admin/keys/rotate`: a new key signs from now on; the old ones stay in the key set
@@ -159,7 +164,9 @@ extension Emulator {
             state.signingKeys.insert(key, at: 0)
             return state.signingKeys.map(\.keyID)
         }
-        return adminJSON(200, JSONText.object([("kid", .string(key.keyID)), ("keys", .raw("[" + keyIDs.map(JSONText.quoted).joined(separator: ",") + "]"))]))
+        return adminJSON(
+            200,
+            JSONText.object([("kid", .string(key.keyID)), ("keys", .raw("[" + keyIDs.map(JSONText.quoted).joined(separator: ",") + "]"))]))
     }
 
     /// `DELETE /admin/keys/{kid}`: removes a key that no longer signs.

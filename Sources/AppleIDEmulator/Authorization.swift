@@ -27,7 +27,8 @@ extension Emulator {
             if state.relayAddresses[pair] == nil { state.relayAddresses[pair] = relay }
             var userJSON: String?
             if state.authorizations[pair] == nil {
-                state.authorizations[pair] = Authorization(userID: userID, clientID: clientID, hideEmail: hideEmail, scopes: scopes, grantedAt: now)
+                state.authorizations[pair] = Authorization(
+                    userID: userID, clientID: clientID, hideEmail: hideEmail, scopes: scopes, grantedAt: now)
                 userJSON = Self.userJSON(user: user, scopes: scopes, email: hideEmail ? state.relayAddresses[pair]! : user.email)
             }
             state.pruneCodes(now: now)

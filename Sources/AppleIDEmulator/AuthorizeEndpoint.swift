@@ -19,8 +19,10 @@ extension Emulator {
 
         /// The request's parameters, to carry through the consent form.
         var parameters: [(String, String)] {
-            [("client_id", clientID), ("redirect_uri", redirectURI), ("response_type", responseType),
-             ("response_mode", responseMode), ("scope", scopes.joined(separator: " "))]
+            [
+                ("client_id", clientID), ("redirect_uri", redirectURI), ("response_type", responseType),
+                ("response_mode", responseMode), ("scope", scopes.joined(separator: " ")),
+            ]
                 + (state.map { [("state", $0)] } ?? []) + (nonce.map { [("nonce", $0)] } ?? [])
         }
     }
@@ -71,7 +73,8 @@ extension Emulator {
         do { fields = try FormFields(body: request) } catch { throw AuthorizeError("invalid_request", "Malformed form.") }
         let authorizeRequest = try authorizeRequest(fields)
         guard fields["action"] == "continue" else {
-            return deliver(authorizeRequest, [("error", "user_cancelled_authorize")] + (authorizeRequest.state.map { [("state", $0)] } ?? []))
+            return deliver(
+                authorizeRequest, [("error", "user_cancelled_authorize")] + (authorizeRequest.state.map { [("state", $0)] } ?? []))
         }
         let now = clock()
         var userID = fields["user_id"] ?? "new"

@@ -23,7 +23,8 @@ extension Emulator {
                     let nonce = Base64URL.encode(try SecureRandom.bytes(count: 16))
                     let claims = IdentityClaims(
                         audience: clientID, subject: AppleFormats.sub(teamID: teamID, userID: userID), issuedAt: now,
-                        lifetime: Emulator.nativeIdentityTokenLifetime, nonce: SHA256.hex(Array(nonce.utf8)), email: "bench\(index)@example.com",
+                        lifetime: Emulator.nativeIdentityTokenLifetime, nonce: SHA256.hex(Array(nonce.utf8)),
+                        email: "bench\(index)@example.com",
                         emailVerified: true, isPrivateEmail: false, authTime: now)
                     made.append((try key.sign(claims: claims.json), nonce))
                 }

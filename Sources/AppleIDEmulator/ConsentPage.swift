@@ -55,7 +55,9 @@ enum ConsentPage {
     }
 
     static func errorPage(code: String, message: String) -> Response {
-        html(400, """
+        html(
+            400,
+            """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><title>Sign in with Apple: \(escape(code))</title></head>
             <body><h1>\(escape(code))</h1><p>\(escape(message))</p></body></html>

@@ -1,5 +1,5 @@
-import Foundation
 package import FastCGI
+import Foundation
 import HTTPClient
 import JOSE
 
@@ -25,12 +25,15 @@ package final class Emulator: Sendable {
     static let nativeIdentityTokenLifetime: Int64 = 600
 
     /// - Throws: `EmulatorConfigurationError` when a key or the state file cannot be read.
-    package init(configuration: EmulatorConfiguration, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+    package init(configuration: EmulatorConfiguration, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) })
+        throws
+    {
         try configuration.validate()
         self.configuration = configuration
         self.clock = clock
         self.store = try EmulatorStore(file: configuration.stateFile, now: clock())
-        self.secrets = ClientSecretCheck(teamID: configuration.teamID, keyID: configuration.keyID, teamKey: try configuration.teamPublicKey())
+        self.secrets = ClientSecretCheck(
+            teamID: configuration.teamID, keyID: configuration.keyID, teamKey: try configuration.teamPublicKey())
         self.adminSecret = try configuration.adminSecret()
     }
 

@@ -84,7 +84,10 @@ package struct EmulatorConfiguration: Sendable, Decodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case socket, stateFile, teamID = "teamId", keyID = "keyId", teamKeyFile, clients, adminSecretFile
+        case socket, stateFile
+        case teamID = "teamId"
+        case keyID = "keyId"
+        case teamKeyFile, clients, adminSecretFile
         case notificationURL, caFile, threads
     }
 

@@ -72,7 +72,10 @@ struct SigningKey: Codable {
         try container.encode(try privateKey.pem(), forKey: .pem)
     }
 
-    private enum CodingKeys: String, CodingKey { case keyID = "kid", createdAt, pem }
+    private enum CodingKeys: String, CodingKey {
+        case keyID = "kid"
+        case createdAt, pem
+    }
 }
 
 /// A test person with an Apple Account.

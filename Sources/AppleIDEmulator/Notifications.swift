@@ -28,7 +28,8 @@ extension Emulator {
         do {
             order = try JSONDecoder().decode(NotificationOrder.self, from: Data(request.body))
         } catch {
-            throw AdminError(400, "invalid_request", "expected {type, userId, clientId?, eventsAsObject?, eventTimeInSeconds?, deliver?}: \(error)")
+            throw AdminError(
+                400, "invalid_request", "expected {type, userId, clientId?, eventsAsObject?, eventTimeInSeconds?, deliver?}: \(error)")
         }
         guard !order.type.isEmpty, order.type.utf8.count <= 64 else { throw AdminError(400, "invalid_request", "type: 1 to 64 characters") }
         let clientID = order.clientId ?? configuration.clients[0].id
@@ -59,16 +60,20 @@ extension Emulator {
             let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 3, timeout: 10, caFile: configuration.caFile))
             let body = JSONText.object([("payload", .string(payload))])
             do {
-                let response = try client.send(HTTPRequest(
-                    method: "POST", url: url, headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+                let response = try client.send(
+                    HTTPRequest(
+                        method: "POST", url: url, headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
                 deliveredStatus = Int64(response.status)
             } catch {
                 deliveryError = "\(error)"
             }
         }
-        return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(JSONText.object([
-            ("jti", .string(jti)), ("sub", .string(sub)), ("payload", .string(payload)),
-            ("deliveredStatus", deliveredStatus.map { .integer($0) }), ("deliveryError", deliveryError.map { .string($0) }),
-        ]).utf8))
+        return Response(
+            status: 200, headers: [("Cache-Control", "no-store")],
+            body: Array(
+                JSONText.object([
+                    ("jti", .string(jti)), ("sub", .string(sub)), ("payload", .string(payload)),
+                    ("deliveredStatus", deliveredStatus.map { .integer($0) }), ("deliveryError", deliveryError.map { .string($0) }),
+                ]).utf8))
     }
 }

@@ -49,18 +49,23 @@ extension Emulator {
             }
             issued.used = true
             state.codes[code] = issued
-            state.accessTokens[accessToken] = IssuedToken(userID: user.id, clientID: clientID, authTime: issued.authTime, expiresAt: now + Self.accessTokenLifetime)
+            state.accessTokens[accessToken] = IssuedToken(
+                userID: user.id, clientID: clientID, authTime: issued.authTime, expiresAt: now + Self.accessTokenLifetime)
             state.refreshTokens[refreshToken] = IssuedToken(userID: user.id, clientID: clientID, authTime: issued.authTime, expiresAt: nil)
             return (issued, user, state.signingKeys[0])
         }
-        let idToken = try key.sign(claims: identityClaims(
-            user: user, clientID: clientID, now: now, lifetime: Self.webIdentityTokenLifetime, nonce: issued.nonce,
-            authTime: issued.authTime, accessTokenHash: AppleFormats.halfHash(accessToken)).json)
-        return Response.apple(status: 200, body: JSONText.object([
-            ("access_token", .string(accessToken)), ("token_type", .string("Bearer")),
-            ("expires_in", .integer(Self.accessTokenLifetime)), ("refresh_token", .string(refreshToken)),
-            ("id_token", .string(idToken)),
-        ]))
+        let idToken = try key.sign(
+            claims: identityClaims(
+                user: user, clientID: clientID, now: now, lifetime: Self.webIdentityTokenLifetime, nonce: issued.nonce,
+                authTime: issued.authTime, accessTokenHash: AppleFormats.halfHash(accessToken)
+            ).json)
+        return Response.apple(
+            status: 200,
+            body: JSONText.object([
+                ("access_token", .string(accessToken)), ("token_type", .string("Bearer")),
+                ("expires_in", .integer(Self.accessTokenLifetime)), ("refresh_token", .string(refreshToken)),
+                ("id_token", .string(idToken)),
+            ]))
     }
 
     private func refresh(token: String, clientID: String, now: Int64) throws -> Response {
@@ -69,17 +74,22 @@ extension Emulator {
             guard let issued = state.refreshTokens[token], issued.clientID == clientID,
                 let user = state.users[issued.userID]
             else { throw AppleError(.invalidGrant) }
-            state.accessTokens[accessToken] = IssuedToken(userID: user.id, clientID: clientID, authTime: issued.authTime, expiresAt: now + Self.accessTokenLifetime)
+            state.accessTokens[accessToken] = IssuedToken(
+                userID: user.id, clientID: clientID, authTime: issued.authTime, expiresAt: now + Self.accessTokenLifetime)
             return (issued, user, state.signingKeys[0])
         }
-        let idToken = try key.sign(claims: identityClaims(
-            user: user, clientID: clientID, now: now, lifetime: Self.webIdentityTokenLifetime, nonce: nil,
-            authTime: issued.authTime, accessTokenHash: AppleFormats.halfHash(accessToken)).json)
+        let idToken = try key.sign(
+            claims: identityClaims(
+                user: user, clientID: clientID, now: now, lifetime: Self.webIdentityTokenLifetime, nonce: nil,
+                authTime: issued.authTime, accessTokenHash: AppleFormats.halfHash(accessToken)
+            ).json)
         // Apple answers a refresh without a new refresh token.
-        return Response.apple(status: 200, body: JSONText.object([
-            ("access_token", .string(accessToken)), ("token_type", .string("Bearer")),
-            ("expires_in", .integer(Self.accessTokenLifetime)), ("id_token", .string(idToken)),
-        ]))
+        return Response.apple(
+            status: 200,
+            body: JSONText.object([
+                ("access_token", .string(accessToken)), ("token_type", .string("Bearer")),
+                ("expires_in", .integer(Self.accessTokenLifetime)), ("id_token", .string(idToken)),
+            ]))
     }
 
     /// `POST /auth/revoke`: ends the user's authorization of the client the token belongs to.

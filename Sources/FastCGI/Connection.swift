@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-internal import Glibc
-#endif
 internal import CFastCGI
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
 
 /// One worker thread's FastCGI request slot: accepts a connection, reads a `Request`, writes a `Response`.
 ///
@@ -91,7 +92,11 @@ final class Connection {
     /// (docs/PERFORMANCE.md, "FastCGI parameters").
     /// - Throws: `FastCGIError(.bodyTooLarge)` beyond `maxBodyBytes`, `.bodyUnreadable` on a short body.
     func readRequest() throws -> Request {
-        var method = "GET", path = "/", query = "", remote = "", declaredLength = -1
+        var method = "GET"
+        var path = "/"
+        var query = ""
+        var remote = ""
+        var declaredLength = -1
         var headers = HTTPHeaders()
         var uri: String?
         var cursor = request.pointee.envp

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-internal import Glibc
-#endif
 internal import CFastCGI
 internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
 
 /// The listening unix socket that nginx connects to, shared by every worker thread.
 ///

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #endif
 
 /// Graceful stop on SIGTERM and SIGINT.

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-internal import Glibc
-#endif
 internal import CFastCGI
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
 
 /// The application side of a worker thread: turns requests into responses.
 ///
@@ -70,11 +71,11 @@ package final class WorkerPool: Sendable {
                 threads.append(try JoinableThread { [self] in self.serve(worker: index) })
             } catch {
                 listener.shutdown()
-                threads.forEach { $0.join() }
+                for thread in threads { thread.join() }
                 throw error
             }
         }
-        threads.forEach { $0.join() }
+        for thread in threads { thread.join() }
     }
 
     private func serve(worker index: Int) {
@@ -121,10 +122,12 @@ package struct JoinableThread: Sendable {
     package init(_ body: @escaping @Sendable () -> Void) throws {
         let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
+        let result = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, context)
         guard result == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(context).release()
             throw FastCGIError(.threadStart, reason: "pthread_create failed", errno: result)

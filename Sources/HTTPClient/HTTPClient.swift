@@ -162,7 +162,8 @@ package final class HTTPClient {
             if request.method != "GET" {
                 // The body is only borrowed by libcurl, for the duration of this perform.
                 _ = CCurl_setopt_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-                _ = CCurl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafeRawPointer(errorBuffer)))
+                _ = CCurl_setopt_pointer(
+                    handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafeRawPointer(errorBuffer)))
             }
             return curl_easy_perform(handle)
         }
@@ -170,7 +171,8 @@ package final class HTTPClient {
         _ = CCurl_setopt_pointer(handle, CURLOPT_POSTFIELDS, nil)
         guard result == CURLE_OK else {
             if sink.overflowed {
-                throw HTTPClientError(.responseTooLarge, reason: "response over \(configuration.maximumResponseBytes) bytes", curlCode: Int(result.rawValue))
+                throw HTTPClientError(
+                    .responseTooLarge, reason: "response over \(configuration.maximumResponseBytes) bytes", curlCode: Int(result.rawValue))
             }
             throw error(for: result)
         }
@@ -212,7 +214,9 @@ private final class ResponseSink {
             sink.overflowed = true
             return 0  // anything but `length` aborts the transfer
         }
-        data!.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+            sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+        }
         return length
     }
 

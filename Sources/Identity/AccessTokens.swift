@@ -3,7 +3,7 @@ import JOSE
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The claims of one of our access tokens that matter to a use case.

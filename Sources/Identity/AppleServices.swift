@@ -31,11 +31,12 @@ package final class AppleServices: Sendable {
         var cacheSettings = AppleKeyCache.Settings()
         cacheSettings.cooldown = settings.keysCooldown
         cacheSettings.waitTimeout = settings.http.timeout
-        let baseURL = settings.baseURL, http = settings.http
+        let baseURL = settings.baseURL
+        let http = settings.http
         // Fetches are rare (lifetime, rotation, cooldown), so each uses its own short-lived handle.
-        return AppleKeyCache(settings: cacheSettings, clock: { clock.now() }) {
-            try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http))
-        }
+        return AppleKeyCache(
+            settings: cacheSettings, clock: { clock.now() },
+            fetch: { try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http)) })
     }
 
     /// A client for Apple's endpoints, for one thread.

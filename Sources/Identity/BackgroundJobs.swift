@@ -49,7 +49,8 @@ package struct BackgroundJobs {
         var summary = Summary()
         try sendRevocations(&summary)
         try validateAppleTokens(&summary)
-        summary.purged = try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
+        summary.purged =
+            try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
             + AppleNotifications.purgeOld(on: database)
         return summary
     }
@@ -58,7 +59,9 @@ package struct BackgroundJobs {
     func sendRevocations(_ summary: inout Summary) throws {
         for pending in try AppleRevocationOutbox.claimDue(limit: batch, on: database) {
             guard let token = settings.dataKeys.open(pending.token) else {
-                logger.error("revocation: cannot decrypt the Apple token (data key missing?)", metadata: ["id": "\(pending.id)", "key": "\(pending.token.keyID)"])
+                logger.error(
+                    "revocation: cannot decrypt the Apple token (data key missing?)",
+                    metadata: ["id": "\(pending.id)", "key": "\(pending.token.keyID)"])
                 try AppleRevocationOutbox.markFailed(pending.id, error: "data key \(pending.token.keyID) cannot decrypt", on: database)
                 summary.revocationsFailed += 1
                 continue
@@ -68,7 +71,9 @@ package struct BackgroundJobs {
                 try AppleRevocationOutbox.markDone(pending.id, on: database)
                 summary.revoked += 1
             } catch let error as AppleAPIError {
-                logger.warning("revocation at Apple failed; will retry", metadata: ["id": "\(pending.id)", "attempt": "\(pending.attempts)", "error": "\(error.code.rawValue)"])
+                logger.warning(
+                    "revocation at Apple failed; will retry",
+                    metadata: ["id": "\(pending.id)", "attempt": "\(pending.attempts)", "error": "\(error.code.rawValue)"])
                 try AppleRevocationOutbox.markFailed(pending.id, error: error.description, on: database)
                 summary.revocationsFailed += 1
             }
@@ -90,12 +95,15 @@ package struct BackgroundJobs {
                 summary.validated += 1
             } catch let error as AppleAPIError where error.code == .invalidGrant {
                 let ended = try database.transaction {
-                    try AppleValidations.consentRevoked(userID: due.userID, identityID: due.identityID, source: "daily_validation", on: database)
+                    try AppleValidations.consentRevoked(
+                        userID: due.userID, identityID: due.identityID, source: "daily_validation", on: database)
                 }
                 logger.notice("Apple consent withdrawn: sessions ended", metadata: ["user": "\(due.userID)", "sessions": "\(ended)"])
                 summary.consentRevoked += 1
             } catch let error as AppleAPIError {
-                logger.warning("validation at Apple failed; will retry", metadata: ["identity": "\(due.identityID)", "error": "\(error.code.rawValue)"])
+                logger.warning(
+                    "validation at Apple failed; will retry",
+                    metadata: ["identity": "\(due.identityID)", "error": "\(error.code.rawValue)"])
                 summary.validationsFailed += 1
             }
         }

@@ -32,7 +32,9 @@ extension Operations {
         guard let servicesID = apple.settings.servicesID else {
             throw IdentityError(.webSignInNotConfigured, "web sign-in needs SIWA_APPLE_SERVICES_ID")
         }
-        let state = try OpaqueToken(), binding = try OpaqueToken(), nonce = try OpaqueToken()
+        let state = try OpaqueToken()
+        let binding = try OpaqueToken()
+        let nonce = try OpaqueToken()
         try WebSignIns.start(
             stateHash: state.hash, bindingHash: binding.hash, nonce: nonce.value, returnTo: returnTo,
             lifetime: Operations.webSignInLifetime, on: database)

@@ -58,11 +58,14 @@ package enum Base64URL {
         // Written in place: no allocation per quantum (this runs three times per token).
         let output = [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
             table.withUnsafeBufferPointer { table in
-                var index = 0, out = 0
+                var index = 0
+                var out = 0
                 let whole = input.count - remainder
                 while index < whole {
-                    let a = table[Int(input[index])], b = table[Int(input[index + 1])]
-                    let c = table[Int(input[index + 2])], d = table[Int(input[index + 3])]
+                    let a = table[Int(input[index])]
+                    let b = table[Int(input[index + 1])]
+                    let c = table[Int(input[index + 2])]
+                    let d = table[Int(input[index + 3])]
                     // 0xFF in any of the four sets the top bits of the OR: one branch for the whole quantum.
                     if (a | b | c | d) & 0xC0 != 0 {
                         valid = false
@@ -76,7 +79,8 @@ package enum Base64URL {
                 }
                 switch remainder {
                 case 2:
-                    let a = table[Int(input[index])], b = table[Int(input[index + 1])]
+                    let a = table[Int(input[index])]
+                    let b = table[Int(input[index + 1])]
                     // Two characters carry 12 bits for 8: the low 4 bits must be zero.
                     if (a | b) & 0xC0 != 0 || b & 0x0F != 0 {
                         valid = false
@@ -85,7 +89,9 @@ package enum Base64URL {
                     buffer[out] = a << 2 | b >> 4
                     out += 1
                 case 3:
-                    let a = table[Int(input[index])], b = table[Int(input[index + 1])], c = table[Int(input[index + 2])]
+                    let a = table[Int(input[index])]
+                    let b = table[Int(input[index + 1])]
+                    let c = table[Int(input[index + 2])]
                     // Three characters carry 18 bits for 16: the low 2 bits must be zero.
                     if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 {
                         valid = false

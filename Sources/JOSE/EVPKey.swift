@@ -40,7 +40,8 @@ final class EVPKey: @unchecked Sendable {
     /// A fresh verification context, or nil if OpenSSL refuses the key for SHA-256 verification.
     private func makeVerifyContext() -> VerifyContext? {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
-        var ready = EVP_PKEY_verify_init(context) == 1
+        var ready =
+            EVP_PKEY_verify_init(context) == 1
             && EVP_PKEY_CTX_set_signature_md(context, SHA256.algorithm.pointer) == 1
         if ready, isA("RSA") {
             ready = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PADDING) == 1
@@ -80,9 +81,9 @@ final class EVPKey: @unchecked Sendable {
         }
         defer { OSSL_PARAM_BLD_free(builder) }
         var bigNumbers: [OpaquePointer] = []
-        defer { bigNumbers.forEach { BN_free($0) } }
+        defer { for number in bigNumbers { BN_free(number) } }
         var buffers: [UnsafeMutableRawBufferPointer] = []
-        defer { buffers.forEach { $0.deallocate() } }
+        defer { for buffer in buffers { buffer.deallocate() } }
 
         // The builder keeps pointers to names and values, not copies, until OSSL_PARAM_BLD_to_param:
         // both must stay alive until then.
@@ -174,7 +175,8 @@ final class EVPKey: @unchecked Sendable {
             throw OpenSSLError.drainingQueue(.operationFailed, reason: "BIO_new")
         }
         defer { BIO_free(bio) }
-        let written = isPrivate
+        let written =
+            isPrivate
             ? PEM_write_bio_PrivateKey(bio, pointer, nil, nil, 0, nil, nil)
             : PEM_write_bio_PUBKEY(bio, pointer)
         var data: UnsafeMutablePointer<CChar>?

@@ -195,7 +195,8 @@ package struct JSONNames: Sendable {
     /// The index of `name` (unescaped UTF-8), or `count` when it is none of them.
     func index(of name: UnsafeBufferPointer<UInt8>) -> Int {
         names.firstIndex { known in
-            known.count == name.count && known.withUnsafeBufferPointer { known.isEmpty || memcmpEqual($0.baseAddress!, name.baseAddress!, name.count) }
+            known.count == name.count
+                && known.withUnsafeBufferPointer { known.isEmpty || memcmpEqual($0.baseAddress!, name.baseAddress!, name.count) }
         } ?? names.count
     }
 }

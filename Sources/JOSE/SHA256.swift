@@ -61,7 +61,8 @@ package func hexString(_ bytes: [UInt8]) -> String {
 /// Compares two byte strings in time that depends only on their lengths (`CRYPTO_memcmp`), for
 /// secrets such as nonce hashes and token hashes.
 package func constantTimeEquals<A: Collection<UInt8>, B: Collection<UInt8>>(_ lhs: A, _ rhs: B) -> Bool {
-    let lhs = Array(lhs), rhs = Array(rhs)
+    let lhs = Array(lhs)
+    let rhs = Array(rhs)
     guard lhs.count == rhs.count else { return false }
     if lhs.isEmpty { return true }
     return CRYPTO_memcmp(lhs, rhs, lhs.count) == 0

@@ -214,10 +214,16 @@ package final class Connection {
         _ = initCommand.withCString { mysql_options(mysql, MYSQL_INIT_COMMAND, $0) }
 
         let flags: UInt = configuration.allowsMultipleStatements ? UInt(CLIENT_MULTI_STATEMENTS) : 0
-        var host: String?, port: UInt32 = 0, socket: String?
+        var host: String?
+        var port: UInt32 = 0
+        var socket: String?
         switch configuration.endpoint {
-        case .unixSocket(let path): socket = path; host = "localhost"
-        case .tcp(let name, let number): host = name; port = UInt32(number)
+        case .unixSocket(let path):
+            socket = path
+            host = "localhost"
+        case .tcp(let name, let number):
+            host = name
+            port = UInt32(number)
         }
         let connected = withOptionalCString(host) { host in
             withOptionalCString(socket) { socket in

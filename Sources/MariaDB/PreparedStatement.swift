@@ -91,7 +91,7 @@ final class PreparedStatement {
 
     deinit {
         mysql_stmt_close(statement)
-        buffers.forEach { $0.deallocate() }
+        for buffer in buffers { buffer.deallocate() }
         results.deallocate()
         lengths.deallocate()
         nulls.deallocate()
@@ -206,7 +206,7 @@ final class PreparedStatement {
         binds.initialize(repeating: MYSQL_BIND(), count: max(values.count, 1))
         var storage: [UnsafeMutableRawPointer] = []
         defer {
-            storage.forEach { $0.deallocate() }
+            for buffer in storage { buffer.deallocate() }
             binds.deallocate()
         }
         func store<T>(_ value: T, type: enum_field_types, index: Int) {
@@ -249,7 +249,7 @@ final class PreparedStatement {
         binds.initialize(repeating: MYSQL_BIND(), count: parameterCount)
         var storage: [UnsafeMutableRawPointer] = []
         defer {
-            storage.forEach { $0.deallocate() }
+            for buffer in storage { buffer.deallocate() }
             binds.deallocate()
         }
         func allocate<T>(_ type: T.Type, _ elements: Int) -> UnsafeMutablePointer<T> {

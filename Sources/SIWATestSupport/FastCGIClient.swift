@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A minimal FastCGI client (the responder role of the FastCGI 1.0 specification) for tests:
@@ -82,7 +82,9 @@ package struct FastCGIClient: Sendable {
 
     private static func pair(_ name: String, _ value: String) -> [UInt8] {
         func length(_ count: Int) -> [UInt8] {
-            count < 128 ? [UInt8(count)] : [UInt8((count >> 24) | 0x80), UInt8((count >> 16) & 0xff), UInt8((count >> 8) & 0xff), UInt8(count & 0xff)]
+            count < 128
+                ? [UInt8(count)]
+                : [UInt8((count >> 24) | 0x80), UInt8((count >> 16) & 0xff), UInt8((count >> 8) & 0xff), UInt8(count & 0xff)]
         }
         return length(name.utf8.count) + length(value.utf8.count) + Array(name.utf8) + Array(value.utf8)
     }

@@ -28,7 +28,8 @@ package enum RandomChanges {
     package static func achievement(_ random: inout SplitMix64) -> AchievementProgress {
         AchievementProgress(
             achievementID: "a\(Int.random(in: 0..<3, using: &random))", progress: Int64.random(in: 0...5, using: &random),
-            completed: Bool.random(using: &random), completedAt: Bool.random(using: &random) ? nil : Int64.random(in: 1000...1005, using: &random))
+            completed: Bool.random(using: &random),
+            completedAt: Bool.random(using: &random) ? nil : Int64.random(in: 1000...1005, using: &random))
     }
 
     package static func profile(_ random: inout SplitMix64) -> SyncProfile {

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A minimal HTTP/1.1 server on 127.0.0.1 for tests of HTTP clients: one connection at a time,
@@ -127,7 +128,8 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     private func findHeaderEnd(_ data: [UInt8]) -> Int? {
         guard data.count >= 4 else { return nil }
-        for index in 0...(data.count - 4) where data[index] == 13 && data[index + 1] == 10 && data[index + 2] == 13 && data[index + 3] == 10 {
+        for index in 0...(data.count - 4) where data[index] == 13 && data[index + 1] == 10 && data[index + 2] == 13 && data[index + 3] == 10
+        {
             return index
         }
         return nil

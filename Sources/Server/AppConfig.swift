@@ -1,13 +1,13 @@
 import AppleID
 import Foundation
 import HTTPClient
-import JOSE
 package import Identity
+import JOSE
 package import Logging
 package import MariaDB
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every problem found in the configuration, reported together at start.
@@ -61,9 +61,13 @@ package struct AppConfig: Sendable {
     package static let keys: [Key] = [
         Key(name: "SIWA_SOCKET_PATH", type: "path", defaultValue: "/run/siwa/siwa.sock", summary: "FastCGI unix socket nginx connects to"),
         Key(name: "SIWA_SOCKET_MODE", type: "octal", defaultValue: "0660", summary: "permissions of the socket file"),
-        Key(name: "SIWA_SOCKET_BACKLOG", type: "int 16...65535", defaultValue: "1024", summary: "listen backlog (connections waiting for a free worker)"),
+        Key(
+            name: "SIWA_SOCKET_BACKLOG", type: "int 16...65535", defaultValue: "1024",
+            summary: "listen backlog (connections waiting for a free worker)"),
         Key(name: "SIWA_WORKER_THREADS", type: "int 1...512", defaultValue: "64", summary: "worker threads, one database connection each"),
-        Key(name: "SIWA_MAX_BODY_BYTES", type: "int 1024...16777216", defaultValue: "1048576", summary: "hard limit on a request body (413 above)"),
+        Key(
+            name: "SIWA_MAX_BODY_BYTES", type: "int 1024...16777216", defaultValue: "1048576",
+            summary: "hard limit on a request body (413 above)"),
         Key(name: "SIWA_DB_SOCKET", type: "path", defaultValue: nil, summary: "MariaDB unix socket (or SIWA_DB_HOST)"),
         Key(name: "SIWA_DB_HOST", type: "host", defaultValue: nil, summary: "MariaDB TCP host (or SIWA_DB_SOCKET)"),
         Key(name: "SIWA_DB_PORT", type: "int 1...65535", defaultValue: "3306", summary: "MariaDB TCP port"),
@@ -72,27 +76,61 @@ package struct AppConfig: Sendable {
         Key(name: "SIWA_DB_PASSWORD_FILE", type: "path", defaultValue: "(none)", summary: "file holding the database password"),
         Key(name: "SIWA_DB_CONNECT_TIMEOUT", type: "seconds 1...60", defaultValue: "2", summary: "connect timeout"),
         Key(name: "SIWA_DB_TIMEOUT", type: "seconds 1...3600", defaultValue: "10", summary: "read and write timeout on an open connection"),
-        Key(name: "SIWA_LOG_LEVEL", type: "trace|debug|info|notice|warning|error|critical", defaultValue: "info", summary: "log level (logs go to standard error)"),
+        Key(
+            name: "SIWA_LOG_LEVEL", type: "trace|debug|info|notice|warning|error|critical", defaultValue: "info",
+            summary: "log level (logs go to standard error)"),
         Key(name: "SIWA_MIGRATIONS_DIR", type: "path", defaultValue: "sql", summary: "directory of the NNNN_name.sql migrations"),
-        Key(name: "SIWA_APPLE_TEAM_ID", type: "10 characters A-Z0-9", defaultValue: nil, summary: "Apple Developer Team ID (`iss` of the client secret)"),
-        Key(name: "SIWA_APPLE_KEY_ID", type: "10 characters A-Z0-9", defaultValue: nil, summary: "id of the Sign in with Apple key (`kid` of the client secret)"),
-        Key(name: "SIWA_APPLE_PRIVATE_KEY_FILE", type: "path", defaultValue: nil, summary: "the Sign in with Apple key (`.p8`, PKCS#8 P-256)"),
-        Key(name: "SIWA_APPLE_BUNDLE_IDS", type: "comma-separated ids", defaultValue: "(none)", summary: "iOS/macOS bundle ids accepted as `aud` (native sign-in)"),
-        Key(name: "SIWA_APPLE_SERVICES_ID", type: "id", defaultValue: "(none)", summary: "Services ID accepted as `aud` (web sign-in); at least one client id is required"),
-        Key(name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com", summary: "Apple's endpoints (http only to a loopback address, for the emulator)"),
-        Key(name: "SIWA_APPLE_CA_FILE", type: "path", defaultValue: "(system CAs)", summary: "PEM CA certificates trusted for the Apple base URL"),
+        Key(
+            name: "SIWA_APPLE_TEAM_ID", type: "10 characters A-Z0-9", defaultValue: nil,
+            summary: "Apple Developer Team ID (`iss` of the client secret)"),
+        Key(
+            name: "SIWA_APPLE_KEY_ID", type: "10 characters A-Z0-9", defaultValue: nil,
+            summary: "id of the Sign in with Apple key (`kid` of the client secret)"),
+        Key(
+            name: "SIWA_APPLE_PRIVATE_KEY_FILE", type: "path", defaultValue: nil,
+            summary: "the Sign in with Apple key (`.p8`, PKCS#8 P-256)"),
+        Key(
+            name: "SIWA_APPLE_BUNDLE_IDS", type: "comma-separated ids", defaultValue: "(none)",
+            summary: "iOS/macOS bundle ids accepted as `aud` (native sign-in)"),
+        Key(
+            name: "SIWA_APPLE_SERVICES_ID", type: "id", defaultValue: "(none)",
+            summary: "Services ID accepted as `aud` (web sign-in); at least one client id is required"),
+        Key(
+            name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com",
+            summary: "Apple's endpoints (http only to a loopback address, for the emulator)"),
+        Key(
+            name: "SIWA_APPLE_CA_FILE", type: "path", defaultValue: "(system CAs)",
+            summary: "PEM CA certificates trusted for the Apple base URL"),
         Key(name: "SIWA_APPLE_CONNECT_TIMEOUT", type: "seconds 1...30", defaultValue: "3", summary: "connect timeout for calls to Apple"),
         Key(name: "SIWA_APPLE_TIMEOUT", type: "seconds 1...60", defaultValue: "10", summary: "total timeout of a call to Apple"),
         Key(name: "SIWA_APPLE_LEEWAY", type: "seconds 0...60", defaultValue: "60", summary: "clock skew allowed on `exp`, `iat`, `nbf`"),
-        Key(name: "SIWA_APPLE_REQUIRE_NONCE", type: "true|false", defaultValue: "true", summary: "every identity token must carry the client's nonce"),
-        Key(name: "SIWA_APPLE_KEYS_COOLDOWN", type: "seconds 1...3600", defaultValue: "10", summary: "least time between key-set fetches caused by unknown `kid`s or failures"),
-        Key(name: "SIWA_APPLE_ACCOUNT_DELETE", type: "delete|anonymise", defaultValue: "delete", summary: "what an `account-delete` notification from Apple does to the user"),
-        Key(name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
-        Key(name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil, summary: "the site's origin as browsers see it (`iss` of access tokens, web sign-in return URL, `Origin` checks)"),
-        Key(name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil, summary: "directory of the access-token signing keys, `<kid>.pem` (P-256 or RSA, 0600); `siwa keys rotate` adds one"),
-        Key(name: "SIWA_ACCESS_TOKEN_ALGORITHM", type: "ES256|RS256", defaultValue: "ES256", summary: "type of the signing keys `siwa keys rotate` makes (the newest key signs, whatever its type)"),
-        Key(name: "SIWA_DATA_KEYS_FILE", type: "path", defaultValue: nil, summary: "keys encrypting Apple's refresh tokens: lines `<id> <base64 of 32 bytes>`, the first encrypts"),
-        Key(name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000", summary: "a session ends after this long without a refresh"),
+        Key(
+            name: "SIWA_APPLE_REQUIRE_NONCE", type: "true|false", defaultValue: "true",
+            summary: "every identity token must carry the client's nonce"),
+        Key(
+            name: "SIWA_APPLE_KEYS_COOLDOWN", type: "seconds 1...3600", defaultValue: "10",
+            summary: "least time between key-set fetches caused by unknown `kid`s or failures"),
+        Key(
+            name: "SIWA_APPLE_ACCOUNT_DELETE", type: "delete|anonymise", defaultValue: "delete",
+            summary: "what an `account-delete` notification from Apple does to the user"),
+        Key(
+            name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400",
+            summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
+        Key(
+            name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil,
+            summary: "the site's origin as browsers see it (`iss` of access tokens, web sign-in return URL, `Origin` checks)"),
+        Key(
+            name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil,
+            summary: "directory of the access-token signing keys, `<kid>.pem` (P-256 or RSA, 0600); `siwa keys rotate` adds one"),
+        Key(
+            name: "SIWA_ACCESS_TOKEN_ALGORITHM", type: "ES256|RS256", defaultValue: "ES256",
+            summary: "type of the signing keys `siwa keys rotate` makes (the newest key signs, whatever its type)"),
+        Key(
+            name: "SIWA_DATA_KEYS_FILE", type: "path", defaultValue: nil,
+            summary: "keys encrypting Apple's refresh tokens: lines `<id> <base64 of 32 bytes>`, the first encrypts"),
+        Key(
+            name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000",
+            summary: "a session ends after this long without a refresh"),
     ]
 
     /// Reads and validates the configuration.

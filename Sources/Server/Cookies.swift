@@ -1,5 +1,5 @@
-import Foundation
 package import FastCGI
+import Foundation
 
 /// Our cookies: `__Host-` so that they are Secure, host-only and for the whole site.
 package enum Cookies {

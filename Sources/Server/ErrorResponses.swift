@@ -26,7 +26,7 @@ package enum ErrorResponses {
         }
         metadata["error.type"] = "\(type(of: error))"
         logger.error("unhandled error", metadata: metadata)
-        return .error(HTTPError.internalError)
+        return .error(HTTPError.internalFailure)
     }
 
     /// A domain error as the HTTP contract answers it.

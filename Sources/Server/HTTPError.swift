@@ -25,5 +25,5 @@ package struct HTTPError: ClientFacingError, Equatable {
     package static let notFound = HTTPError(404, "not_found", "No such resource")
     package static let payloadTooLarge = HTTPError(413, "payload_too_large", "The request body is too large")
     package static let unavailable = HTTPError(503, "unavailable", "The database is unavailable; try again shortly")
-    package static let internalError = HTTPError(500, "internal_error", "The server failed to handle the request")
+    package static let internalFailure = HTTPError(500, "internal_error", "The server failed to handle the request")
 }

@@ -65,8 +65,12 @@ extension SyncRoute {
         init(single reader: inout JSONReader, _ schema: Schema) throws(JSONError) {
             switch try reader.kind() {
             case .object: self = .objects([try Fields(reading: &reader, schema)])
-            case .null: try reader.skipValue(); self = .absent
-            default: try reader.skipValue(); self = .wrongType
+            case .null:
+                try reader.skipValue()
+                self = .absent
+            default:
+                try reader.skipValue()
+                self = .wrongType
             }
         }
 
@@ -87,8 +91,12 @@ extension SyncRoute {
                     }
                 }
                 self = notObject.map { .notObject($0) } ?? .objects(items)
-            case .null: try reader.skipValue(); self = .absent
-            default: try reader.skipValue(); self = .wrongType
+            case .null:
+                try reader.skipValue()
+                self = .absent
+            default:
+                try reader.skipValue()
+                self = .wrongType
             }
         }
 
@@ -152,7 +160,9 @@ extension SyncRoute {
             case .number: values[slot] = try reader.integer().map { .integer($0) } ?? .otherNumber
             case .bool: values[slot] = .bool(try reader.bool())
             case .null: try reader.skipValue()
-            case let kind: try reader.skipValue(); values[slot] = .other(kind)
+            case let kind:
+                try reader.skipValue()
+                values[slot] = .other(kind)
             }
         }
 

@@ -49,7 +49,8 @@ package enum SyncRoute {
 
     static func profile(_ item: Fields) throws -> SyncProfile {
         SyncProfile(
-            totalXP: try count(item, "totalXp", maximum: 1_000_000_000_000), currentLevel: try count(item, "currentLevel", maximum: 100_000),
+            totalXP: try count(item, "totalXp", maximum: 1_000_000_000_000),
+            currentLevel: try count(item, "currentLevel", maximum: 100_000),
             streakDays: try count(item, "streakDays", maximum: 100_000),
             lastActiveDate: try date(item, "lastActiveDate"))
     }
@@ -78,14 +79,15 @@ package enum SyncRoute {
         // Over the UTF-8 in place: iterating `utf8` costs several times more.
         let valid = value.withUTF8 { bytes in
             (1...128).contains(bytes.count)
-            && bytes.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                    UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
-                    true
-                default: false
+                && bytes.allSatisfy { byte in
+                    switch byte {
+                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                        UInt8(ascii: "0")...UInt8(ascii: "9"),
+                        UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
+                        true
+                    default: false
+                    }
                 }
-            }
         }
         guard valid else { throw invalid(item.path(name), "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
         return value

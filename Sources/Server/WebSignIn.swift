@@ -1,5 +1,5 @@
-import Foundation
 package import FastCGI
+import Foundation
 import HTTPClient
 package import Identity
 

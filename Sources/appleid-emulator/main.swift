@@ -17,7 +17,8 @@ struct EmulatorCommand: ParsableCommand {
 /// `appleid-emulator mint --config FILE --client-id ID --count N`: prints N identity tokens of new
 /// people, `<token> <raw nonce>` per line, signed with the emulator's current key (for benchmarks).
 struct Mint: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print identity tokens of new people for load tests: `<token> <raw nonce>` per line.")
+    static let configuration = CommandConfiguration(
+        abstract: "Print identity tokens of new people for load tests: `<token> <raw nonce>` per line.")
 
     @Option(help: "The JSON configuration file.")
     var config: String

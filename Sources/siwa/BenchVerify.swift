@@ -19,7 +19,8 @@ struct BenchVerify: ParsableCommand {
         let now = Date().timeIntervalSince1970
         let nonce = "bench-nonce-0123456789"
         let header = #"{"kid":"BENCHKEY01","alg":"RS256"}"#
-        let claims = #"{"iss":"https://appleid.apple.com","aud":"com.example.app","exp":\#(Int(now) + 600),"iat":\#(Int(now)),"sub":"001542.b04100c51acb48d3a570684f17d6394d.1603","nonce":"\#(SHA256.hex(Array(nonce.utf8)))","c_hash":"OR2WwAhWOpkL_cm2osLLuQ","email":"8ysbchvc2m@privaterelay.appleid.com","email_verified":true,"is_private_email":true,"auth_time":\#(Int(now)),"nonce_supported":true,"real_user_status":2}"#
+        let claims =
+            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","exp":\#(Int(now) + 600),"iat":\#(Int(now)),"sub":"001542.b04100c51acb48d3a570684f17d6394d.1603","nonce":"\#(SHA256.hex(Array(nonce.utf8)))","c_hash":"OR2WwAhWOpkL_cm2osLLuQ","email":"8ysbchvc2m@privaterelay.appleid.com","email_verified":true,"is_private_email":true,"auth_time":\#(Int(now)),"nonce_supported":true,"real_user_status":2}"#
         let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
         let token = input + "." + Base64URL.encode(try key.signature(for: Array(input.utf8)))
         // Built from n and e, as keys from Apple's JWKS are (not the key pair itself).

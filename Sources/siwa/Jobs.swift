@@ -2,8 +2,8 @@ import ArgumentParser
 import FastCGI
 import Foundation
 import HTTPClient
-import Logging
 import Identity
+import Logging
 import MariaDB
 import Server
 import Synchronization
@@ -23,7 +23,10 @@ struct Jobs: ParsableCommand {
         let config = try loadConfiguration()
         let logger = makeLogger(config, label: "siwa-jobs")
         guard let apple = config.apple, let sessions = config.sessions else {
-            FileHandle.standardError.write(Data("invalid configuration:\n  - the SIWA_APPLE_* keys and SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR, SIWA_DATA_KEYS_FILE: required for jobs\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "invalid configuration:\n  - the SIWA_APPLE_* keys and SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR, SIWA_DATA_KEYS_FILE: required for jobs\n"
+                        .utf8))
             throw ExitCode(78)
         }
         // Before any thread exists, so that every thread inherits the blocked mask.

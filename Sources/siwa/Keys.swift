@@ -45,7 +45,8 @@ struct Keys: ParsableCommand {
         func run() throws {
             guard retention >= Double(AccessTokens.lifetime) else { throw ValidationError("--retention must be at least 900") }
             let directory = try options.directory()
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let algorithm = try options.keyAlgorithm()
             let removed = try AccessTokenKeyFiles.prune(in: directory, retention: retention, now: Date())
             let keyID = try AccessTokenKeyFiles.add(algorithm, to: directory, now: Date())

@@ -19,9 +19,15 @@ struct Serve: ParsableCommand {
         let config = try loadConfiguration()
         let logger = makeLogger(config, label: "siwa")
         guard config.apple != nil, config.sessions != nil else {
-            FileHandle.standardError.write(Data(("invalid configuration:\n"
-                + (config.apple == nil ? "  - SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and a client id: required to serve\n" : "")
-                + (config.sessions == nil ? "  - SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR and SIWA_DATA_KEYS_FILE: required to serve\n" : "")).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    ("invalid configuration:\n"
+                        + (config.apple == nil
+                            ? "  - SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and a client id: required to serve\n"
+                            : "")
+                        + (config.sessions == nil
+                            ? "  - SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR and SIWA_DATA_KEYS_FILE: required to serve\n" : ""))
+                        .utf8))
             throw ExitCode(78)
         }
         initializeFastCGI()
@@ -34,7 +40,9 @@ struct Serve: ParsableCommand {
             Thread.detachNewThread {
                 keys.refresh()
                 let status = keys.status
-                logger.notice("Apple keys", metadata: ["state": "\(status.health.rawValue)", "kids": "\(status.keyIDs)", "error": "\(status.lastError ?? "-")"])
+                logger.notice(
+                    "Apple keys",
+                    metadata: ["state": "\(status.health.rawValue)", "kids": "\(status.keyIDs)", "error": "\(status.lastError ?? "-")"])
             }
         }
         let listener = try Listener(path: config.socketPath, mode: config.socketMode, backlog: config.socketBacklog)

@@ -8,7 +8,9 @@ struct Siwa: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "siwa",
         abstract: "A Sign in with Apple backend: a FastCGI application behind nginx.",
-        subcommands: [Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, VerifyToken.self, ClientSecret.self, BenchVerify.self]
+        subcommands: [
+            Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, VerifyToken.self, ClientSecret.self, BenchVerify.self,
+        ]
     )
 }
 

@@ -2,8 +2,8 @@ import AppleID
 import ArgumentParser
 import Foundation
 import HTTPClient
-import JOSE
 import Identity
+import JOSE
 import Server
 
 struct VerifyToken: ParsableCommand {
@@ -53,7 +53,8 @@ struct VerifyToken: ParsableCommand {
         }
         var audiences = Set(audience)
         if audiences.isEmpty {
-            audiences.formUnion((environment["SIWA_APPLE_BUNDLE_IDS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            audiences.formUnion(
+                (environment["SIWA_APPLE_BUNDLE_IDS"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
             if let services = environment["SIWA_APPLE_SERVICES_ID"] { audiences.insert(services) }
             audiences.remove("")
         }
@@ -119,11 +120,13 @@ struct ClientSecret: ParsableCommand {
     func run() throws {
         let config = try loadConfiguration()
         guard let apple = config.apple else {
-            FileHandle.standardError.write(Data("SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID and SIWA_APPLE_PRIVATE_KEY_FILE are required\n".utf8))
+            FileHandle.standardError.write(
+                Data("SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID and SIWA_APPLE_PRIVATE_KEY_FILE are required\n".utf8))
             throw ExitCode(78)
         }
         guard let client = clientID ?? apple.bundleIDs.first ?? apple.servicesID else { throw ExitCode(78) }
-        let factory = ClientSecretFactory(teamID: apple.teamID, keyID: apple.keyID, privateKey: apple.privateKey, lifetime: apple.clientSecretLifetime)
+        let factory = ClientSecretFactory(
+            teamID: apple.teamID, keyID: apple.keyID, privateKey: apple.privateKey, lifetime: apple.clientSecretLifetime)
         print(try factory.make(for: client, issuedAt: issuedAt ?? Int(Date().timeIntervalSince1970)))
     }
 }

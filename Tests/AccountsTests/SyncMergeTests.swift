@@ -47,7 +47,9 @@ import Testing
     @Test("Profile: commutative, associative, idempotent; the streak comes with the latest active date", arguments: 0..<300)
     func profile(seed: UInt64) {
         var random = SplitMix64(state: seed)
-        let a = RandomChanges.profile(&random), b = RandomChanges.profile(&random), c = RandomChanges.profile(&random)
+        let a = RandomChanges.profile(&random)
+        let b = RandomChanges.profile(&random)
+        let c = RandomChanges.profile(&random)
         #expect(a.merged(with: b) == b.merged(with: a))
         #expect(a.merged(with: b).merged(with: c) == a.merged(with: b.merged(with: c)))
         #expect(a.merged(with: a) == a)
@@ -61,12 +63,15 @@ import Testing
     @Test("Lessons and achievements: commutative, associative, idempotent on random triples", arguments: 0..<300)
     func joinLaws(seed: UInt64) {
         var random = SplitMix64(state: seed)
-        var a = RandomChanges.lesson(&random), b = RandomChanges.lesson(&random), c = RandomChanges.lesson(&random)
+        var a = RandomChanges.lesson(&random)
+        var b = RandomChanges.lesson(&random)
+        var c = RandomChanges.lesson(&random)
         (b.beliefSystemID, b.lessonID, c.beliefSystemID, c.lessonID) = (a.beliefSystemID, a.lessonID, a.beliefSystemID, a.lessonID)
         #expect(a.merged(with: b) == b.merged(with: a))
         #expect(a.merged(with: b).merged(with: c) == a.merged(with: b.merged(with: c)))
         #expect(a.merged(with: a) == a)
-        var x = RandomChanges.achievement(&random), y = RandomChanges.achievement(&random)
+        var x = RandomChanges.achievement(&random)
+        var y = RandomChanges.achievement(&random)
         y.achievementID = x.achievementID
         #expect(x.merged(with: y) == y.merged(with: x))
         #expect(x.merged(with: x) == x)
@@ -75,7 +80,9 @@ import Testing
 
 /// How a batch's users are listed in `IN (...)` lists.
 @Suite struct InListChunkTests {
-    @Test("Lists of any length become chunks of at most 64, each a power of two long, padded by repeating the last value", arguments: [0, 1, 3, 5, 63, 64, 65, 130])
+    @Test(
+        "Lists of any length become chunks of at most 64, each a power of two long, padded by repeating the last value",
+        arguments: [0, 1, 3, 5, 63, 64, 65, 130])
     func chunks(count: Int) {
         let values = Array(0..<count)
         let chunks = SyncStore.inListChunks(values)

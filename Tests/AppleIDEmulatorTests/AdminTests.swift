@@ -29,13 +29,17 @@ import Testing
         #expect(parsed[0].publicKey.bitCount == 2048)
     }
 
-    @Test("A native sign-in mints what the SDK gives the app: a token siwa verifies with the raw nonce, real_user_status, transfer_sub; sub shaped like Apple's")
+    @Test(
+        "A native sign-in mints what the SDK gives the app: a token siwa verifies with the raw nonce, real_user_status, transfer_sub; sub shaped like Apple's"
+    )
     func nativeSignIn() throws {
         let harness = try EmulatorHarness()
         let user = try harness.createUser()
         #expect(user.sub.range(of: #"^[0-9]{6}\.[0-9a-f]{32}\.[0-9]{4}$"#, options: .regularExpression) != nil)
-        let signIn = try harness.nativeSignIn(user: user.id, nonce: "raw nonce ✓", extra: #","realUserStatus":2,"transferSub":"transfer.1""#)
-        let identity = try harness.verifier().verify(signIn.token, nonce: "raw nonce ✓", authorizationCode: signIn.code, now: Double(harness.now))
+        let signIn = try harness.nativeSignIn(
+            user: user.id, nonce: "raw nonce ✓", extra: #","realUserStatus":2,"transferSub":"transfer.1""#)
+        let identity = try harness.verifier().verify(
+            signIn.token, nonce: "raw nonce ✓", authorizationCode: signIn.code, now: Double(harness.now))
         #expect(identity.subject == user.sub)
         #expect(identity.realUserStatus == 2)
         #expect(identity.transferSubject == "transfer.1")
@@ -67,7 +71,10 @@ import Testing
         let on = try EmulatorHarness()
         #expect(on.request("POST", "/admin/users").status == 401)
         #expect(on.request("POST", "/admin/users", headers: [("Authorization", "Bearer wrong-secret-0123456789")]).status == 401)
-        #expect(on.request("POST", "/admin/users", headers: [("Authorization", "Bearer " + EmulatorHarness.adminSecret)], body: Array("[1]".utf8)).status == 400)
+        #expect(
+            on.request(
+                "POST", "/admin/users", headers: [("Authorization", "Bearer " + EmulatorHarness.adminSecret)], body: Array("[1]".utf8)
+            ).status == 400)
         try on.admin("GET", "/admin/users/user-unknown", expect: 404)
         try on.admin("POST", "/admin/sign-in", #"{"userId":"x","clientId":"com.unknown"}"#, expect: 400)
     }
@@ -119,7 +126,8 @@ import Testing
         let harness = try EmulatorHarness(notificationURL: server.baseURL + "/webhook/apple")
         let user = try harness.createUser()
         _ = try harness.nativeSignIn(user: user.id, extra: #","hideEmail":true"#)
-        let relay = try #require((try harness.admin("GET", "/admin/users/\(user.id)")["clients"] as? [[String: Any]])?.first?["relayAddress"] as? String)
+        let relay = try #require(
+            (try harness.admin("GET", "/admin/users/\(user.id)")["clients"] as? [[String: Any]])?.first?["relayAddress"] as? String)
         let verifier = AppleJWSVerifier(keys: try harness.keys())
 
         for type in ["consent-revoked", "account-delete", "email-disabled", "email-enabled"] {
@@ -143,11 +151,14 @@ import Testing
         }
         let received = server.receivedRequests
         #expect(received.count == 4)
-        #expect(received.allSatisfy { $0.method == "POST" && $0.path == "/webhook/apple" && $0.headers["content-type"] == "application/json" })
+        #expect(
+            received.allSatisfy { $0.method == "POST" && $0.path == "/webhook/apple" && $0.headers["content-type"] == "application/json" })
         let body = try #require(try JSONSerialization.jsonObject(with: Data(received[0].body)) as? [String: String])
         #expect(Array(body.keys) == ["payload"])
 
-        let object = try harness.admin("POST", "/admin/notifications", #"{"type":"account-deleted","userId":"\#(user.id)","eventsAsObject":true,"eventTimeInSeconds":true,"deliver":false}"#)
+        let object = try harness.admin(
+            "POST", "/admin/notifications",
+            #"{"type":"account-deleted","userId":"\#(user.id)","eventsAsObject":true,"eventTimeInSeconds":true,"deliver":false}"#)
         #expect(object["deliveredStatus"] == nil)
         let claims = try verifier.verifiedClaims(try #require(object["payload"] as? String)).claims
         let event = try #require(try claims.object("events"), "events as an object, as the documentation shows")

@@ -1,8 +1,8 @@
 import AppleID
 import AppleIDEmulator
 import FastCGI
-import HTTPClient
 import Foundation
+import HTTPClient
 import JOSE
 import SIWAFixtures
 import Testing
@@ -13,9 +13,13 @@ import Testing
         fields.map { FormEncoding.encode($0.0) + "=" + FormEncoding.encode($0.1) }.joined(separator: "&")
     }
 
-    static func webRequest(scope: String = "name email", state: String = "state-1", nonce: String = "nonce-1", mode: String = "form_post") -> [(String, String)] {
-        [("client_id", EmulatorHarness.servicesID), ("redirect_uri", EmulatorHarness.redirectURI), ("response_type", "code id_token"),
-         ("response_mode", mode), ("scope", scope), ("state", state), ("nonce", nonce)]
+    static func webRequest(scope: String = "name email", state: String = "state-1", nonce: String = "nonce-1", mode: String = "form_post")
+        -> [(String, String)]
+    {
+        [
+            ("client_id", EmulatorHarness.servicesID), ("redirect_uri", EmulatorHarness.redirectURI), ("response_type", "code id_token"),
+            ("response_mode", mode), ("scope", scope), ("state", state), ("nonce", nonce),
+        ]
     }
 
     /// Opens the consent page and answers it; returns the emulator's answer to the client.
@@ -26,7 +30,10 @@ import Testing
         let page = harness.request("GET", "/auth/authorize", query: query(request ?? webRequest(scope: scope)))
         #expect(page.status == 200, "\(page.text)")
         var fields = page.formFields.map { ($0.key, $0.value) }
-        fields += [("action", action), ("user_id", user), ("email_choice", emailChoice), ("first_name", "Jane"), ("last_name", "Appleseed"), ("email", "jane@example.com")]
+        fields += [
+            ("action", action), ("user_id", user), ("email_choice", emailChoice), ("first_name", "Jane"), ("last_name", "Appleseed"),
+            ("email", "jane@example.com"),
+        ]
         return harness.post("/auth/authorize", fields)
     }
 
@@ -47,7 +54,8 @@ import Testing
             }
         }
         #expect(status(replace("client_id", "com.unknown")).1.contains("invalid_client"))
-        #expect(status(replace("client_id", EmulatorHarness.bundleID)).1.contains("Invalid web redirect url"), "a bundle id has no return URLs")
+        #expect(
+            status(replace("client_id", EmulatorHarness.bundleID)).1.contains("Invalid web redirect url"), "a bundle id has no return URLs")
         #expect(status(replace("redirect_uri", "https://evil.example/cb")).1.contains("Invalid web redirect url"))
         #expect(status(replace("redirect_uri", nil)).0 == 400)
         #expect(status(replace("response_type", "id_token")).1.contains("unsupported_response_type"), "id_token alone is unsupported")
@@ -137,17 +145,23 @@ import Testing
     @Test("Query and fragment response modes redirect with the fields; an existing user can be picked")
     func redirectModes() throws {
         let harness = try EmulatorHarness()
-        let query = try Self.consent(harness, request: [
-            ("client_id", EmulatorHarness.servicesID), ("redirect_uri", EmulatorHarness.redirectURI), ("response_type", "code"), ("state", "s q"),
-        ])
+        let query = try Self.consent(
+            harness,
+            request: [
+                ("client_id", EmulatorHarness.servicesID), ("redirect_uri", EmulatorHarness.redirectURI), ("response_type", "code"),
+                ("state", "s q"),
+            ])
         #expect(query.status == 302)
         let location = try #require(query.header("Location"))
         #expect(location.hasPrefix(EmulatorHarness.redirectURI + "?code=c"))
         #expect(location.hasSuffix("&state=s%20q") || location.hasSuffix("&state=s+q"))
-        let fragment = try Self.consent(harness, request: [
-            ("client_id", EmulatorHarness.servicesID), ("redirect_uri", EmulatorHarness.redirectURI), ("response_type", "code id_token"),
-            ("response_mode", "fragment"),
-        ])
+        let fragment = try Self.consent(
+            harness,
+            request: [
+                ("client_id", EmulatorHarness.servicesID), ("redirect_uri", EmulatorHarness.redirectURI),
+                ("response_type", "code id_token"),
+                ("response_mode", "fragment"),
+            ])
         #expect(fragment.status == 302)
         #expect(fragment.header("Location")?.contains("#code=") == true)
         #expect(fragment.header("Location")?.contains("&id_token=") == true)

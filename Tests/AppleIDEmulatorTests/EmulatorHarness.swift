@@ -43,7 +43,10 @@ final class EmulatorHarness: Sendable {
     func advance(_ seconds: Int64) { time.advance(seconds) }
 
     /// A client secret for `clientID` made by the same code `siwa` uses.
-    func secret(for clientID: String, key: P256PrivateKey? = nil, keyID: String = keyID, teamID: String = teamID, issuedAt: Int64? = nil, lifetime: Int = 86_400) throws -> String {
+    func secret(
+        for clientID: String, key: P256PrivateKey? = nil, keyID: String = keyID, teamID: String = teamID, issuedAt: Int64? = nil,
+        lifetime: Int = 86_400
+    ) throws -> String {
         let factory = ClientSecretFactory(teamID: teamID, keyID: keyID, privateKey: key ?? teamKey, lifetime: lifetime)
         return try factory.make(for: clientID, issuedAt: Int(issuedAt ?? now))
     }
@@ -67,16 +70,23 @@ final class EmulatorHarness: Sendable {
         return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
     }
 
-    func createUser(_ json: String = #"{"email":"jane@example.com","firstName":"Jane","lastName":"Appleseed"}"#) throws -> (id: String, sub: String) {
+    func createUser(_ json: String = #"{"email":"jane@example.com","firstName":"Jane","lastName":"Appleseed"}"#) throws -> (
+        id: String, sub: String
+    ) {
         let user = try admin("POST", "/admin/users", json, expect: 201)
         return (try #require(user["id"] as? String), try #require(user["sub"] as? String))
     }
 
     /// A native sign-in through the admin API: identity token, code and `user` JSON.
-    func nativeSignIn(user: String, client: String = bundleID, nonce: String? = "raw-nonce-1", extra: String = "") throws -> (token: String, code: String, user: String?) {
+    func nativeSignIn(user: String, client: String = bundleID, nonce: String? = "raw-nonce-1", extra: String = "") throws -> (
+        token: String, code: String, user: String?
+    ) {
         let nonceMember = nonce.map { #","nonce":"\#($0)""# } ?? ""
         let answer = try admin("POST", "/admin/sign-in", #"{"userId":"\#(user)","clientId":"\#(client)"\#(nonceMember)\#(extra)}"#)
-        return (try #require(answer["identityToken"] as? String), try #require(answer["authorizationCode"] as? String), answer["user"] as? String)
+        return (
+            try #require(answer["identityToken"] as? String), try #require(answer["authorizationCode"] as? String),
+            answer["user"] as? String
+        )
     }
 
     /// The emulator's keys, as `siwa` would read them from `/auth/keys`.
@@ -86,18 +96,23 @@ final class EmulatorHarness: Sendable {
 
     /// `siwa`'s identity-token verifier over the emulator's keys.
     func verifier(requireNonce: Bool = true) throws -> IdentityTokenVerifier {
-        IdentityTokenVerifier(keys: try keys(), policy: IdentityTokenPolicy(clientIDs: [Self.bundleID, Self.servicesID], requireNonce: requireNonce))
+        IdentityTokenVerifier(
+            keys: try keys(), policy: IdentityTokenPolicy(clientIDs: [Self.bundleID, Self.servicesID], requireNonce: requireNonce))
     }
 
     /// Exchanges a code at `/auth/token`.
     func exchange(_ code: String, client: String = bundleID, redirectURI: String? = nil) throws -> Response {
-        var fields = [("client_id", client), ("client_secret", try secret(for: client)), ("code", code), ("grant_type", "authorization_code")]
+        var fields = [
+            ("client_id", client), ("client_secret", try secret(for: client)), ("code", code), ("grant_type", "authorization_code"),
+        ]
         if let redirectURI { fields.append(("redirect_uri", redirectURI)) }
         return post("/auth/token", fields)
     }
 
     func refresh(_ token: String, client: String = bundleID) throws -> Response {
-        post("/auth/token", [("client_id", client), ("client_secret", try secret(for: client)), ("grant_type", "refresh_token"), ("refresh_token", token)])
+        post(
+            "/auth/token",
+            [("client_id", client), ("client_secret", try secret(for: client)), ("grant_type", "refresh_token"), ("refresh_token", token)])
     }
 
     func revoke(_ token: String, client: String = bundleID, hint: String? = "refresh_token") throws -> Response {

@@ -1,8 +1,8 @@
 import AppleID
 import AppleIDEmulator
 import FastCGI
-import HTTPClient
 import Foundation
+import HTTPClient
 import JOSE
 import SIWAFixtures
 import Testing
@@ -70,7 +70,9 @@ import Testing
 
         let native = try harness.nativeSignIn(user: user.id).code
         #expect(try harness.exchange(native, client: EmulatorHarness.servicesID).appleError == "invalid_grant", "another client id")
-        #expect(try harness.exchange(native, redirectURI: EmulatorHarness.redirectURI).appleError == "invalid_grant", "redirect_uri for a native code")
+        #expect(
+            try harness.exchange(native, redirectURI: EmulatorHarness.redirectURI).appleError == "invalid_grant",
+            "redirect_uri for a native code")
         #expect(try harness.exchange(native).status == 200, "a refused attempt does not spend the code")
 
         #expect(try harness.exchange("c0123456789abcdef0123456789abcdef.0.abcde.AAAAAAAAAAAAAAAAAAAAAA").appleError == "invalid_grant")
@@ -82,23 +84,33 @@ import Testing
         let post = try AuthorizeTests.consent(harness, scope: "name email")
         let code = try #require(post.formFields["code"])
         #expect(try harness.exchange(code, client: EmulatorHarness.servicesID).appleError == "invalid_grant", "no redirect_uri")
-        #expect(try harness.exchange(code, client: EmulatorHarness.servicesID, redirectURI: "https://app.example.com/other").appleError == "invalid_grant")
+        #expect(
+            try harness.exchange(code, client: EmulatorHarness.servicesID, redirectURI: "https://app.example.com/other").appleError
+                == "invalid_grant")
         #expect(try harness.exchange(code, client: EmulatorHarness.servicesID, redirectURI: EmulatorHarness.redirectURI).status == 200)
     }
 
-    @Test("Client secrets: the right one is accepted; another sub, an expired one, another key or kid, another team, a 7-month one are invalid_client")
+    @Test(
+        "Client secrets: the right one is accepted; another sub, an expired one, another key or kid, another team, a 7-month one are invalid_client"
+    )
     func clientSecrets() throws {
         let harness = try EmulatorHarness()
         let user = try harness.createUser()
         let client = EmulatorHarness.bundleID
         func exchange(secret: String) throws -> Response {
             let code = try harness.nativeSignIn(user: user.id).code
-            return harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("code", code), ("grant_type", "authorization_code")])
+            return harness.post(
+                "/auth/token", [("client_id", client), ("client_secret", secret), ("code", code), ("grant_type", "authorization_code")])
         }
         #expect(try exchange(secret: harness.secret(for: client)).status == 200)
-        #expect(try exchange(secret: harness.secret(for: EmulatorHarness.servicesID)).appleError == "invalid_client", "sub is another client id")
-        #expect(try exchange(secret: harness.secret(for: client, issuedAt: harness.now - 86_400 - 1)).appleError == "invalid_client", "expired")
-        #expect(try exchange(secret: harness.secret(for: client, key: P256PrivateKey())).appleError == "invalid_client", "signed by another key")
+        #expect(
+            try exchange(secret: harness.secret(for: EmulatorHarness.servicesID)).appleError == "invalid_client", "sub is another client id"
+        )
+        #expect(
+            try exchange(secret: harness.secret(for: client, issuedAt: harness.now - 86_400 - 1)).appleError == "invalid_client", "expired")
+        #expect(
+            try exchange(secret: harness.secret(for: client, key: P256PrivateKey())).appleError == "invalid_client", "signed by another key"
+        )
         #expect(try exchange(secret: harness.secret(for: client, keyID: "OTHERKEY01")).appleError == "invalid_client", "another kid")
         #expect(try exchange(secret: harness.secret(for: client, teamID: "OTHERTEAM1")).appleError == "invalid_client", "another team")
         #expect(try exchange(secret: harness.secret(for: client, lifetime: 180 * 86_400)).status == 200, "180 days is within six months")
@@ -113,20 +125,48 @@ import Testing
         #expect(try exchange(secret: "not.a.jwt").appleError == "invalid_client")
     }
 
-    @Test("Every documented error: invalid_request (missing or repeated parameters), unsupported_grant_type, unauthorized_client, invalid_scope, invalid_client (a JSON body)")
+    @Test(
+        "Every documented error: invalid_request (missing or repeated parameters), unsupported_grant_type, unauthorized_client, invalid_scope, invalid_client (a JSON body)"
+    )
     func malformedRequests() throws {
         let harness = try EmulatorHarness()
         let client = EmulatorHarness.bundleID
         let secret = try harness.secret(for: client)
         #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret)]).appleError == "invalid_request")
-        #expect(harness.post("/auth/token", [("client_secret", secret), ("grant_type", "authorization_code"), ("code", "x")]).appleError == "invalid_request")
-        #expect(harness.post("/auth/token", [("client_id", client), ("grant_type", "authorization_code"), ("code", "x")]).appleError == "invalid_request")
-        #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "authorization_code")]).appleError == "invalid_request")
-        #expect(harness.post("/auth/token", [("client_id", client), ("client_id", client), ("client_secret", secret), ("grant_type", "authorization_code"), ("code", "x")]).appleError == "invalid_request")
-        #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "password")]).appleError == "unsupported_grant_type")
-        #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "user.migration")]).appleError == "unauthorized_client", "team transfer is not offered")
-        #expect(harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "email")]).appleError == "invalid_scope")
-        #expect(harness.post("/auth/token", [("client_id", "com.unknown"), ("client_secret", secret), ("grant_type", "refresh_token"), ("refresh_token", "r")]).appleError == "invalid_client")
+        #expect(
+            harness.post("/auth/token", [("client_secret", secret), ("grant_type", "authorization_code"), ("code", "x")]).appleError
+                == "invalid_request")
+        #expect(
+            harness.post("/auth/token", [("client_id", client), ("grant_type", "authorization_code"), ("code", "x")]).appleError
+                == "invalid_request")
+        #expect(
+            harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "authorization_code")]).appleError
+                == "invalid_request")
+        #expect(
+            harness.post(
+                "/auth/token",
+                [
+                    ("client_id", client), ("client_id", client), ("client_secret", secret), ("grant_type", "authorization_code"),
+                    ("code", "x"),
+                ]
+            ).appleError == "invalid_request")
+        #expect(
+            harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "password")]).appleError
+                == "unsupported_grant_type")
+        #expect(
+            harness.post(
+                "/auth/token",
+                [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "user.migration")]
+            ).appleError == "unauthorized_client", "team transfer is not offered")
+        #expect(
+            harness.post(
+                "/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "email")]
+            ).appleError == "invalid_scope")
+        #expect(
+            harness.post(
+                "/auth/token",
+                [("client_id", "com.unknown"), ("client_secret", secret), ("grant_type", "refresh_token"), ("refresh_token", "r")]
+            ).appleError == "invalid_client")
         #expect(harness.post("/auth/token", [("client_id", client)], contentType: "application/json").appleError == "invalid_client")
         let error = harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "password")])
         #expect(error.text == #"{"error":"unsupported_grant_type"}"#, "Apple's ErrorResponse shape")
@@ -159,7 +199,9 @@ import Testing
         let refreshToken = try #require(try harness.exchange(first.code).json?["refresh_token"] as? String)
         #expect(try harness.nativeSignIn(user: user.id).user == nil, "the user JSON comes only the first time")
 
-        #expect(try harness.revoke(refreshToken, client: EmulatorHarness.servicesID).appleError == "invalid_grant", "another client id cannot revoke")
+        #expect(
+            try harness.revoke(refreshToken, client: EmulatorHarness.servicesID).appleError == "invalid_grant",
+            "another client id cannot revoke")
         #expect(try harness.revoke(refreshToken, hint: "id_token").appleError == "invalid_request")
         let revoked = try harness.revoke(refreshToken)
         #expect(revoked.status == 200)
@@ -176,6 +218,10 @@ import Testing
 
         let badSecret = harness.post("/auth/revoke", [("client_id", EmulatorHarness.bundleID), ("client_secret", "x"), ("token", "t")])
         #expect(badSecret.appleError == "invalid_client")
-        #expect(harness.post("/auth/revoke", [("client_id", EmulatorHarness.bundleID), ("client_secret", try harness.secret(for: EmulatorHarness.bundleID))]).appleError == "invalid_request")
+        #expect(
+            harness.post(
+                "/auth/revoke",
+                [("client_id", EmulatorHarness.bundleID), ("client_secret", try harness.secret(for: EmulatorHarness.bundleID))]
+            ).appleError == "invalid_request")
     }
 }

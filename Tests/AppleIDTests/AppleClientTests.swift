@@ -11,7 +11,9 @@ import Testing
 
     func client(_ server: TestHTTPServer, timeout: Double = 5) throws -> AppleClient {
         let secrets = ClientSecretFactory(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: try Self.secretKey.get())
-        return AppleClient(baseURL: server.baseURL, http: HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 2, timeout: timeout)), secrets: secrets)
+        return AppleClient(
+            baseURL: server.baseURL, http: HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 2, timeout: timeout)),
+            secrets: secrets)
     }
 
     static func fields(_ request: TestHTTPServer.Request) -> [String: String] {
@@ -30,7 +32,9 @@ import Testing
     @Test("A native code is exchanged without redirect_uri, with a client secret for that client id")
     func nativeExchange() throws {
         let body = try Self.capturedTokenResponse()
-        let server = try TestHTTPServer { _ in .init(status: 200, headers: [("Content-Type", "application/json;charset=ISO-8859-1")], body: body) }
+        let server = try TestHTTPServer { _ in
+            .init(status: 200, headers: [("Content-Type", "application/json;charset=ISO-8859-1")], body: body)
+        }
         defer { server.stop() }
         let response = try client(server).exchangeCode("c0de.0.abc", clientID: "com.example.app", redirectURI: nil)
         #expect(response.tokenType == "Bearer")
@@ -53,7 +57,9 @@ import Testing
 
     @Test("A web code is exchanged with its redirect_uri, form-encoded")
     func webExchange() throws {
-        let server = try TestHTTPServer { _ in .init(status: 200, body: #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"refresh_token":"r","id_token":"i"}"#) }
+        let server = try TestHTTPServer { _ in
+            .init(status: 200, body: #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"refresh_token":"r","id_token":"i"}"#)
+        }
         defer { server.stop() }
         _ = try client(server).exchangeCode("c", clientID: "com.example.web", redirectURI: "https://example.com/auth/callback?x=1&y=2")
         #expect(server.receivedRequests[0].bodyText.contains("redirect_uri=https%3A%2F%2Fexample.com%2Fauth%2Fcallback%3Fx%3D1%26y%3D2"))
@@ -62,7 +68,9 @@ import Testing
 
     @Test("A refresh-token grant sends the token and parses a response without a new refresh token")
     func refresh() throws {
-        let server = try TestHTTPServer { _ in .init(status: 200, body: #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"id_token":"i"}"#) }
+        let server = try TestHTTPServer { _ in
+            .init(status: 200, body: #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"id_token":"i"}"#)
+        }
         defer { server.stop() }
         let response = try client(server).refresh("r.0.x", clientID: "com.example.app")
         #expect(response.refreshToken == nil)
@@ -71,11 +79,13 @@ import Testing
         #expect(fields["refresh_token"] == "r.0.x")
     }
 
-    @Test("Each documented Apple error becomes its own code", arguments: [
-        ("invalid_request", AppleAPIError.Code.invalidRequest), ("invalid_client", .invalidClient),
-        ("invalid_grant", .invalidGrant), ("unauthorized_client", .unauthorizedClient),
-        ("unsupported_grant_type", .unsupportedGrantType), ("invalid_scope", .invalidScope),
-    ])
+    @Test(
+        "Each documented Apple error becomes its own code",
+        arguments: [
+            ("invalid_request", AppleAPIError.Code.invalidRequest), ("invalid_client", .invalidClient),
+            ("invalid_grant", .invalidGrant), ("unauthorized_client", .unauthorizedClient),
+            ("unsupported_grant_type", .unsupportedGrantType), ("invalid_scope", .invalidScope),
+        ])
     func errors(error: String, code: AppleAPIError.Code) throws {
         let server = try TestHTTPServer { _ in .init(status: 400, body: #"{"error":"\#(error)","error_description":"x"}"#) }
         defer { server.stop() }
@@ -85,7 +95,10 @@ import Testing
 
     @Test("A 5xx, an HTML page or an unknown error is an unexpected response")
     func unexpected() throws {
-        for response in [TestHTTPServer.Response(status: 503, body: "<html>busy</html>"), .init(status: 400, body: #"{"error":"other"}"#), .init(status: 200, body: "{}")] {
+        for response in [
+            TestHTTPServer.Response(status: 503, body: "<html>busy</html>"), .init(status: 400, body: #"{"error":"other"}"#),
+            .init(status: 200, body: "{}"),
+        ] {
             let server = try TestHTTPServer { _ in response }
             defer { server.stop() }
             #expect(throws: AppleAPIError(.unexpectedResponse)) { try client(server).exchangeCode("c", clientID: "a", redirectURI: nil) }
@@ -131,8 +144,14 @@ import Testing
         let big = String(repeating: "x", count: 2 << 20)
         let server = try TestHTTPServer { _ in .init(status: 200, body: big) }
         defer { server.stop() }
-        #expect(throws: HTTPClientError(.responseTooLarge, reason: "")) { try HTTPClient().send(HTTPRequest(method: "GET", url: server.baseURL)) }
-        #expect(throws: HTTPClientError(.invalidURL, reason: "")) { try HTTPClient().send(HTTPRequest(method: "GET", url: "file:///etc/passwd")) }
-        #expect(throws: HTTPClientError(.invalidURL, reason: "")) { try HTTPClient().send(HTTPRequest(method: "GET", url: "ftp://127.0.0.1/")) }
+        #expect(throws: HTTPClientError(.responseTooLarge, reason: "")) {
+            try HTTPClient().send(HTTPRequest(method: "GET", url: server.baseURL))
+        }
+        #expect(throws: HTTPClientError(.invalidURL, reason: "")) {
+            try HTTPClient().send(HTTPRequest(method: "GET", url: "file:///etc/passwd"))
+        }
+        #expect(throws: HTTPClientError(.invalidURL, reason: "")) {
+            try HTTPClient().send(HTTPRequest(method: "GET", url: "ftp://127.0.0.1/"))
+        }
     }
 }

@@ -42,8 +42,12 @@ import Testing
                 #expect(notification.isPrivateEmail == true, "the string \"true\" is read as true")
             }
             let otherAudience = NotificationVerifier(keys: keys, policy: IdentityTokenPolicy(clientIDs: ["com.example.other"]))
-            #expect(throws: SignInError(.audienceMismatch)) { try otherAudience.verify(sample.payload_jwt, now: sample.suggested_fixed_clock) }
-            #expect(throws: SignInError(.expired)) { try verifier.verify(sample.payload_jwt, now: sample.suggested_fixed_clock + 2 * 86400) }
+            #expect(throws: SignInError(.audienceMismatch)) {
+                try otherAudience.verify(sample.payload_jwt, now: sample.suggested_fixed_clock)
+            }
+            #expect(throws: SignInError(.expired)) {
+                try verifier.verify(sample.payload_jwt, now: sample.suggested_fixed_clock + 2 * 86400)
+            }
         }
     }
 }
@@ -52,24 +56,33 @@ import Testing
 @Suite struct NotificationFormTests {
     func notification(_ claims: String) throws -> ServerNotification {
         let key = try RSAPrivateKey()
-        let keys = StaticAppleKeys(try AppleKeySet.parse(Array(#"{"keys":[{"kty":"RSA","kid":"K1","use":"sig","alg":"RS256","n":"\#(Base64URL.encode(key.publicKey.modulus))","e":"AQAB"}]}"#.utf8)))
+        let keys = StaticAppleKeys(
+            try AppleKeySet.parse(
+                Array(
+                    #"{"keys":[{"kty":"RSA","kid":"K1","use":"sig","alg":"RS256","n":"\#(Base64URL.encode(key.publicKey.modulus))","e":"AQAB"}]}"#
+                        .utf8)))
         let token = try CompactJWS.serialize(header: #"{"kid":"K1","alg":"RS256"}"#, claims: claims) { try key.signature(for: $0) }
-        return try NotificationVerifier(keys: keys, policy: IdentityTokenPolicy(clientIDs: ["com.example.app"])).verify(token, now: 1_700_000_000)
+        return try NotificationVerifier(keys: keys, policy: IdentityTokenPolicy(clientIDs: ["com.example.app"])).verify(
+            token, now: 1_700_000_000)
     }
 
     let base = #""iss":"https://appleid.apple.com","aud":"com.example.app","iat":1700000000,"exp":1700086400,"jti":"j1""#
 
     @Test("events as a string or an object; account-delete or account-deleted; event_time in ms or s; is_private_email as bool or string")
     func bothForms() throws {
-        let string = try notification(#"{\#(base),"events":"{\"type\":\"account-delete\",\"sub\":\"001.a.1\",\"event_time\":1700000000123}"}"#)
+        let string = try notification(
+            #"{\#(base),"events":"{\"type\":\"account-delete\",\"sub\":\"001.a.1\",\"event_time\":1700000000123}"}"#)
         let object = try notification(#"{\#(base),"events":{"type":"account-deleted","sub":"001.a.1","event_time":1700000000}}"#)
         #expect(string.kind == .accountDeleted && object.kind == .accountDeleted)
         #expect(string.eventTime == 1_700_000_000.123 && object.eventTime == 1_700_000_000)
-        let email = try notification(#"{\#(base),"events":{"type":"email-enabled","sub":"s","email":"x@privaterelay.appleid.com","is_private_email":true}}"#)
+        let email = try notification(
+            #"{\#(base),"events":{"type":"email-enabled","sub":"s","email":"x@privaterelay.appleid.com","is_private_email":true}}"#)
         #expect(email.kind == .emailEnabled && email.isPrivateEmail == true && email.email == "x@privaterelay.appleid.com")
         #expect(try notification(#"{\#(base),"events":{"type":"new-kind","sub":"s"}}"#).kind == .other("new-kind"))
         #expect(throws: SignInError(.invalidClaim)) { try notification(#"{\#(base),"events":"not json"}"#) }
-        #expect(throws: SignInError(.invalidClaim)) { try notification(#"{"iss":"https://appleid.apple.com","aud":"com.example.app","events":{"type":"t","sub":"s"}}"#) }
+        #expect(throws: SignInError(.invalidClaim)) {
+            try notification(#"{"iss":"https://appleid.apple.com","aud":"com.example.app","events":{"type":"t","sub":"s"}}"#)
+        }
         #expect(throws: SignInError(.missingSubject)) { try notification(#"{\#(base),"events":{"type":"consent-revoked"}}"#) }
     }
 }

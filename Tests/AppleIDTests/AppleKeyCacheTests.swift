@@ -39,10 +39,15 @@ final class TestKeyServer: Sendable {
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         struct Unreachable: Error {}
         if down { throw Unreachable() }
-        let n = Base64URL.encode(key.modulus), e = Base64URL.encode(key.exponent)
+        let n = Base64URL.encode(key.modulus)
+        let e = Base64URL.encode(key.exponent)
         // Keys in any order; an EC key and an encryption key are skipped.
-        let members = keyIDs.reversed().map { #"{"kty":"RSA","kid":"\#($0)","use":"sig","alg":"RS256","n":"\#(n)","e":"\#(e)"}"# }
-            + [#"{"kty":"EC","kid":"ec","crv":"P-256","x":"AA","y":"AA"}"#, #"{"kty":"RSA","kid":"enc","use":"enc","n":"\#(n)","e":"\#(e)"}"#]
+        let members =
+            keyIDs.reversed().map { #"{"kty":"RSA","kid":"\#($0)","use":"sig","alg":"RS256","n":"\#(n)","e":"\#(e)"}"# }
+            + [
+                #"{"kty":"EC","kid":"ec","crv":"P-256","x":"AA","y":"AA"}"#,
+                #"{"kty":"RSA","kid":"enc","use":"enc","n":"\#(n)","e":"\#(e)"}"#,
+            ]
         return AppleKeyCache.Fetched(body: Array(#"{"keys":[\#(members.joined(separator: ","))]}"#.utf8), maxAge: maxAge)
     }
 }

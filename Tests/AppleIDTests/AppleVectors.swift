@@ -27,7 +27,10 @@ enum AppleVectors {
         let derived: [NegativeCase]
         let base_token_for_derived: BaseToken
         let attacker_private_jwk: [String: String]
-        struct BaseToken: Decodable { let id: String; let token: String }
+        struct BaseToken: Decodable {
+            let id: String
+            let token: String
+        }
         var all: [NegativeCase] { real_world + derived }
     }
 

@@ -39,12 +39,18 @@ import Testing
 
     @Test("alg none (any case, signature dropped or kept) is refused by the RS256 pin")
     func algNone() throws {
-        try expect(["alg-none-empty-sig", "alg-None-empty-sig", "alg-NONE-empty-sig", "alg-nOnE-empty-sig", "alg-none-keep-sig"], rejectedWith: .unsupportedAlgorithm)
+        try expect(
+            ["alg-none-empty-sig", "alg-None-empty-sig", "alg-NONE-empty-sig", "alg-nOnE-empty-sig", "alg-none-keep-sig"],
+            rejectedWith: .unsupportedAlgorithm)
     }
 
     @Test("RS256 to HS256 key confusion with the Apple key as HMAC secret is refused: there is no HMAC path")
     func keyConfusion() throws {
-        try expect(["hs256-secret-spki-pem", "hs256-secret-spki-pem-nonl", "hs256-secret-pkcs1-pem", "hs256-secret-spki-der", "hs256-secret-jwk-json"], rejectedWith: .unsupportedAlgorithm)
+        try expect(
+            [
+                "hs256-secret-spki-pem", "hs256-secret-spki-pem-nonl", "hs256-secret-pkcs1-pem", "hs256-secret-spki-der",
+                "hs256-secret-jwk-json",
+            ], rejectedWith: .unsupportedAlgorithm)
     }
 
     @Test("HS256 with a blank secret is refused")
@@ -84,7 +90,9 @@ import Testing
 
     @Test("Claims are not read before the signature: tampered claims fail as a bad signature, not as a claim error")
     func signatureNotChecked() throws {
-        try expect(["tampered-aud-keep-sig", "tampered-exp-keep-sig", "tampered-sub-keep-sig", "sig-bitflip-last", "sig-bitflip-first"], rejectedWith: .signatureInvalid)
+        try expect(
+            ["tampered-aud-keep-sig", "tampered-exp-keep-sig", "tampered-sub-keep-sig", "sig-bitflip-last", "sig-bitflip-first"],
+            rejectedWith: .signatureInvalid)
         // A tampered token that is also expired reports the signature, which is checked first.
         let tampered = negatives.all.first { $0.id == "tampered-aud-keep-sig" }!
         #expect(throws: SignInError(.signatureInvalid)) { try verifier.verify(tampered.token, nonce: nil, now: base.exp + 3600) }
@@ -124,7 +132,8 @@ import Testing
         let signer = try TestSigner()
         let token = try signer.sign(header: #"{"alg":"ES256","kid":"test-key-1"}"#, claims: TestSigner.claims())
         #expect(throws: SignInError(.unsupportedAlgorithm)) {
-            try IdentityTokenVerifier(keys: signer.keys, policy: IdentityTokenPolicy(clientIDs: ["com.example.app"])).verify(token, nonce: "raw-nonce", now: 1_700_000_000)
+            try IdentityTokenVerifier(keys: signer.keys, policy: IdentityTokenPolicy(clientIDs: ["com.example.app"])).verify(
+                token, nonce: "raw-nonce", now: 1_700_000_000)
         }
     }
 
@@ -132,7 +141,10 @@ import Testing
     func critAndB64() throws {
         let signer = try TestSigner()
         let verifier = IdentityTokenVerifier(keys: signer.keys, policy: IdentityTokenPolicy(clientIDs: ["com.example.app"]))
-        for header in [#"{"alg":"RS256","kid":"test-key-1","crit":["b64"],"b64":false}"#, #"{"alg":"RS256","kid":"test-key-1","crit":["exp"]}"#, #"{"alg":"RS256","kid":"test-key-1","crit":[]}"#] {
+        for header in [
+            #"{"alg":"RS256","kid":"test-key-1","crit":["b64"],"b64":false}"#, #"{"alg":"RS256","kid":"test-key-1","crit":["exp"]}"#,
+            #"{"alg":"RS256","kid":"test-key-1","crit":[]}"#,
+        ] {
             let token = try signer.sign(header: header, claims: TestSigner.claims())
             #expect(throws: SignInError(.unsupportedCriticalHeader)) { try verifier.verify(token, nonce: "raw-nonce", now: 1_700_000_000) }
         }
@@ -142,14 +154,17 @@ import Testing
 
     @Test("Padding, the standard alphabet, and surrounding whitespace are refused, not normalised")
     func encodingStrictness() throws {
-        try expect(["sig-standard-base64-padded", "header-segment-padded", "trailing-newline", "leading-space"], rejectedWith: .malformedToken)
+        try expect(
+            ["sig-standard-base64-padded", "header-segment-padded", "trailing-newline", "leading-space"], rejectedWith: .malformedToken)
     }
 
     @Test("Registered claims: wrong aud, expiry, wrong nonce, and a notification as login are refused")
     func claimsValidation() throws {
         #expect(throws: SignInError(.audienceMismatch)) {
-            try IdentityTokenVerifier(keys: try AppleVectors.appleKeys(), policy: IdentityTokenPolicy(clientIDs: ["com.example.other"], requireNonce: false))
-                .verify(base.token, nonce: nil, now: base.suggested_fixed_clock)
+            try IdentityTokenVerifier(
+                keys: try AppleVectors.appleKeys(), policy: IdentityTokenPolicy(clientIDs: ["com.example.other"], requireNonce: false)
+            )
+            .verify(base.token, nonce: nil, now: base.suggested_fixed_clock)
         }
         #expect(throws: SignInError(.expired)) { try verifier.verify(base.token, nonce: nil, now: base.exp + 60) }
         let nonceToken = try AppleVectors.token("fastcrypto-W6WcOKB-2023-nonce")
@@ -159,8 +174,10 @@ import Testing
         }
         let notification = try AppleVectors.notifications().first!
         #expect(throws: SignInError(.missingSubject)) {
-            try IdentityTokenVerifier(keys: try AppleVectors.appleKeys(), policy: IdentityTokenPolicy(clientIDs: [notification.aud], requireNonce: false))
-                .verify(notification.payload_jwt, nonce: nil, now: notification.suggested_fixed_clock)
+            try IdentityTokenVerifier(
+                keys: try AppleVectors.appleKeys(), policy: IdentityTokenPolicy(clientIDs: [notification.aud], requireNonce: false)
+            )
+            .verify(notification.payload_jwt, nonce: nil, now: notification.suggested_fixed_clock)
         }
     }
 
@@ -187,7 +204,8 @@ import Testing
 
     @Test("Every negative case in the vector file is refused")
     func everyNegativeCase() throws {
-        let verifier = IdentityTokenVerifier(keys: try AppleVectors.appleKeys(), policy: IdentityTokenPolicy(clientIDs: [base.aud], requireNonce: false))
+        let verifier = IdentityTokenVerifier(
+            keys: try AppleVectors.appleKeys(), policy: IdentityTokenPolicy(clientIDs: [base.aud], requireNonce: false))
         #expect(negatives.all.count == 37)
         // The refusal each class must meet: the first rule of the fixed order that the token breaks.
         // The kid-injection tokens are HS256, so their `alg` is refused before the `kid` is looked up.
@@ -200,7 +218,9 @@ import Testing
         ]
         for attack in negatives.all {
             let code = try #require(expected[attack.attack_class], "a refusal for \(attack.attack_class)")
-            #expect(throws: SignInError(code), "\(attack.id)") { try verifier.verify(attack.token, nonce: nil, now: base.suggested_fixed_clock) }
+            #expect(throws: SignInError(code), "\(attack.id)") {
+                try verifier.verify(attack.token, nonce: nil, now: base.suggested_fixed_clock)
+            }
         }
     }
 }

@@ -5,7 +5,8 @@ import Synchronization
 import Testing
 
 @Suite struct ClientSecretFactoryTests {
-    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts")
+    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scripts")
 
     @Test("A client secret has Apple's header and claims, and verifies with our P-256 public key")
     func shape() throws {
@@ -43,13 +44,16 @@ import Testing
         }
         // The check can fail: a secret signed by another key does not verify.
         let other = ClientSecretFactory(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: try P256PrivateKey())
-        #expect(throws: Shell.Failure.self) { try Shell.run("\(script) - \(p8.path)", input: try other.secret(for: "com.example.app") + "\n") }
+        #expect(throws: Shell.Failure.self) {
+            try Shell.run("\(script) - \(p8.path)", input: try other.secret(for: "com.example.app") + "\n")
+        }
     }
 
     @Test("Secrets are cached per client id and renewed after half their lifetime")
     func caching() throws {
         let now = Mutex<Double>(1_700_000_000)
-        let factory = ClientSecretFactory(teamID: "T", keyID: "K", privateKey: try P256PrivateKey(), lifetime: 3_600, clock: { now.withLock { $0 } })
+        let factory = ClientSecretFactory(
+            teamID: "T", keyID: "K", privateKey: try P256PrivateKey(), lifetime: 3_600, clock: { now.withLock { $0 } })
         let first = try factory.secret(for: "a")
         #expect(try factory.secret(for: "a") == first)
         #expect(try factory.secret(for: "b") != first)

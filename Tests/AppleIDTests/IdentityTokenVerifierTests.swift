@@ -6,7 +6,9 @@ import Testing
 @Suite struct IdentityTokenVerifierTests {
     static let now: Double = 1_700_000_000
 
-    func verifier(_ keys: any AppleKeySource, audiences: Set<String> = ["com.example.app"], leeway: Int = 60, requireNonce: Bool = true) -> IdentityTokenVerifier {
+    func verifier(_ keys: any AppleKeySource, audiences: Set<String> = ["com.example.app"], leeway: Int = 60, requireNonce: Bool = true)
+        -> IdentityTokenVerifier
+    {
         IdentityTokenVerifier(keys: keys, policy: IdentityTokenPolicy(clientIDs: audiences, leeway: leeway, requireNonce: requireNonce))
     }
 
@@ -63,7 +65,8 @@ import Testing
         let token = try AppleVectors.token("vapor-jwt-dMlERBaFdK-2025")
         let keys = try AppleVectors.appleKeys()
         #expect(throws: SignInError(.audienceMismatch)) {
-            try verifier(keys, audiences: ["com.example.other"], requireNonce: false).verify(token.token, nonce: nil, now: token.suggested_fixed_clock)
+            try verifier(keys, audiences: ["com.example.other"], requireNonce: false).verify(
+                token.token, nonce: nil, now: token.suggested_fixed_clock)
         }
         // Bundle id and Services ID side by side (docs/APPLE-PROTOCOL.md §4).
         _ = try verifier(keys, audiences: ["com.example.other", token.aud], requireNonce: false)
@@ -74,7 +77,8 @@ import Testing
     func unknownKid() throws {
         let token = try AppleVectors.token("vapor-jwt-dMlERBaFdK-2025")
         #expect(throws: SignInError(.unknownKeyID)) {
-            try verifier(StaticAppleKeys([]), audiences: [token.aud], requireNonce: false).verify(token.token, nonce: nil, now: token.suggested_fixed_clock)
+            try verifier(StaticAppleKeys([]), audiences: [token.aud], requireNonce: false).verify(
+                token.token, nonce: nil, now: token.suggested_fixed_clock)
         }
     }
 
@@ -82,7 +86,8 @@ import Testing
     func realNonceMismatch() throws {
         let token = try AppleVectors.token("fastcrypto-W6WcOKB-2023-nonce")
         #expect(throws: SignInError(.nonceMismatch)) {
-            try verifier(try AppleVectors.appleKeys(), audiences: [token.aud]).verify(token.token, nonce: "some-other-nonce", now: token.suggested_fixed_clock)
+            try verifier(try AppleVectors.appleKeys(), audiences: [token.aud]).verify(
+                token.token, nonce: "some-other-nonce", now: token.suggested_fixed_clock)
         }
     }
 
@@ -128,11 +133,13 @@ import Testing
         #expect(try verifier(signer.keys).verify(token, nonce: "raw-nonce", now: Self.now).transferSubject == "000999.old.0001")
     }
 
-    @Test("Claims of the wrong type are refused", arguments: [
-        ["exp": #""1700000600""#], ["iat": #""1700000000""#], ["email_verified": #""yes""#],
-        ["is_private_email": "1"], ["nonce_supported": "null"], ["real_user_status": #""2""#], ["email": "5"],
-        ["nbf": #""0""#],
-    ])
+    @Test(
+        "Claims of the wrong type are refused",
+        arguments: [
+            ["exp": #""1700000600""#], ["iat": #""1700000000""#], ["email_verified": #""yes""#],
+            ["is_private_email": "1"], ["nonce_supported": "null"], ["real_user_status": #""2""#], ["email": "5"],
+            ["nbf": #""0""#],
+        ])
     func claimTypes(override: [String: String]) throws {
         let signer = try TestSigner()
         let token = try signer.sign(claims: TestSigner.claims(override))
@@ -162,7 +169,9 @@ import Testing
     @Test("sub must be present and non-empty")
     func subject() throws {
         let signer = try TestSigner()
-        for token in [try signer.sign(claims: TestSigner.claims(removing: ["sub"])), try signer.sign(claims: TestSigner.claims(["sub": #""""#]))] {
+        for token in [
+            try signer.sign(claims: TestSigner.claims(removing: ["sub"])), try signer.sign(claims: TestSigner.claims(["sub": #""""#])),
+        ] {
             #expect(throws: SignInError(.missingSubject)) { try verifier(signer.keys).verify(token, nonce: "raw-nonce", now: Self.now) }
         }
     }
@@ -271,7 +280,11 @@ import Testing
         let token = try signer.sign(claims: TestSigner.claims())
         let good = verifier(signer.keys).report(token, nonce: "raw-nonce", now: Self.now)
         #expect(good.passed)
-        #expect(good.steps.map(\.name) == ["format", "alg", "kid", "crit", "key", "signature", "claims", "iss", "aud", "exp", "iat", "nbf", "sub", "claim types", "nonce", "c_hash"])
+        #expect(
+            good.steps.map(\.name) == [
+                "format", "alg", "kid", "crit", "key", "signature", "claims", "iss", "aud", "exp", "iat", "nbf", "sub", "claim types",
+                "nonce", "c_hash",
+            ])
         let late = verifier(signer.keys, audiences: ["other"]).report(token, nonce: "wrong", now: Self.now + 3600)
         #expect(!late.passed)
         #expect(late.steps.filter(\.failed).map(\.name) == ["aud", "exp", "nonce"])

@@ -88,15 +88,16 @@ private final class RunningPool: Sendable {
         let statuses = Mutex<[Int]>([])
         var clients: [JoinableThread] = []
         for _ in 0..<12 {
-            clients.append(try JoinableThread {
-                let status = (try? pool.client.send(method: "GET", uri: "/slow").status) ?? -1
-                statuses.withLock { $0.append(status) }
-            })
+            clients.append(
+                try JoinableThread {
+                    let status = (try? pool.client.send(method: "GET", uri: "/slow").status) ?? -1
+                    statuses.withLock { $0.append(status) }
+                })
         }
         usleep(50_000)
         let started = Date()
         pool.stop()
-        clients.forEach { $0.join() }
+        for client in clients { client.join() }
         #expect(statuses.withLock { $0 } == [Int](repeating: 200, count: 12))
         // 12 requests of 200 ms on 4 threads: about 600 ms of queued work was finished, not dropped.
         #expect(Date().timeIntervalSince(started) >= 0.3)

@@ -18,7 +18,8 @@ import Testing
         return directory
     }
 
-    @Test("An access token is signed with its key's algorithm, has kid and typ, names user and session, lives 15 minutes, and verifies",
+    @Test(
+        "An access token is signed with its key's algorithm, has kid and typ, names user and session, lives 15 minutes, and verifies",
         arguments: AccessTokenAlgorithm.allCases)
     func issueAndVerify(algorithm: AccessTokenAlgorithm) throws {
         let directory = try keyDirectory(algorithm)
@@ -43,7 +44,8 @@ import Testing
         #expect(throws: IdentityError(.accessTokenRefused), "another issuer") { try other.verify(token) }
         // A tampered claim, and a token with the same header signed by another key of the same type.
         let parts = token.split(separator: ".")
-        let forgedClaims = Base64URL.encode(Array(#"{"iss":"https://auth.example.com","sub":"1","sid":"7","iat":1800000000,"exp":1800000900}"#.utf8))
+        let forgedClaims = Base64URL.encode(
+            Array(#"{"iss":"https://auth.example.com","sub":"1","sid":"7","iat":1800000000,"exp":1800000900}"#.utf8))
         #expect(throws: IdentityError(.accessTokenRefused)) { try tokens.verify("\(parts[0]).\(forgedClaims).\(parts[2])") }
         let header = String(decoding: Base64URL.decode(parts[0])!, as: UTF8.self)
         let payload = String(decoding: Base64URL.decode(parts[1])!, as: UTF8.self)
@@ -64,7 +66,8 @@ import Testing
         #expect(keys.count == 2)
         let ec = try #require(keys.first { (try? $0.string("kid")) == newKeyID })
         #expect(try ec.string("kty") == "EC" && ec.string("crv") == "P-256" && ec.string("alg") == "ES256")
-        let x = try #require(try ec.string("x")), y = try #require(try ec.string("y"))
+        let x = try #require(try ec.string("x"))
+        let y = try #require(try ec.string("y"))
         let publicKey = try P256PublicKey(x: x, y: y)
         // The published key verifies what the server signs.
         let jws = try CompactJWS(try tokens.issue(userID: 1, sessionID: 1).token)
@@ -94,7 +97,8 @@ import Testing
         #expect(try tokens.verify(good).sessionID == 2, "the same key and claims with the right header verify")
     }
 
-    @Test("A rotation to another key type: the new key signs, tokens of the old one verify until they expire; pruning drops only long-replaced keys",
+    @Test(
+        "A rotation to another key type: the new key signs, tokens of the old one verify until they expire; pruning drops only long-replaced keys",
         arguments: [(AccessTokenAlgorithm.rs256, AccessTokenAlgorithm.es256), (.es256, .rs256)])
     func rotation(from old: AccessTokenAlgorithm, to new: AccessTokenAlgorithm) throws {
         let directory = try keyDirectory(old)
@@ -103,7 +107,8 @@ import Testing
         let running = try AccessTokens(directory: directory, issuer: "https://a.example", clock: clock, rescanInterval: 10)
         let (before, _) = try running.issue(userID: 1, sessionID: 1)
         let newKeyID = try AccessTokenKeyFiles.add(new, to: directory, now: Date())
-        #expect(try CompactJWS(try running.issue(userID: 1, sessionID: 2).token).header.string("kid") != newKeyID,
+        #expect(
+            try CompactJWS(try running.issue(userID: 1, sessionID: 2).token).header.string("kid") != newKeyID,
             "not before the next scan")
         clock.advance(10)
         let (after, _) = try running.issue(userID: 1, sessionID: 2)
@@ -133,7 +138,8 @@ import Testing
         _ = try AccessTokens(directory: directory, issuer: "x")
         try FileManager.default.removeItem(atPath: directory + "/" + file)
         #expect(throws: AccessTokenKeyError.self) { try AccessTokens(directory: directory, issuer: "x") }
-        _ = FileManager.default.createFile(atPath: directory + "/k1.pem", contents: Data("not a key".utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: directory + "/k1.pem", contents: Data("not a key".utf8), attributes: [.posixPermissions: 0o600])
         #expect(throws: AccessTokenKeyError.self) { try AccessTokens(directory: directory, issuer: "x") }
     }
 

@@ -1,7 +1,7 @@
 import Accounts
 import Foundation
-import MariaDB
 import Identity
+import MariaDB
 import Server
 import Testing
 
@@ -23,10 +23,14 @@ import Testing
 
     @Test("A first sign-in creates the user with name and relay email; the next finds the same user and keeps what it does not repeat")
     func newThenReturning() throws {
-        defer { connection.close(); database.drop() }
-        let first = try signIn(AppleSignIn(
-            teamID: "TEAM", sub: "001.abc.0001", audience: "com.example.app", email: "x1y2z3@privaterelay.appleid.com",
-            emailVerified: true, isPrivateEmail: true, firstName: "  Jane\u{0007} ", lastName: "Appleseed"))
+        defer {
+            connection.close()
+            database.drop()
+        }
+        let first = try signIn(
+            AppleSignIn(
+                teamID: "TEAM", sub: "001.abc.0001", audience: "com.example.app", email: "x1y2z3@privaterelay.appleid.com",
+                emailVerified: true, isPrivateEmail: true, firstName: "  Jane\u{0007} ", lastName: "Appleseed"))
         #expect(first.isNewUser)
         let again = try signIn(AppleSignIn(teamID: "TEAM", sub: "001.abc.0001", audience: "com.example.web", firstName: "", lastName: nil))
         #expect(again == SignedInAccount(userID: first.userID, isNewUser: false))
@@ -36,13 +40,17 @@ import Testing
         let email = try connection.query("SELECT address, is_private_relay, verified FROM user_emails WHERE user_id = ?", first.userID)
         #expect(email.count == 1, "a sign-in without email keeps the stored one")
         #expect(try email[0].decode(Bool.self, at: 1))
-        let audience: String = try connection.query("SELECT audience FROM apple_identities WHERE user_id = ?", first.userID)[0].decode(at: 0)
+        let audience: String = try connection.query("SELECT audience FROM apple_identities WHERE user_id = ?", first.userID)[0].decode(
+            at: 0)
         #expect(audience == "com.example.web")
     }
 
     @Test("Never linked by email: another sub with the same address is another user; email_verified false stays false")
     func neverLinkByEmail() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let one = try signIn(AppleSignIn(teamID: "TEAM", sub: "sub-1", audience: "a", email: "same@example.com", emailVerified: true))
         let two = try signIn(AppleSignIn(teamID: "TEAM", sub: "sub-2", audience: "a", email: "same@example.com", emailVerified: false))
         #expect(one.userID != two.userID)
@@ -55,7 +63,10 @@ import Testing
 
     @Test("A sign-in that fails half-way writes nothing")
     func atomic() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let tooLong = String(repeating: "a", count: 300)
         #expect(throws: MariaDBError.self) {
             try signIn(AppleSignIn(teamID: "TEAM", sub: "sub-x", audience: tooLong, firstName: "Jane"))
@@ -66,7 +77,10 @@ import Testing
 
     @Test("A nonce is accepted once, across connections")
     func nonceOnce() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let other = try database.connect()
         defer { other.close() }
         let hash = [UInt8](repeating: 7, count: 32)

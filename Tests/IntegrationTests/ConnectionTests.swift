@@ -13,7 +13,8 @@ import Testing
             connection.close()
             database.drop()
         }
-        try connection.run("""
+        try connection.run(
+            """
             CREATE TABLE items (
                 id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL UNIQUE,
                 score DOUBLE NULL, big BIGINT UNSIGNED NULL, note TEXT NULL, raw VARBINARY(64) NULL,
@@ -31,7 +32,8 @@ import Testing
                 "café 🍎", 2.5, UInt64.max, String?.none, [UInt8]([0, 255, 10]), true, "2026-11-21 10:00:00.123")
             #expect(inserted.affectedRows == 1)
             #expect(inserted.lastInsertID == 1)
-            let row = try #require(try connection.query("SELECT id, name, score, big, note, raw, flag, at FROM items WHERE name = ?", "café 🍎").first)
+            let row = try #require(
+                try connection.query("SELECT id, name, score, big, note, raw, flag, at FROM items WHERE name = ?", "café 🍎").first)
             #expect(try row.decode(Int.self, at: 0) == 1)
             #expect(try row.decode(String.self, column: "name") == "café 🍎")
             #expect(try row.decode(Double.self, at: 2) == 2.5)
@@ -103,11 +105,13 @@ import Testing
     func batch() throws {
         try withTable { connection in
             let insert = "INSERT INTO items (name, score, big, note, raw, flag) VALUES (?, ?, ?, ?, ?, ?)"
-            let written = try connection.executeBatch(insert, rows: [
-                ["café 🍎", 2.5, UInt64.max, "a note", [UInt8]([0, 255]), true],
-                ["plain", Double?.none, UInt64(7), String?.none, [UInt8]?.none, false],
-                ["", -1.0, UInt64?.none, "", [UInt8](), true],
-            ])
+            let written = try connection.executeBatch(
+                insert,
+                rows: [
+                    ["café 🍎", 2.5, UInt64.max, "a note", [UInt8]([0, 255]), true],
+                    ["plain", Double?.none, UInt64(7), String?.none, [UInt8]?.none, false],
+                    ["", -1.0, UInt64?.none, "", [UInt8](), true],
+                ])
             #expect(written.affectedRows == 3)
             let rows = try connection.query("SELECT name, score, big, note, raw, flag FROM items ORDER BY id")
             #expect(try rows.map { try $0.decode(String.self, at: 0) } == ["café 🍎", "plain", ""])
@@ -125,7 +129,10 @@ import Testing
             let flags = try connection.query("SELECT name, flag FROM items ORDER BY id").map { try $0.decode(Bool.self, at: 1) }
             #expect(flags == [true, true, true, false])
             // The same statement runs singly again after a batch.
-            #expect(try connection.execute("INSERT INTO items (name, flag) VALUES (?, ?) ON DUPLICATE KEY UPDATE flag = VALUES(flag)", "single", true).affectedRows == 1)
+            #expect(
+                try connection.execute(
+                    "INSERT INTO items (name, flag) VALUES (?, ?) ON DUPLICATE KEY UPDATE flag = VALUES(flag)", "single", true
+                ).affectedRows == 1)
             #expect(try connection.executeBatch(insert, rows: []).affectedRows == 0)
         }
     }
@@ -140,7 +147,9 @@ import Testing
             }
             #expect(try count(on: connection) == 0)
             #expect(throws: MariaDBError(.misuse)) { try connection.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["a", 1]]) }
-            #expect(throws: MariaDBError(.misuse)) { try connection.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["a"], [1]]) }
+            #expect(throws: MariaDBError(.misuse)) {
+                try connection.executeBatch("INSERT INTO items (name) VALUES (?)", rows: [["a"], [1]])
+            }
             #expect(throws: MariaDBError(.misuse)) {
                 try connection.executeBatch("INSERT INTO items (name, big) VALUES (?, ?)", rows: [["a", UInt64(1)], ["b", -1]])
             }

@@ -1,7 +1,7 @@
 import FastCGI
+import Identity
 import Logging
 import MariaDB
-import Identity
 import Server
 import Testing
 

@@ -1,7 +1,7 @@
 import Accounts
 import Foundation
-import MariaDB
 import Identity
+import MariaDB
 import Server
 import Testing
 
@@ -44,7 +44,9 @@ import Testing
             #expect(error.description.contains("0001_first.sql changed"))
         }
         // Nothing was applied by the refused run.
-        #expect(try connection.query("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'c'")[0].decode(Int.self, at: 0) == 0)
+        #expect(
+            try connection.query("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'c'")[0]
+                .decode(Int.self, at: 0) == 0)
     }
 
     @Test("A missing applied file or a pending file older than the applied ones is refused")

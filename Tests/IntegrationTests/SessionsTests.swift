@@ -1,7 +1,7 @@
 import Accounts
 import Foundation
-import MariaDB
 import Identity
+import MariaDB
 import Server
 import Testing
 
@@ -28,16 +28,21 @@ import Testing
 
     func rotate(_ presented: UInt8, _ next: UInt8) throws -> Sessions.Rotation {
         try connection.transaction {
-            try Sessions.rotate(presentedHash: hash(presented), nextHash: hash(next), lifetime: 3600, remoteAddress: "127.0.0.1", on: connection)
+            try Sessions.rotate(
+                presentedHash: hash(presented), nextHash: hash(next), lifetime: 3600, remoteAddress: "127.0.0.1", on: connection)
         }
     }
 
     @Test("Rotation spends the token and issues the next; a spent token again revokes the family and is audited")
     func rotationAndReuse() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let userID = try user()
         let sessionID = try connection.transaction {
-            try Sessions.create(userID: userID, device: " iPhone\u{0000} ", refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+            try Sessions.create(
+                userID: userID, device: " iPhone\u{0000} ", refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
         }
         let active = Sessions.Active(sessionID: sessionID, userID: userID)
         #expect(try rotate(1, 2) == .rotated(active))
@@ -55,10 +60,15 @@ import Testing
 
     @Test("Sessions are found by the hash of their cookie, listed with their cleaned device labels, and revoked only by their user")
     func storedAsHashes() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let userID = try user()
-        let web = try Sessions.create(userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7), lifetime: 3600, on: connection)
-        let native = try Sessions.create(userID: userID, device: " iPhone\u{0007} ", refreshTokenHash: hash(8), cookieHash: nil, lifetime: 3600, on: connection)
+        let web = try Sessions.create(
+            userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7), lifetime: 3600, on: connection)
+        let native = try Sessions.create(
+            userID: userID, device: " iPhone\u{0007} ", refreshTokenHash: hash(8), cookieHash: nil, lifetime: 3600, on: connection)
         #expect(try Sessions.active(cookieHash: hash(7), on: connection) == Sessions.Active(sessionID: web, userID: userID))
         #expect(try Sessions.active(cookieHash: hash(8), on: connection) == nil)
         let list = try Sessions.list(userID: userID, on: connection)
@@ -74,7 +84,10 @@ import Testing
 
     @Test("Deleting an account removes every row of the user in one go and queues the revocation with the minting client id")
     func deletion() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let sealed = SealedAppleToken(ciphertext: [1, 2, 3, 4], keyID: "k1", clientID: "com.example.app")
         let userID = try user(sealed: sealed)
         let other = try user()
@@ -91,7 +104,8 @@ import Testing
         let claimed = try AppleRevocationOutbox.claimDue(limit: 10, on: connection)
         #expect(claimed == [PendingRevocation(id: claimed.first?.id ?? 0, token: sealed, tokenTypeHint: "refresh_token", attempts: 1)])
         #expect(try AppleRevocationOutbox.claimDue(limit: 10, on: connection).isEmpty, "claimed rows wait for their retry time")
-        let delay: Int = try connection.query("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), next_attempt_at) FROM apple_revocations")[0].decode(at: 0)
+        let delay: Int = try connection.query("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), next_attempt_at) FROM apple_revocations")[0]
+            .decode(at: 0)
         #expect((25...30).contains(delay), "first retry after 30 s, got \(delay)")
         try AppleRevocationOutbox.markFailed(claimed[0].id, error: "unreachable", on: connection)
         _ = try connection.execute("UPDATE apple_revocations SET next_attempt_at = UTC_TIMESTAMP(3)")
@@ -104,7 +118,10 @@ import Testing
 
     @Test("A repeat sign-in never queues a revocation; a due validation is claimed once; consent withdrawn ends every session")
     func validation() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let sealed = SealedAppleToken(ciphertext: [9, 9], keyID: "k1", clientID: "com.example.app")
         let sub = "sub-validation"
         let signIn = AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: sealed)
@@ -130,12 +147,17 @@ import Testing
 
     @Test("A web sign-in's handle is redeemed once; an unknown or expired state finds nothing")
     func webSignIns() throws {
-        defer { connection.close(); database.drop() }
-        try WebSignIns.start(stateHash: hash(1), bindingHash: hash(2), nonce: "raw-nonce", returnTo: "/account", lifetime: 600, on: connection)
+        defer {
+            connection.close()
+            database.drop()
+        }
+        try WebSignIns.start(
+            stateHash: hash(1), bindingHash: hash(2), nonce: "raw-nonce", returnTo: "/account", lifetime: 600, on: connection)
         #expect(try WebSignIns.pending(stateHash: hash(9), on: connection) == nil)
         let pending = try #require(try WebSignIns.pending(stateHash: hash(1), on: connection))
         #expect(pending.nonce == "raw-nonce" && pending.returnTo == "/account")
-        try WebSignIns.complete(pending.id, handleHash: hash(3), userID: nil, isNewUser: false, error: "user_cancelled_authorize", on: connection)
+        try WebSignIns.complete(
+            pending.id, handleHash: hash(3), userID: nil, isNewUser: false, error: "user_cancelled_authorize", on: connection)
         #expect(try WebSignIns.pending(stateHash: hash(1), on: connection) == nil, "a state is used once")
         let completed = try connection.transaction { try WebSignIns.redeem(handleHash: hash(3), on: connection) }
         #expect(completed?.error == "user_cancelled_authorize" && completed?.bindingHash == hash(2))
@@ -146,7 +168,10 @@ import Testing
 
     @Test("A duplicate-entry error names the key in its log text, not the value (docs/SECURITY.md rule 8)")
     func duplicateErrorsAreRedacted() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let userID = try user()
         let insert = "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'secret.person@example.com', 0, 1)"
         _ = try connection.execute(insert, userID)
@@ -157,16 +182,21 @@ import Testing
         #expect(logged.contains("user_emails_user_address"), "\(logged)")
     }
 
-    @Test("Anonymising keeps the user row and its progress but drops names, emails, identities and sessions; the Apple account signs in anew")
+    @Test(
+        "Anonymising keeps the user row and its progress but drops names, emails, identities and sessions; the Apple account signs in anew")
     func anonymise() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let signIn = AppleSignIn(
             teamID: "TEAM", sub: "sub-anon", audience: "com.example.app", email: "anon@example.com", emailVerified: true,
             firstName: "Ann", lastName: "On")
         let userID = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }.userID
         _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
         _ = try connection.execute(
-            "INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, version) VALUES (?, 'b', 'l', 2, 1, 1, 1)", userID)
+            "INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, version) VALUES (?, 'b', 'l', 2, 1, 1, 1)",
+            userID)
         #expect(try connection.transaction { try AccountDeletion.anonymise(userID: userID, source: "apple_notification", on: connection) })
         #expect(try count("SELECT COUNT(*) FROM users WHERE id = \(userID) AND first_name IS NULL AND last_name IS NULL") == 1)
         #expect(try count("SELECT COUNT(*) FROM user_emails") == 0)

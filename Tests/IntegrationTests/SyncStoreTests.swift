@@ -1,8 +1,8 @@
 import Accounts
 import Foundation
+import Identity
 import MariaDB
 import SIWATestSupport
-import Identity
 import Server
 import Synchronization
 import Testing
@@ -71,15 +71,21 @@ import Testing
     /// write is likely to show.
     func contendedSyncs(_ random: inout SplitMix64, count: Int) -> [SyncChanges] {
         func permutation() -> [Int64] { (0..<Int64(count)).shuffled(using: &random) }
-        let scores = permutation(), xp = permutation(), times = permutation(), progress = permutation(), totals = permutation()
+        let scores = permutation()
+        let xp = permutation()
+        let times = permutation()
+        let progress = permutation()
+        let totals = permutation()
         return (0..<count).map { index in
             SyncChanges(
                 cursor: nil,
                 profile: SyncProfile(totalXP: totals[index], currentLevel: 1, streakDays: 1, lastActiveDate: "2026-11-01"),
                 progress: (0..<3).map { lesson in
                     LessonProgress(
-                        beliefSystemID: "bs", lessonID: "l\(lesson)", status: .completed, score: (scores[index] + Int64(lesson)) % Int64(count),
-                        earnedXP: (xp[index] + Int64(lesson)) % Int64(count), completedAt: 1_000 + (times[index] + Int64(lesson)) % Int64(count))
+                        beliefSystemID: "bs", lessonID: "l\(lesson)", status: .completed,
+                        score: (scores[index] + Int64(lesson)) % Int64(count),
+                        earnedXP: (xp[index] + Int64(lesson)) % Int64(count),
+                        completedAt: 1_000 + (times[index] + Int64(lesson)) % Int64(count))
                 },
                 achievements: (0..<2).map { achievement in
                     AchievementProgress(
@@ -100,19 +106,27 @@ import Testing
 
     @Test("Random syncs applied in two orders, one with repeats, give the same stored state", arguments: [1, 2, 3, 4, 5] as [UInt64])
     func orderAndRepeats(seed: UInt64) throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         var random = SplitMix64(state: seed)
         let syncs = randomSyncs(&random, count: 12)
-        let one = try newUser(), two = try newUser()
+        let one = try newUser()
+        let two = try newUser()
         for changes in syncs { _ = try sync(one, changes) }
         for changes in (syncs + syncs.prefix(4)).shuffled(using: &random) { _ = try sync(two, changes) }
         #expect(try everything(one) == everything(two))
     }
 
-    @Test("One sync that lists items several times (some known, some changing, some new) stores what syncing them one by one stores",
-          arguments: [11, 12, 13, 14, 15] as [UInt64])
+    @Test(
+        "One sync that lists items several times (some known, some changing, some new) stores what syncing them one by one stores",
+        arguments: [11, 12, 13, 14, 15] as [UInt64])
     func itemsListedTwice(seed: UInt64) throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         var random = SplitMix64(state: seed)
         let start = randomSyncs(&random, count: 3)
         // From a space of 6 lessons and 3 achievements: most items are listed more than once.
@@ -122,17 +136,28 @@ import Testing
         let known = start.flatMap(\.progress).prefix(2)
         let items = SyncChanges(
             cursor: nil, profile: nil, progress: (listed.progress + known).shuffled(using: &random), achievements: listed.achievements)
-        let together = try newUser(), oneByOne = try newUser()
-        for changes in start { _ = try sync(together, changes); _ = try sync(oneByOne, changes) }
+        let together = try newUser()
+        let oneByOne = try newUser()
+        for changes in start {
+            _ = try sync(together, changes)
+            _ = try sync(oneByOne, changes)
+        }
         _ = try sync(together, items)
-        for lesson in items.progress { _ = try sync(oneByOne, SyncChanges(cursor: nil, profile: nil, progress: [lesson], achievements: [])) }
-        for item in items.achievements { _ = try sync(oneByOne, SyncChanges(cursor: nil, profile: nil, progress: [], achievements: [item])) }
+        for lesson in items.progress {
+            _ = try sync(oneByOne, SyncChanges(cursor: nil, profile: nil, progress: [lesson], achievements: []))
+        }
+        for item in items.achievements {
+            _ = try sync(oneByOne, SyncChanges(cursor: nil, profile: nil, progress: [], achievements: [item]))
+        }
         #expect(try everything(together) == everything(oneByOne))
     }
 
     @Test("Re-sending what the server has writes nothing and keeps the cursor; a new device's null cursor gets everything")
     func unchangedAndFull() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let user = try newUser()
         let changes = SyncChanges(
             cursor: nil, profile: SyncProfile(totalXP: 10, currentLevel: 2, streakDays: 3, lastActiveDate: "2026-11-20"),
@@ -155,31 +180,49 @@ import Testing
 
     @Test("Two devices with offline changes: each sync returns the other's changes; both converge")
     func twoDevices() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let user = try newUser()
-        let phone = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [
-            LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil),
-        ], achievements: []))
-        let tablet = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [
-            LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 2, earnedXP: 3, completedAt: 2000),
-            LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .inProgress, score: 1, earnedXP: 0, completedAt: nil),
-        ], achievements: []))
-        #expect(tablet.progress.first { $0.lessonID == "l1" } == LessonProgress(
-            beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 4, earnedXP: 3, completedAt: 2000))
+        let phone = try sync(
+            user,
+            SyncChanges(
+                cursor: nil, profile: nil,
+                progress: [
+                    LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
+                ], achievements: []))
+        let tablet = try sync(
+            user,
+            SyncChanges(
+                cursor: nil, profile: nil,
+                progress: [
+                    LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 2, earnedXP: 3, completedAt: 2000),
+                    LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .inProgress, score: 1, earnedXP: 0, completedAt: nil),
+                ], achievements: []))
+        #expect(
+            tablet.progress.first { $0.lessonID == "l1" }
+                == LessonProgress(
+                    beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 4, earnedXP: 3, completedAt: 2000))
         let phoneAgain = try sync(user, SyncChanges(cursor: phone.cursor, profile: nil, progress: [], achievements: []))
         #expect(Set(phoneAgain.progress.map(\.lessonID)) == ["l1", "l2"], "the tablet's changes reach the phone")
         #expect(phoneAgain.cursor == tablet.cursor)
     }
 
-    @Test("Concurrent syncs of one user on separate connections lose nothing, with the session checked by the sync or before",
+    @Test(
+        "Concurrent syncs of one user on separate connections lose nothing, with the session checked by the sync or before",
         arguments: [false, true])
     func concurrent(checkingSession: Bool) throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         var random = SplitMix64(state: 99)
         // Several short rounds: a lost update shows only when the lost sync held a maximum.
         for round in 0..<8 {
             let user = try newUser()
-            let session = checkingSession
+            let session =
+                checkingSession
                 ? try newSession(of: user) : nil
             let syncs = contendedSyncs(&random, count: 24)
             let failures = concurrently(syncs.count) { index, own in
@@ -192,10 +235,14 @@ import Testing
         }
     }
 
-    @Test("Concurrent syncs of several users through one group commit and one cache lose nothing, with the session checked by the sync or before",
+    @Test(
+        "Concurrent syncs of several users through one group commit and one cache lose nothing, with the session checked by the sync or before",
         arguments: [false, true])
     func groupCommit(checkingSession: Bool) throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         var random = SplitMix64(state: 7)
         // Three rounds: a lost update shows only when the lost sync held a maximum.
         for round in 0..<3 {
@@ -205,7 +252,8 @@ import Testing
                     ? try newSession(of: user) : nil
             }
             let syncs = contendedSyncs(&random, count: 96).map { (user: Int.random(in: 0..<4, using: &random), changes: $0) }
-            let group = SyncCommitter(database: database.configuration), cache = SyncCache()
+            let group = SyncCommitter(database: database.configuration)
+            let cache = SyncCache()
             let failures = concurrently(syncs.count) { index, own in
                 let user = syncs[index].user
                 return try SyncStore.sync(
@@ -223,14 +271,21 @@ import Testing
 
     @Test("A write that waited for the user's lock merges with what was committed meanwhile", arguments: [false, true])
     func waitedForLock(checkingSession: Bool) throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let user = try newUser()
-        let session = checkingSession
+        let session =
+            checkingSession
             ? try newSession(of: user) : nil
         @Sendable func lesson(score: Int64, earnedXP: Int64) -> SyncChanges {
             SyncChanges(
                 cursor: nil, profile: nil,
-                progress: [LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: score, earnedXP: earnedXP, completedAt: nil)],
+                progress: [
+                    LessonProgress(
+                        beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: score, earnedXP: earnedXP, completedAt: nil)
+                ],
                 achievements: [])
         }
         _ = try sync(user, lesson(score: 1, earnedXP: 1))
@@ -268,9 +323,13 @@ import Testing
 
     @Test("A cached state another process moved past is caught: the delta carries its changes, a write merges with them")
     func staleCache() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let user = try newUser()
-        let cache = SyncCache(), group = SyncCommitter(database: database.configuration)
+        let cache = SyncCache()
+        let group = SyncCommitter(database: database.configuration)
         func cached(_ changes: SyncChanges) throws -> SyncDelta {
             try #require(try SyncStore.sync(userID: user, changes: changes, on: connection, group: group, cache: cache))
         }
@@ -295,20 +354,30 @@ import Testing
         #expect(try everything(user).progress == [expected, l2])
         // A deleted user's cached state answers nothing.
         _ = try connection.execute("DELETE FROM users WHERE id = ?", user)
-        #expect(try SyncStore.sync(userID: user, changes: SyncChanges(cursor: 4, profile: nil, progress: [l1], achievements: []),
-            on: connection, group: group, cache: cache) == nil)
+        #expect(
+            try SyncStore.sync(
+                userID: user, changes: SyncChanges(cursor: 4, profile: nil, progress: [l1], achievements: []),
+                on: connection, group: group, cache: cache) == nil)
     }
 
     @Test("A sync whose session ended (revoked, expired, another user's) writes nothing and finds no user, on every path")
     func endedSessions() throws {
-        defer { connection.close(); database.drop() }
-        let user = try newUser(), other = try newUser()
-        let kept = try newSession(of: user), othersSession = try newSession(of: other)
-        let cache = SyncCache(), group = SyncCommitter(database: database.configuration)
+        defer {
+            connection.close()
+            database.drop()
+        }
+        let user = try newUser()
+        let other = try newUser()
+        let kept = try newSession(of: user)
+        let othersSession = try newSession(of: other)
+        let cache = SyncCache()
+        let group = SyncCommitter(database: database.configuration)
         func lesson(_ score: Int64) -> SyncChanges {
             SyncChanges(
                 cursor: nil, profile: nil,
-                progress: [LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: score, earnedXP: 1, completedAt: nil)],
+                progress: [
+                    LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: score, earnedXP: 1, completedAt: nil)
+                ],
                 achievements: [])
         }
         func attempt(_ session: UInt64, _ changes: SyncChanges, cache: SyncCache?, group: SyncCommitter?) throws -> SyncDelta? {
@@ -340,7 +409,10 @@ import Testing
 
     @Test("A batch commits exactly the writes that hold: not a moved user's, not an ended session's, not a user's second")
     func batchOutcomes() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let users = try (0..<3).map { _ in try newUser() }
         let sessions = try users.map { try newSession(of: $0) }
         func lesson(_ score: Int64) -> LessonProgress {
@@ -351,10 +423,12 @@ import Testing
         func write(_ index: Int, session: UInt64?, score: Int64) throws -> SyncCommitter.Write {
             let stored = try #require(try SyncStore.read(userID: users[index], session: nil, lock: false, on: connection))
             return SyncCommitter.Write(
-                userID: users[index], session: session, stored: stored, merge: SyncStore.merged(SyncChanges(cursor: nil, profile: nil, progress: [lesson(score)], achievements: []), into: stored))
+                userID: users[index], session: session, stored: stored,
+                merge: SyncStore.merged(SyncChanges(cursor: nil, profile: nil, progress: [lesson(score)], achievements: []), into: stored))
         }
         func stored(_ index: Int) throws -> [Int64] {
-            let version: Int64 = try #require(try connection.query("SELECT sync_version FROM users WHERE id = ?", users[index]).first?.decode(at: 0))
+            let version: Int64 = try #require(
+                try connection.query("SELECT sync_version FROM users WHERE id = ?", users[index]).first?.decode(at: 0))
             return [version] + (try everything(users[index]).progress.map(\.score))
         }
         // A batch with writes that do not hold is checked write by write.
@@ -380,7 +454,10 @@ import Testing
 
     @Test("The state cache stays within its item budget and skips users over the per-user limit")
     func cacheBounds() throws {
-        defer { connection.close(); database.drop() }
+        defer {
+            connection.close()
+            database.drop()
+        }
         let cache = SyncCache(capacity: 10, maximumPerUser: 6, shards: 1)
         func syncCached(lessons: Int) throws {
             let progress = (0..<lessons).map {

@@ -1,7 +1,7 @@
 import Accounts
 import Foundation
-import MariaDB
 import Identity
+import MariaDB
 import Server
 
 /// Reads a test setting, with a local default (postgres-nio's `env` helper).

@@ -35,7 +35,10 @@ import Testing
     @Test("NIST GCM test vector (AES-256, 96-bit IV, empty plaintext) matches through open")
     func nistVector() throws {
         // gcmEncryptExtIV256.rsp, Count = 0: Key 00..00 (32), IV 00..00 (12), PT empty, Tag 530f8afbc74536b9a963b4f1c4cb738b.
-        let box = [UInt8](repeating: 0, count: 12) + [0x53, 0x0f, 0x8a, 0xfb, 0xc7, 0x45, 0x36, 0xb9, 0xa9, 0x63, 0xb4, 0xf1, 0xc4, 0xcb, 0x73, 0x8b]
+        let box =
+            [UInt8](repeating: 0, count: 12) + [
+                0x53, 0x0f, 0x8a, 0xfb, 0xc7, 0x45, 0x36, 0xb9, 0xa9, 0x63, 0xb4, 0xf1, 0xc4, 0xcb, 0x73, 0x8b,
+            ]
         #expect(try AES256GCM.open(box, key: [UInt8](repeating: 0, count: 32)) == [])
     }
 }

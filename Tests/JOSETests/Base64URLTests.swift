@@ -2,10 +2,12 @@ import JOSE
 import Testing
 
 @Suite struct Base64URLTests {
-    @Test("RFC 4648 test vectors round-trip in the URL alphabet without padding", arguments: [
-        ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),
-        ("foobar", "Zm9vYmFy"),
-    ])
+    @Test(
+        "RFC 4648 test vectors round-trip in the URL alphabet without padding",
+        arguments: [
+            ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),
+            ("foobar", "Zm9vYmFy"),
+        ])
     func vectors(plain: String, encoded: String) {
         #expect(Base64URL.encode(Array(plain.utf8)) == encoded)
         #expect(Base64URL.decode(encoded) == Array(plain.utf8))
@@ -17,9 +19,11 @@ import Testing
         #expect(Base64URL.decode("-_-_") == [0xFB, 0xFF, 0xBF])
     }
 
-    @Test("Padding, foreign characters, impossible lengths and non-canonical trailing bits are rejected", arguments: [
-        "Zg==", "Zm8=", "+/+/", "Zm9v Yg", "Zm9v\nYg", "Zm9vY", "Z", "Zh", "Zm9", "Zm8.", "Zm9v\u{0}",
-    ])
+    @Test(
+        "Padding, foreign characters, impossible lengths and non-canonical trailing bits are rejected",
+        arguments: [
+            "Zg==", "Zm8=", "+/+/", "Zm9v Yg", "Zm9v\nYg", "Zm9vY", "Z", "Zh", "Zm9", "Zm8.", "Zm9v\u{0}",
+        ])
     func rejects(input: String) {
         #expect(Base64URL.decode(input) == nil)
     }

@@ -16,12 +16,14 @@ import Testing
         #expect(try jws.decodePayload().string("sub") == "x")
     }
 
-    @Test("Anything but three strict base64url parts is malformed", arguments: [
-        "a.b", "a.b.c.d", "..", ".\(payload).\(signature)", "\(header)..\(signature)",
-        "\(header)=.\(payload).\(signature)", "\(header).\(payload).\(signature)=",
-        "\(header).\(payload).\(signature)\n", " \(header).\(payload).\(signature)",
-        "\(header).\(payload)+.\(signature)",
-    ])
+    @Test(
+        "Anything but three strict base64url parts is malformed",
+        arguments: [
+            "a.b", "a.b.c.d", "..", ".\(payload).\(signature)", "\(header)..\(signature)",
+            "\(header)=.\(payload).\(signature)", "\(header).\(payload).\(signature)=",
+            "\(header).\(payload).\(signature)\n", " \(header).\(payload).\(signature)",
+            "\(header).\(payload)+.\(signature)",
+        ])
     func malformed(token: String) {
         #expect(throws: JOSEError(.malformed, reason: "")) { try CompactJWS(token) }
     }

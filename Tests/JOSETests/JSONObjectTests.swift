@@ -4,7 +4,8 @@ import Testing
 @Suite struct JSONObjectTests {
     @Test("Members are read by name, with their JSON types")
     func readsMembers() throws {
-        let object = try JSONObject(parsing: #"{"s":"a\"b\u00e9","n":1738582319,"f":1.5e3,"t":true,"o":{"x":[1,2]},"a":["p","q"],"z":null}"#)
+        let object = try JSONObject(
+            parsing: #"{"s":"a\"b\u00e9","n":1738582319,"f":1.5e3,"t":true,"o":{"x":[1,2]},"a":["p","q"],"z":null}"#)
         #expect(try object.string("s") == "a\"bé")
         #expect(try object.integer("n") == 1_738_582_319)
         #expect(try object.number("f") == 1500)

@@ -82,7 +82,9 @@ import Testing
         #expect(publicKey.isValidSignature(try reloaded.signature(for: message), for: message))
         #expect(publicKey.uncompressedPoint == key.publicKey.uncompressedPoint)
         #expect(throws: OpenSSLError(.invalidKey, reason: "")) { try P256PrivateKey(pem: try RSAPrivateKey().pem()) }
-        #expect(throws: OpenSSLError(.invalidKey, reason: "")) { try P256PrivateKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
+        #expect(throws: OpenSSLError(.invalidKey, reason: "")) {
+            try P256PrivateKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+        }
     }
 
     @Test("RSA keys round-trip through PEM and expose n and e")

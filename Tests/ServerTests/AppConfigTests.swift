@@ -1,7 +1,7 @@
 import Foundation
+import Identity
 import JOSE
 import MariaDB
-import Identity
 import Server
 import Testing
 
@@ -64,7 +64,9 @@ import Testing
 
     @Test("Every key is documented in the README table")
     func readmeListsEveryKey() throws {
-        let readme = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ServerTests/AppConfigTests.swift", with: "README.md"), encoding: .utf8)
+        let readme = try String(
+            contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ServerTests/AppConfigTests.swift", with: "README.md"), encoding: .utf8
+        )
         for key in AppConfig.keys {
             #expect(readme.contains("| `\(key.name)` |"), "README lacks \(key.name)")
         }
@@ -74,10 +76,11 @@ import Testing
     func appleSettings() throws {
         #expect(try AppConfig(environment: Self.minimal).apple == nil)
         let key = try temporaryFile(contents: try P256PrivateKey().pem(), mode: 0o600)
-        let config = try AppConfig(environment: Self.minimal.merging([
-            "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
-            "SIWA_APPLE_BUNDLE_IDS": "com.example.app, com.example.app.watch", "SIWA_APPLE_SERVICES_ID": "com.example.web",
-        ]) { $1 })
+        let config = try AppConfig(
+            environment: Self.minimal.merging([
+                "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
+                "SIWA_APPLE_BUNDLE_IDS": "com.example.app, com.example.app.watch", "SIWA_APPLE_SERVICES_ID": "com.example.web",
+            ]) { $1 })
         let apple = try #require(config.apple)
         #expect(apple.clientIDs == ["com.example.app", "com.example.app.watch", "com.example.web"])
         #expect(apple.baseURL == "https://appleid.apple.com")
@@ -89,23 +92,27 @@ import Testing
     func appleProblems() throws {
         let notAKey = try temporaryFile(contents: "not a key", mode: 0o600)
         do {
-            _ = try AppConfig(environment: Self.minimal.merging([
-                "SIWA_APPLE_TEAM_ID": "team", "SIWA_APPLE_PRIVATE_KEY_FILE": notAKey,
-                "SIWA_APPLE_BASE_URL": "http://apple.example.com", "SIWA_APPLE_LEEWAY": "300",
-            ]) { $1 })
+            _ = try AppConfig(
+                environment: Self.minimal.merging([
+                    "SIWA_APPLE_TEAM_ID": "team", "SIWA_APPLE_PRIVATE_KEY_FILE": notAKey,
+                    "SIWA_APPLE_BASE_URL": "http://apple.example.com", "SIWA_APPLE_LEEWAY": "300",
+                ]) { $1 })
             Issue.record("expected a ConfigurationError")
         } catch let error as ConfigurationError {
-            for text in ["SIWA_APPLE_TEAM_ID: expected 10", "SIWA_APPLE_KEY_ID: required", "SIWA_APPLE_PRIVATE_KEY_FILE: not a P-256",
-                "SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID", "SIWA_APPLE_BASE_URL: must be https", "SIWA_APPLE_LEEWAY"] {
+            for text in [
+                "SIWA_APPLE_TEAM_ID: expected 10", "SIWA_APPLE_KEY_ID: required", "SIWA_APPLE_PRIVATE_KEY_FILE: not a P-256",
+                "SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID", "SIWA_APPLE_BASE_URL: must be https", "SIWA_APPLE_LEEWAY",
+            ] {
                 #expect(error.description.contains(text), "missing \(text) in \(error)")
             }
         }
         // http is allowed to a loopback address only (the emulator).
         let key = try temporaryFile(contents: try P256PrivateKey().pem(), mode: 0o600)
-        let local = try AppConfig(environment: Self.minimal.merging([
-            "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
-            "SIWA_APPLE_SERVICES_ID": "com.example.web", "SIWA_APPLE_BASE_URL": "http://127.0.0.1:9999",
-        ]) { $1 })
+        let local = try AppConfig(
+            environment: Self.minimal.merging([
+                "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
+                "SIWA_APPLE_SERVICES_ID": "com.example.web", "SIWA_APPLE_BASE_URL": "http://127.0.0.1:9999",
+            ]) { $1 })
         #expect(local.apple?.baseURL == "http://127.0.0.1:9999")
     }
 
@@ -116,10 +123,11 @@ import Testing
         try FileManager.default.createDirectory(atPath: emptyDirectory, withIntermediateDirectories: false)
         let readable = try temporaryFile(contents: "k1 \(Data(count: 32).base64EncodedString())", mode: 0o644)
         let error = try #require(throws: ConfigurationError.self) {
-            try AppConfig(environment: Self.minimal.merging([
-                "SIWA_PUBLIC_URL": "https://example.com/path", "SIWA_ACCESS_KEYS_DIR": emptyDirectory,
-                "SIWA_DATA_KEYS_FILE": readable, "SIWA_SESSION_LIFETIME": "10",
-            ]) { $1 })
+            try AppConfig(
+                environment: Self.minimal.merging([
+                    "SIWA_PUBLIC_URL": "https://example.com/path", "SIWA_ACCESS_KEYS_DIR": emptyDirectory,
+                    "SIWA_DATA_KEYS_FILE": readable, "SIWA_SESSION_LIFETIME": "10",
+                ]) { $1 })
         }
         let text = error.description
         for key in ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"] {
@@ -129,9 +137,10 @@ import Testing
 
         _ = try AccessTokenKeyFiles.add(.es256, to: emptyDirectory, now: Date())
         let keys = try temporaryFile(contents: "k1 \(Data(count: 32).base64EncodedString())\n", mode: 0o600)
-        let config = try AppConfig(environment: Self.minimal.merging([
-            "SIWA_PUBLIC_URL": "https://auth.example.com/", "SIWA_ACCESS_KEYS_DIR": emptyDirectory, "SIWA_DATA_KEYS_FILE": keys,
-        ]) { $1 })
+        let config = try AppConfig(
+            environment: Self.minimal.merging([
+                "SIWA_PUBLIC_URL": "https://auth.example.com/", "SIWA_ACCESS_KEYS_DIR": emptyDirectory, "SIWA_DATA_KEYS_FILE": keys,
+            ]) { $1 })
         let sessions = try #require(config.sessions)
         #expect(sessions.publicURL == "https://auth.example.com" && sessions.callbackURL == "https://auth.example.com/auth/callback")
         #expect(sessions.lifetime == 7_776_000 && sessions.dataKeys.currentKeyID == "k1")

@@ -37,31 +37,42 @@ import Testing
             """#)
         #expect(read.cursor == 41)
         #expect(read.profile == SyncProfile(totalXP: 12, currentLevel: 2, streakDays: 3, lastActiveDate: "2026-02-28"))
-        #expect(read.progress == [
-            LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 7, earnedXP: 9, completedAt: 1_700_000_000_001),
-            LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .notStarted, score: 0, earnedXP: 0, completedAt: nil),
-        ])
-        #expect(read.achievements == [AchievementProgress(achievementID: "a1", progress: 3, completed: true, completedAt: 1_700_000_000_000)])
+        #expect(
+            read.progress == [
+                LessonProgress(
+                    beliefSystemID: "bs", lessonID: "l1", status: .completed, score: 7, earnedXP: 9, completedAt: 1_700_000_000_001),
+                LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .notStarted, score: 0, earnedXP: 0, completedAt: nil),
+            ])
+        #expect(
+            read.achievements == [AchievementProgress(achievementID: "a1", progress: 3, completed: true, completedAt: 1_700_000_000_000)])
         let empty = try changes(#"{"cursor": null, "profile": null}"#)
         #expect(empty.cursor == nil && empty.profile == nil && empty.progress.isEmpty && empty.achievements.isEmpty)
     }
 
-    @Test("Each invalid member gets a 400 naming its path", arguments: [
-        (#"{"cursor": 41}"#, "`cursor` has the wrong type"),
-        (#"{"cursor": "x"}"#, "`cursor` is not a cursor this server gave"),
-        (#"{"progress": {}}"#, "`progress` has the wrong type"),
-        (#"{"achievements": [{"achievementId": "a", "progress": 1}, 2]}"#, "`achievements[1]` must be an object"),
-        (#"{"profile": []}"#, "`profile` has the wrong type"),
-        (#"{"progress": [{"beliefSystemId": "b", "status": "completed"}]}"#, "`progress[0].lessonId` is required"),
-        (#"{"progress": [{"beliefSystemId": "b", "lessonId": 5, "status": "completed"}]}"#, "`progress[0].lessonId` has the wrong type"),
-        (#"{"progress": [{"beliefSystemId": "b", "lessonId": "l", "status": "completed", "score": 1.5}]}"#, "`progress[0].score` must be an integer"),
-        (#"{"achievements": [{"achievementId": "a", "completed": "yes"}]}"#, "`achievements[0].completed` has the wrong type"),
-        (#"{"profile": {"streakDays": -1}}"#, "`profile.streakDays` must be an integer from 0 to 100000"),
-        (#"{"cursor": "1", "cursor": "2"}"#, "The body is not a JSON object"),
-        (#"{"progress": [{"lessonId": "a", "lessonId": "b"}]}"#, "The body is not a JSON object"),
-        (#"{"progress": [{"lessonId": "a"}]} x"#, "The body is not a JSON object"),
-        (#"[]"#, "The body is not a JSON object"),
-    ])
+    @Test(
+        "Each invalid member gets a 400 naming its path",
+        arguments: [
+            (#"{"cursor": 41}"#, "`cursor` has the wrong type"),
+            (#"{"cursor": "x"}"#, "`cursor` is not a cursor this server gave"),
+            (#"{"progress": {}}"#, "`progress` has the wrong type"),
+            (#"{"achievements": [{"achievementId": "a", "progress": 1}, 2]}"#, "`achievements[1]` must be an object"),
+            (#"{"profile": []}"#, "`profile` has the wrong type"),
+            (#"{"progress": [{"beliefSystemId": "b", "status": "completed"}]}"#, "`progress[0].lessonId` is required"),
+            (
+                #"{"progress": [{"beliefSystemId": "b", "lessonId": 5, "status": "completed"}]}"#,
+                "`progress[0].lessonId` has the wrong type"
+            ),
+            (
+                #"{"progress": [{"beliefSystemId": "b", "lessonId": "l", "status": "completed", "score": 1.5}]}"#,
+                "`progress[0].score` must be an integer"
+            ),
+            (#"{"achievements": [{"achievementId": "a", "completed": "yes"}]}"#, "`achievements[0].completed` has the wrong type"),
+            (#"{"profile": {"streakDays": -1}}"#, "`profile.streakDays` must be an integer from 0 to 100000"),
+            (#"{"cursor": "1", "cursor": "2"}"#, "The body is not a JSON object"),
+            (#"{"progress": [{"lessonId": "a", "lessonId": "b"}]}"#, "The body is not a JSON object"),
+            (#"{"progress": [{"lessonId": "a"}]} x"#, "The body is not a JSON object"),
+            (#"[]"#, "The body is not a JSON object"),
+        ])
     func refuses(body: String, message: String) {
         #expect(refusal(body) == message)
     }

@@ -1,9 +1,9 @@
 import FastCGI
 import Foundation
+import Identity
 import Logging
 import MariaDB
 import SIWATestSupport
-import Identity
 import Server
 import Testing
 

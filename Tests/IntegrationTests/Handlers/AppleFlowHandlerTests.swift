@@ -44,26 +44,33 @@ import Testing
         harness.send("POST", "/auth/callback", form: "state=\(state)&code=\(code)&id_token=\(token)")
     }
 
-    @Test("Rule 6: the web sign-in completes only in the browser that started it, state and nonce server side; cookie writes need our Origin")
+    @Test(
+        "Rule 6: the web sign-in completes only in the browser that started it, state and nonce server side; cookie writes need our Origin")
     func webSignInBoundToTheBrowser() throws {
         let harness = try HandlerHarness()
         // Another browser completes it: refused, no session.
         var (binding, state, nonceHash) = try start(harness)
-        var response = callback(harness, state: state, token: try webToken(harness, sub: "web.1", nonceHash: nonceHash, code: "c1"), code: "c1")
+        var response = callback(
+            harness, state: state, token: try webToken(harness, sub: "web.1", nonceHash: nonceHash, code: "c1"), code: "c1")
         #expect(response.status == 303)
         var handle = try #require(response.header("Location")?.components(separatedBy: "handle=").last)
-        let elsewhere = harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=other")])
+        let elsewhere = harness.send(
+            "GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=other")])
         #expect(elsewhere.status == 403 && elsewhere.cookie(Cookies.session) == nil)
-        #expect(harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")]).status
-            == 400, "the handle was spent by the refused attempt")
+        #expect(
+            harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
+                .status
+                == 400, "the handle was spent by the refused attempt")
         #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 0)
 
         // A token with another nonce than the one stored for this state: back with an error, no user.
         (binding, state, nonceHash) = try start(harness)
         let otherNonce = SHA256.hex(Array("not the stored nonce".utf8))
-        response = callback(harness, state: state, token: try webToken(harness, sub: "web.2", nonceHash: otherNonce, code: "c2"), code: "c2")
+        response = callback(
+            harness, state: state, token: try webToken(harness, sub: "web.2", nonceHash: otherNonce, code: "c2"), code: "c2")
         handle = try #require(response.header("Location")?.components(separatedBy: "handle=").last)
-        let failed = harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
+        let failed = harness.send(
+            "GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
         #expect(failed.status == 303 && failed.header("Location") == "/account?sign_in_error=invalid_token")
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE sub = 'web.2'") == 0)
 
@@ -72,7 +79,8 @@ import Testing
         response = callback(harness, state: state, token: try webToken(harness, sub: "web.3", nonceHash: nonceHash, code: "c3"), code: "c3")
         #expect(callback(harness, state: state, token: "x", code: "c3").status == 400, "a state is used once")
         handle = try #require(response.header("Location")?.components(separatedBy: "handle=").last)
-        let done = harness.send("GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
+        let done = harness.send(
+            "GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
         #expect(done.status == 303 && done.header("Location") == "/account")
         let session = try #require(done.cookie(Cookies.session))
         let cookie = [("cookie", "\(Cookies.session)=\(session)")]
@@ -101,7 +109,8 @@ import Testing
         let first = harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock)
         let second = harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock)
         #expect(first.status == 200 && second.status == 200, "\(first.text) \(second.text)")
-        #expect(harness.appleCalls("/auth/token").map { $0["client_id"] } == [native.aud, web.aud], "each code exchanged with its token's aud")
+        #expect(
+            harness.appleCalls("/auth/token").map { $0["client_id"] } == [native.aud, web.aud], "each code exchanged with its token's aud")
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE apple_refresh_token IS NOT NULL") == 2)
 
         // The daily validation of both.

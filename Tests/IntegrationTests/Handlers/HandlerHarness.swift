@@ -109,7 +109,9 @@ final class HandlerHarness {
 
     /// The form fields of every call Apple received at `path`.
     func appleCalls(_ path: String) -> [[String: String]] {
-        apple.receivedRequests.filter { $0.path == path }.map { Dictionary(FormEncoding.fields($0.bodyText) ?? [], uniquingKeysWith: { $1 }) }
+        apple.receivedRequests.filter { $0.path == path }.map {
+            Dictionary(FormEncoding.fields($0.bodyText) ?? [], uniquingKeysWith: { $1 })
+        }
     }
 
     /// The background jobs on the harness's database and Apple.
