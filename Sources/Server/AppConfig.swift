@@ -187,9 +187,6 @@ package struct AppConfig: Sendable {
 }
 
 extension EnvironmentReader {
-    /// The `SIWA_APPLE_*` keys that must be set when any is.
-    static let requiredAppleKeys = ["SIWA_APPLE_TEAM_ID", "SIWA_APPLE_KEY_ID", "SIWA_APPLE_PRIVATE_KEY_FILE"]
-
     /// The Sign in with Apple settings; nil when no Apple key is set at all (no problem then), or
     /// when a problem was recorded.
     mutating func appleSettings() -> AppleSettings? {

@@ -1,5 +1,6 @@
 import AppleID
 import JOSE
+import SIWAFixtures
 import Testing
 
 @Suite struct AppleJWSVerifierTests {

@@ -5,16 +5,8 @@ import SIWAFixtures
 
 /// The real Apple data in Tests/Fixtures/vectors/apple, decoded for the tests.
 enum AppleVectors {
-    struct RealToken: Decodable {
-        let id: String
-        let token: String
-        let kid: String
-        let aud: String
-        let sub: String
-        let iat: Double
-        let exp: Double
-        let suggested_fixed_clock: Double
-    }
+    typealias RealToken = AppleFixtures.RealToken
+    typealias Notification = AppleFixtures.Notification
 
     struct NegativeCase: Decodable {
         let id: String
@@ -34,48 +26,24 @@ enum AppleVectors {
         var all: [NegativeCase] { real_world + derived }
     }
 
-    struct Notification: Decodable {
-        let id: String
-        let payload_jwt: String
-        let aud: String
-        let event_type: String
-        let event_time_ms: Double
-        let suggested_fixed_clock: Double
-        let events_decoded: [String: AnyJSON]
-    }
-
-    /// Any JSON value, kept only to decode the fixtures.
-    struct AnyJSON: Decodable {
-        init(from decoder: any Decoder) throws {}
-    }
-
     struct JWKSet: Decodable {
         let keys: [[String: String]]
     }
 
-    static func realTokens() throws -> [RealToken] {
-        struct File: Decodable { let tokens: [RealToken] }
-        return try Fixtures.decode(File.self, from: "apple/apple_identity_tokens.json").tokens
-    }
+    static func realTokens() throws -> [RealToken] { try AppleFixtures.tokens() }
 
     static func negatives() throws -> Negatives {
         try Fixtures.decode(Negatives.self, from: "apple/apple_negative_cases.json")
     }
 
-    static func notifications() throws -> [Notification] {
-        struct File: Decodable { let notifications: [Notification] }
-        return try Fixtures.decode(File.self, from: "apple/apple_server_notifications.json").notifications
-    }
+    static func notifications() throws -> [Notification] { try AppleFixtures.notifications() }
 
     /// The 18 Apple signing keys found with the tokens.
     static func appleKeys() throws -> StaticAppleKeys {
-        let data = try Fixtures.data("apple/apple_public_keys.json")
-        return StaticAppleKeys(try AppleKeySet.parse(Array(data)))
+        StaticAppleKeys(try AppleKeySet.parse(AppleFixtures.keySet()))
     }
 
-    static func token(_ id: String) throws -> RealToken {
-        try realTokens().first { $0.id == id }!
-    }
+    static func token(_ id: String) throws -> RealToken { try AppleFixtures.token(id) }
 }
 
 /// Signs test tokens with our own key, to reach the checks that come after the signature.

@@ -1,6 +1,7 @@
 import AppleID
 import Foundation
 import JOSE
+import SIWAFixtures
 import Testing
 
 /// One test per attack class of Tests/Fixtures/vectors/attacks/jwt_attack_classes.json. Each runs

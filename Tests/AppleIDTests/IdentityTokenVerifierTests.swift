@@ -1,6 +1,7 @@
 import AppleID
 import Foundation
 import JOSE
+import SIWAFixtures
 import Testing
 
 @Suite struct IdentityTokenVerifierTests {

@@ -5,6 +5,7 @@ import HTTPClient
 import Identity
 import JOSE
 import MariaDB
+import SIWAFixtures
 import SIWATestSupport
 import Server
 import Testing
@@ -103,8 +104,8 @@ import Testing
     @Test("Rule 9: each Apple token is validated and revoked with the client id that minted it (a bundle id and the Services ID)")
     func mintingClientID() throws {
         let harness = try HandlerHarness()
-        let native = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
-        let web = try AppleVectorKeys.token("nov-apple_id-AIDOPK1-2019")
+        let native = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let web = try AppleFixtures.token("nov-apple_id-AIDOPK1-2019")
         #expect(native.aud == HandlerHarness.bundleID && web.aud == HandlerHarness.servicesID)
         let first = harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock)
         let second = harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock)
@@ -143,10 +144,10 @@ import Testing
     @Test("A real consent-revoked notification at its own clock ends the user's sessions once; a replay or a forged one changes nothing")
     func notification() throws {
         let harness = try HandlerHarness()
-        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signin")
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signin")
         let signIn = harness.signIn(real.token, at: real.suggested_fixed_clock)
         let access = try #require(try signIn.json().string("accessToken"))
-        let notification = try AppleVectorKeys.notification("notif-fqauth-consent-revoked-2022")
+        let notification = try AppleFixtures.notification("notif-fqauth-consent-revoked-2022")
         harness.clock.set(notification.suggested_fixed_clock)
         let forged = notification.payload_jwt.dropLast(4) + "AAAA"
         #expect(harness.send("POST", "/webhook/apple", json: #"{"payload":"\#(forged)"}"#).status == 401)
@@ -167,7 +168,7 @@ import Testing
     @Test("Sync answers the delta to a Bearer caller, refuses bad bodies naming the field, and nothing after the session ends")
     func sync() throws {
         let harness = try HandlerHarness()
-        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
         let access = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
         let body = #"{"progress":[{"beliefSystemId":"b","lessonId":"l1","status":"completed","score":3,"earnedXp":5,"completedAt":1000}]}"#
         let synced = harness.send("POST", "/sync", json: body, headers: harness.bearer(access))

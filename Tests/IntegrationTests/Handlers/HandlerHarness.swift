@@ -57,7 +57,7 @@ final class HandlerHarness {
         var config = try AppConfig(environment: environment, clock: clock)
         config.database = database.configuration
         webKey = try RSAPrivateKey()
-        var keys = try AppleVectorKeys.real()
+        var keys = try AppleKeySet.parse(AppleFixtures.keySet())
         keys.append(AppleKey(keyID: HandlerHarness.webKeyID, algorithm: "RS256", publicKey: webKey.publicKey))
         application = Application(config: config, logger: Logger(label: "handler-tests"), clock: clock, appleKeys: StaticAppleKeys(keys))
         worker = application.makeWorker(index: 0)
@@ -167,51 +167,4 @@ extension Response {
         headers.filter { $0.name == "Set-Cookie" }.map(\.value).first { $0.hasPrefix(name + "=") }
             .map { String($0.dropFirst(name.count + 1).prefix { $0 != ";" }) }
     }
-}
-
-/// Apple's real keys and tokens of the fixtures.
-enum AppleVectorKeys {
-    struct RealToken: Decodable {
-        let id: String
-        let token: String
-        let aud: String
-        let sub: String
-        let exp: Double
-        let suggested_fixed_clock: Double
-    }
-
-    struct Notification: Decodable {
-        let id: String
-        let payload_jwt: String
-        let suggested_fixed_clock: Double
-    }
-
-    static func real() throws -> [AppleKey] {
-        struct Set: Decodable { let keys: [[String: String]] }
-        return try Fixtures.decode(Set.self, from: "apple/apple_public_keys.json").keys.compactMap { member in
-            guard let kid = member["kid"], let n = member["n"], let e = member["e"] else { return nil }
-            return AppleKey(keyID: kid, algorithm: member["alg"], publicKey: try RSAPublicKey(modulus: n, exponent: e))
-        }
-    }
-
-    static func token(_ id: String) throws -> RealToken {
-        struct File: Decodable { let tokens: [RealToken] }
-        return try requireValue(try Fixtures.decode(File.self, from: "apple/apple_identity_tokens.json").tokens.first { $0.id == id }, id)
-    }
-
-    static func notification(_ id: String) throws -> Notification {
-        struct File: Decodable { let notifications: [Notification] }
-        return try requireValue(
-            try Fixtures.decode(File.self, from: "apple/apple_server_notifications.json").notifications.first { $0.id == id }, id)
-    }
-}
-
-/// A missing fixture, named.
-struct MissingFixture: Error, CustomStringConvertible {
-    let description: String
-}
-
-func requireValue<T>(_ value: T?, _ name: String) throws -> T {
-    guard let value else { throw MissingFixture(description: "no fixture \(name)") }
-    return value
 }

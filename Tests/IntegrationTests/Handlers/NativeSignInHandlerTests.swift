@@ -3,6 +3,7 @@ import Foundation
 import Identity
 import JOSE
 import MariaDB
+import SIWAFixtures
 import SIWATestSupport
 import Server
 import Testing
@@ -14,7 +15,7 @@ import Testing
     @Test("A real identity token signs in at its own moment; the session then refreshes, lists, ends and rejects reuse")
     func signInAndSession() throws {
         let harness = try HandlerHarness()
-        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
         let signIn = harness.signIn(real.token, user: real.sub, at: real.suggested_fixed_clock, extra: #""device":"Test iPhone""#)
         #expect(signIn.status == 200, "\(signIn.text)")
         let body = try signIn.json()
@@ -55,8 +56,8 @@ import Testing
     @Test("Rule 2: the user is the verified token's subject; a `user` that differs is refused and nothing is stored")
     func subjectFromTheTokenOnly() throws {
         let harness = try HandlerHarness()
-        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
-        let other = try AppleVectorKeys.token("nov-apple_id-AIDOPK1-2019")
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let other = try AppleFixtures.token("nov-apple_id-AIDOPK1-2019")
         let refused = harness.signIn(real.token, user: other.sub, at: real.suggested_fixed_clock)
         #expect(refused.status == 401)
         #expect(try refused.json().string("error") == "user_mismatch")
@@ -85,7 +86,7 @@ import Testing
         let wrongType = harness.worker.respond(
             to: .init(method: "POST", path: "/auth/apple", headers: .init([("content-type", "text/plain")]), body: Array("{}".utf8)))
         #expect(wrongType.status == 415)
-        let other = try AppleVectorKeys.token("gameroasters-YuyXoY-2021")
+        let other = try AppleFixtures.token("gameroasters-YuyXoY-2021")
         let foreign = harness.signIn(other.token, at: other.suggested_fixed_clock)
         #expect(foreign.status == 401 && foreign.text.contains("audienceMismatch"))
         #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
@@ -94,8 +95,8 @@ import Testing
     @Test("Sign-out, ending another session, and deleting the account each take effect at once; jwks.json publishes the EC key")
     func sessionsAndDeletion() throws {
         let harness = try HandlerHarness()
-        let real = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signup")
-        let signin = try AppleVectorKeys.token("fqauth-YuyXoY-2022-signin")
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let signin = try AppleFixtures.token("fqauth-YuyXoY-2022-signin")
         let first = try harness.signIn(real.token, at: real.suggested_fixed_clock).json()
         let second = try harness.signIn(signin.token, at: signin.suggested_fixed_clock).json()
         let firstAccess = try #require(try first.string("accessToken"))
