@@ -76,61 +76,63 @@ package struct IdentityTokenVerifier: Sendable {
     /// - Throws: `SignInError` for the first rule the token breaks.
     package func verify(_ token: some StringProtocol, nonce: String?, authorizationCode: String? = nil, now: Double) throws -> IdentityToken
     {
-        let (claims, keyID) = try signatures.verifiedClaims(token)
-        let context = ClaimContext(claims: claims, policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: false)
+        let (payload, keyID) = try signatures.verifiedClaims(token)
+        let context = ClaimContext(
+            claims: IdentityClaims(payload), policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: false)
         for check in Self.claimChecks { _ = try check.body(context) }
-        return try identity(from: claims, keyID: keyID)
+        return try Self.identity(from: context.claims, keyID: keyID)
     }
 
     /// Runs every check and records each outcome. Checks of the claims run even after a failure
     /// (the report shows all that is wrong), but the result is only `passed` if all passed.
     package func report(_ token: some StringProtocol, nonce: String?, authorizationCode: String? = nil, now: Double) -> VerificationReport {
         var runner = StepRunner(recording: true)
-        var claims: JSONObject?
+        var payload: JSONObject?
         var keyID = ""
         do {
-            (claims, keyID) = try signatures.verifiedClaims(token, runner: &runner)
+            (payload, keyID) = try signatures.verifiedClaims(token, runner: &runner)
         } catch {
             // The claims are still checked for the report, never trusted.
-            claims = (try? CompactJWS(token)).flatMap { try? $0.decodePayload() }
+            payload = (try? CompactJWS(token)).flatMap { try? $0.decodePayload() }
         }
         var identity: IdentityToken?
-        if let claims {
+        if let payload {
+            let context = ClaimContext(
+                claims: IdentityClaims(payload), policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: true)
             for check in Self.claimChecks {
-                try? runner.run(check.name) {
-                    try check.body(
-                        ClaimContext(claims: claims, policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: $0))
-                }
+                try? runner.run(check.name) { _ in try check.body(context) }
             }
             if !runner.steps.contains(where: { $0.failed }) {
-                identity = try? self.identity(from: claims, keyID: keyID)
+                identity = try? Self.identity(from: context.claims, keyID: keyID)
             }
         }
         return VerificationReport(steps: runner.steps, identity: identity)
     }
 
-    private func identity(from claims: JSONObject, keyID: String) throws -> IdentityToken {
+    /// The identity of claims that passed every check.
+    private static func identity(from claims: IdentityClaims, keyID: String) throws -> IdentityToken {
         IdentityToken(
-            subject: try claims.stringClaim("sub") ?? "",
-            audience: try Self.audience(claims) ?? "",
-            issuedAt: try claims.numericDate("iat") ?? 0,
-            expiresAt: try claims.numericDate("exp") ?? 0,
+            subject: try claims.subject.get() ?? "",
+            audience: claims.audience ?? "",
+            issuedAt: try claims.issuedAt.get() ?? 0,
+            expiresAt: try claims.expiresAt.get() ?? 0,
             keyID: keyID,
-            email: try claims.stringClaim("email"),
-            emailVerified: try claims.appleBoolean("email_verified"),
-            isPrivateEmail: try claims.appleBoolean("is_private_email"),
-            nonceSupported: try claims.appleBoolean("nonce_supported"),
-            realUserStatus: (try? claims.integer("real_user_status")).flatMap { $0.map(Int.init) },
-            transferSubject: try claims.stringClaim("transfer_sub"),
-            authTime: try claims.numericDate("auth_time"))
+            email: try claims.email.get(),
+            emailVerified: try claims.emailVerified.get(),
+            isPrivateEmail: try claims.isPrivateEmail.get(),
+            nonceSupported: try claims.nonceSupported.get(),
+            realUserStatus: try claims.realUserStatus.get(),
+            transferSubject: try claims.transferSubject.get(),
+            authTime: try claims.authTime.get())
     }
 
     struct ClaimContext {
-        let claims: JSONObject
+        let claims: IdentityClaims
         let policy: IdentityTokenPolicy
         let now: Double
         let nonce: String?
         let code: String?
+        /// Whether the outcome text is wanted (for the report); verification skips formatting it.
         let recording: Bool
     }
 
@@ -142,19 +144,19 @@ package struct IdentityTokenVerifier: Sendable {
     /// The claim checks, in order.
     static let claimChecks: [ClaimCheck] = [
         ClaimCheck(name: "iss") { context in
-            guard try context.claims.stringClaim("iss") == IdentityTokenPolicy.issuer else {
+            guard try context.claims.issuer.get() == IdentityTokenPolicy.issuer else {
                 throw SignInError(.issuerMismatch, "iss must be exactly \(IdentityTokenPolicy.issuer)")
             }
             return IdentityTokenPolicy.issuer
         },
         ClaimCheck(name: "aud") { context in
-            guard let audience = try audience(context.claims), context.policy.clientIDs.contains(audience) else {
+            guard let audience = context.claims.audience, context.policy.clientIDs.contains(audience) else {
                 throw SignInError(.audienceMismatch, "aud is not one of the configured client ids")
             }
             return audience
         },
         ClaimCheck(name: "exp") { context in
-            guard let exp = try context.claims.numericDate("exp") else { throw SignInError(.expired, "exp is missing") }
+            guard let exp = try context.claims.expiresAt.get() else { throw SignInError(.expired, "exp is missing") }
             // RFC 7519 §4.1.4: the token is expired on or after exp (plus the leeway).
             guard context.now < exp + Double(context.policy.leeway) else {
                 throw SignInError(.expired, "expired at \(timestamp(exp)) (leeway \(context.policy.leeway) s)")
@@ -162,43 +164,32 @@ package struct IdentityTokenVerifier: Sendable {
             return context.recording ? "expires \(timestamp(exp))" : ""
         },
         ClaimCheck(name: "iat") { context in
-            guard let iat = try context.claims.numericDate("iat") else { throw SignInError(.invalidClaim, "iat is missing") }
+            guard let iat = try context.claims.issuedAt.get() else { throw SignInError(.invalidClaim, "iat is missing") }
             guard iat <= context.now + Double(context.policy.leeway) else {
                 throw SignInError(.issuedInFuture, "issued at \(timestamp(iat)), in the future")
             }
             return context.recording ? "issued \(timestamp(iat))" : ""
         },
         ClaimCheck(name: "nbf") { context in
-            guard let nbf = try context.claims.numericDate("nbf") else { return "absent" }
+            guard let nbf = try context.claims.notBefore.get() else { return "absent" }
             guard nbf <= context.now + Double(context.policy.leeway) else {
                 throw SignInError(.notYetValid, "not valid before \(timestamp(nbf))")
             }
             return context.recording ? "valid since \(timestamp(nbf))" : ""
         },
         ClaimCheck(name: "sub") { context in
-            guard let subject = try context.claims.stringClaim("sub"), !subject.isEmpty else {
+            guard let subject = try context.claims.subject.get(), !subject.isEmpty else {
                 throw SignInError(.missingSubject, "sub is missing or empty")
             }
             return context.recording ? subject : ""
         },
         ClaimCheck(name: "claim types") { context in
-            let claims = context.claims
-            _ = try claims.stringClaim("email")
-            _ = try claims.stringClaim("transfer_sub")
-            _ = try claims.appleBoolean("email_verified")
-            _ = try claims.appleBoolean("is_private_email")
-            _ = try claims.appleBoolean("nonce_supported")
-            _ = try claims.numericDate("auth_time")
-            if claims.contains("real_user_status") {
-                guard (try? claims.integer("real_user_status")) != nil else {
-                    throw SignInError(.invalidClaim, "real_user_status must be an integer")
-                }
-            }
+            try context.claims.checkTypes()
             return "email, email_verified, is_private_email, nonce_supported, real_user_status, transfer_sub"
         },
         ClaimCheck(name: "nonce") { context in
-            let claim = try context.claims.stringClaim("nonce")
-            let supported = try context.claims.appleBoolean("nonce_supported") ?? false
+            let claim = try context.claims.nonce.get()
+            let supported = try context.claims.nonceSupported.get() ?? false
             guard let raw = context.nonce else {
                 if context.policy.requireNonce { throw SignInError(.nonceMissing, "no nonce was sent with the token") }
                 return "not checked: no nonce given"
@@ -217,7 +208,7 @@ package struct IdentityTokenVerifier: Sendable {
         },
         ClaimCheck(name: "c_hash") { context in
             guard let code = context.code else { return "not checked: no authorization code given" }
-            guard let claim = try context.claims.stringClaim("c_hash") else { return "not checked: no c_hash claim" }
+            guard let claim = try context.claims.codeHash.get() else { return "not checked: no c_hash claim" }
             // OpenID Connect Core §3.3.2.11: base64url of the left half of SHA-256 of the code.
             let expected = Base64URL.encode(SHA256.hash(Array(code.utf8)).prefix(16))
             guard constantTimeEquals(Array(expected.utf8), Array(claim.utf8)) else {
@@ -226,17 +217,6 @@ package struct IdentityTokenVerifier: Sendable {
             return "matches the authorization code"
         },
     ]
-
-    /// `aud` as Apple sends it (a string), or an array holding exactly one string.
-    static func audience(_ claims: JSONObject) throws -> String? {
-        switch claims.kind(of: "aud") {
-        case .string: return try claims.stringClaim("aud")
-        case .array:
-            guard let values = try? claims.stringArray("aud"), values.count == 1 else { return nil }
-            return values[0]
-        default: return nil
-        }
-    }
 
     static func timestamp(_ seconds: Double) -> String {
         Date(timeIntervalSince1970: seconds).formatted(.iso8601)

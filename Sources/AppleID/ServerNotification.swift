@@ -70,7 +70,8 @@ package struct NotificationVerifier: Sendable {
     package func verify(_ payload: some StringProtocol, now: Double) throws -> ServerNotification {
         var runner = StepRunner(recording: false)
         let (claims, _) = try signatures.verifiedClaims(payload, runner: &runner)
-        let context = IdentityTokenVerifier.ClaimContext(claims: claims, policy: policy, now: now, nonce: nil, code: nil, recording: false)
+        let context = IdentityTokenVerifier.ClaimContext(
+            claims: IdentityClaims(claims), policy: policy, now: now, nonce: nil, code: nil, recording: false)
         for check in IdentityTokenVerifier.claimChecks where check.name == "iss" || check.name == "aud" {
             _ = try check.body(context)
         }
@@ -93,7 +94,7 @@ package struct NotificationVerifier: Sendable {
         let email = try events.stringClaim("email")
         guard (email?.utf8.count ?? 0) <= 320 else { throw SignInError(.invalidClaim, "events.email is too long") }
         return ServerNotification(
-            jti: jti, audience: try IdentityTokenVerifier.audience(claims) ?? "", kind: ServerNotification.Kind(type),
+            jti: jti, audience: IdentityClaims.audience(of: claims) ?? "", kind: ServerNotification.Kind(type),
             subject: subject, email: email, isPrivateEmail: try events.appleBoolean("is_private_email"),
             eventTime: try Self.eventTime(events))
     }

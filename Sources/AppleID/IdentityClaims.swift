@@ -1,0 +1,79 @@
+import JOSE
+
+/// The claims of an identity token, read from its payload once. Each claim is kept as the result
+/// of reading it: a value, nil when absent, or the `invalidClaim` error for a wrong JSON type, so
+/// that each check raises a malformed claim at its own place in the fixed order.
+struct IdentityClaims {
+    let issuer: Result<String?, SignInError>
+    /// `aud` as Apple sends it (a string), or an array holding exactly one string; nil otherwise.
+    let audience: String?
+    let expiresAt: Result<Double?, SignInError>
+    let issuedAt: Result<Double?, SignInError>
+    let notBefore: Result<Double?, SignInError>
+    let subject: Result<String?, SignInError>
+    let email: Result<String?, SignInError>
+    let transferSubject: Result<String?, SignInError>
+    let emailVerified: Result<Bool?, SignInError>
+    let isPrivateEmail: Result<Bool?, SignInError>
+    let nonceSupported: Result<Bool?, SignInError>
+    let authTime: Result<Double?, SignInError>
+    let realUserStatus: Result<Int?, SignInError>
+    let nonce: Result<String?, SignInError>
+    let codeHash: Result<String?, SignInError>
+
+    init(_ payload: JSONObject) {
+        issuer = Self.read { try payload.stringClaim("iss") }
+        audience = Self.audience(of: payload)
+        expiresAt = Self.read { try payload.numericDate("exp") }
+        issuedAt = Self.read { try payload.numericDate("iat") }
+        notBefore = Self.read { try payload.numericDate("nbf") }
+        subject = Self.read { try payload.stringClaim("sub") }
+        email = Self.read { try payload.stringClaim("email") }
+        transferSubject = Self.read { try payload.stringClaim("transfer_sub") }
+        emailVerified = Self.read { try payload.appleBoolean("email_verified") }
+        isPrivateEmail = Self.read { try payload.appleBoolean("is_private_email") }
+        nonceSupported = Self.read { try payload.appleBoolean("nonce_supported") }
+        authTime = Self.read { try payload.numericDate("auth_time") }
+        realUserStatus = Self.read {
+            guard payload.contains("real_user_status") else { return nil }
+            guard let value = try? payload.integer("real_user_status"), let status = Int(exactly: value) else {
+                throw SignInError(.invalidClaim, "real_user_status must be an integer")
+            }
+            return status
+        }
+        nonce = Self.read { try payload.stringClaim("nonce") }
+        codeHash = Self.read { try payload.stringClaim("c_hash") }
+    }
+
+    /// Throws the first malformed claim among those the server keeps besides the checked ones.
+    func checkTypes() throws {
+        _ = try email.get()
+        _ = try transferSubject.get()
+        _ = try emailVerified.get()
+        _ = try isPrivateEmail.get()
+        _ = try nonceSupported.get()
+        _ = try authTime.get()
+        _ = try realUserStatus.get()
+    }
+
+    private static func read<Value>(_ body: () throws -> Value?) -> Result<Value?, SignInError> {
+        do {
+            return .success(try body())
+        } catch let error as SignInError {
+            return .failure(error)
+        } catch {
+            return .failure(SignInError(.invalidClaim, "\(error)"))
+        }
+    }
+
+    /// `aud` as Apple sends it (a string), or an array holding exactly one string; nil otherwise.
+    static func audience(of payload: JSONObject) -> String? {
+        switch payload.kind(of: "aud") {
+        case .string: return try? payload.string("aud")
+        case .array:
+            guard let values = try? payload.stringArray("aud"), values.count == 1 else { return nil }
+            return values[0]
+        default: return nil
+        }
+    }
+}
