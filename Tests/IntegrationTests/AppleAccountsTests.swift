@@ -6,13 +6,18 @@ import Server
 import Testing
 
 /// Users from Apple identities, on a schema migrated with the project's own migrations.
-@Suite struct AppleAccountsTests {
+@Suite final class AppleAccountsTests {
     let database: TestDatabase
     let connection: Connection
 
     init() throws {
         database = try TestDatabase.migrated()
         connection = try database.connect()
+    }
+
+    deinit {
+        connection.close()
+        database.drop()
     }
 
     func signIn(_ signIn: AppleSignIn) throws -> SignedInAccount {
@@ -23,10 +28,6 @@ import Testing
 
     @Test("A first sign-in creates the user with name and relay email; the next finds the same user and keeps what it does not repeat")
     func newThenReturning() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let first = try signIn(
             AppleSignIn(
                 teamID: "TEAM", sub: "001.abc.0001", audience: "com.example.app", email: "x1y2z3@privaterelay.appleid.com",
@@ -47,10 +48,6 @@ import Testing
 
     @Test("Never linked by email: another sub with the same address is another user; email_verified false stays false")
     func neverLinkByEmail() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let one = try signIn(AppleSignIn(teamID: "TEAM", sub: "sub-1", audience: "a", email: "same@example.com", emailVerified: true))
         let two = try signIn(AppleSignIn(teamID: "TEAM", sub: "sub-2", audience: "a", email: "same@example.com", emailVerified: false))
         #expect(one.userID != two.userID)
@@ -63,10 +60,6 @@ import Testing
 
     @Test("A sign-in that fails half-way writes nothing")
     func atomic() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let tooLong = String(repeating: "a", count: 300)
         #expect(throws: MariaDBError.self) {
             try signIn(AppleSignIn(teamID: "TEAM", sub: "sub-x", audience: tooLong, firstName: "Jane"))
@@ -77,10 +70,6 @@ import Testing
 
     @Test("A nonce is accepted once, across connections")
     func nonceOnce() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let other = try database.connect()
         defer { other.close() }
         let hash = [UInt8](repeating: 7, count: 32)

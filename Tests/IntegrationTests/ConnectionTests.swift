@@ -2,17 +2,16 @@ import Foundation
 import MariaDB
 import Testing
 
-@Suite struct ConnectionTests {
+@Suite final class ConnectionTests {
     let database: TestDatabase
 
     init() throws { database = try TestDatabase() }
 
+    deinit { database.drop() }
+
     private func withTable(_ body: (Connection) throws -> Void) throws {
         let connection = try database.connect()
-        defer {
-            connection.close()
-            database.drop()
-        }
+        defer { connection.close() }
         try connection.run(
             """
             CREATE TABLE items (
@@ -228,7 +227,6 @@ import Testing
 
     @Test("Opening and closing connections and statements many times keeps the client's memory flat")
     func openCloseLoop() throws {
-        defer { database.drop() }
         func cycle(_ count: Int) throws {
             for index in 0..<count {
                 let connection = try database.connect()
@@ -261,17 +259,17 @@ import Testing
 @Suite struct PingTests {
     @Test("A ping reconnects after the server dropped the session, and fails while the server is unreachable")
     func ping() throws {
-        let database = try TestDatabase()
-        defer { database.drop() }
-        let connection = try database.connect()
-        defer { connection.close() }
-        try connection.ping()
-        try database.kill(connection)
-        try connection.ping()
-        var unreachable = database.configuration
-        unreachable.endpoint = .unixSocket(path: "/nonexistent/mysql.sock")
-        let broken = Connection(configuration: unreachable)
-        defer { broken.close() }
-        #expect(throws: MariaDBError(.connectionLost)) { try broken.ping() }
+        try withDatabase { database in
+            let connection = try database.connect()
+            defer { connection.close() }
+            try connection.ping()
+            try database.kill(connection)
+            try connection.ping()
+            var unreachable = database.configuration
+            unreachable.endpoint = .unixSocket(path: "/nonexistent/mysql.sock")
+            let broken = Connection(configuration: unreachable)
+            defer { broken.close() }
+            #expect(throws: MariaDBError(.connectionLost)) { try broken.ping() }
+        }
     }
 }

@@ -8,23 +8,23 @@ import Testing
 @Suite struct HealthTests {
     @Test("Health answers 200 with the database reachable and 503 when no connection can be made")
     func health() throws {
-        let database = try TestDatabase()
-        defer { database.drop() }
-        var config = try AppConfig(environment: ["SIWA_DB_SOCKET": "/unused", "SIWA_DB_NAME": "x", "SIWA_DB_USER": "x"])
-        config.database = database.configuration
-        let worker = Application(config: config, logger: Logger(label: "test")).makeWorker(index: 0)
-        defer { worker.close() }
-        let ok = worker.respond(to: Request(method: "GET", path: "/health"))
-        #expect(ok.status == 200)
-        #expect(String(decoding: ok.body, as: UTF8.self) == #"{"appleKeys":"not_configured","database":"ok","status":"degraded"}"#)
-        // A wrong password makes every reconnect fail, like a server that is down.
-        var broken = database.configuration
-        broken.password = "wrong"
-        config.database = broken
-        let failing = Application(config: config, logger: Logger(label: "test")).makeWorker(index: 1)
-        defer { failing.close() }
-        let down = failing.respond(to: Request(method: "GET", path: "/health"))
-        #expect(down.status == 503)
-        #expect(String(decoding: down.body, as: UTF8.self) == #"{"appleKeys":"not_configured","database":"down","status":"degraded"}"#)
+        try withDatabase { database in
+            var config = try AppConfig(environment: ["SIWA_DB_SOCKET": "/unused", "SIWA_DB_NAME": "x", "SIWA_DB_USER": "x"])
+            config.database = database.configuration
+            let worker = Application(config: config, logger: Logger(label: "test")).makeWorker(index: 0)
+            defer { worker.close() }
+            let ok = worker.respond(to: Request(method: "GET", path: "/health"))
+            #expect(ok.status == 200)
+            #expect(String(decoding: ok.body, as: UTF8.self) == #"{"appleKeys":"not_configured","database":"ok","status":"degraded"}"#)
+            // A wrong password makes every reconnect fail, like a server that is down.
+            var broken = database.configuration
+            broken.password = "wrong"
+            config.database = broken
+            let failing = Application(config: config, logger: Logger(label: "test")).makeWorker(index: 1)
+            defer { failing.close() }
+            let down = failing.respond(to: Request(method: "GET", path: "/health"))
+            #expect(down.status == 503)
+            #expect(String(decoding: down.body, as: UTF8.self) == #"{"appleKeys":"not_configured","database":"down","status":"degraded"}"#)
+        }
     }
 }

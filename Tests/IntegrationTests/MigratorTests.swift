@@ -5,7 +5,7 @@ import MariaDB
 import Server
 import Testing
 
-@Suite struct MigratorTests {
+@Suite final class MigratorTests {
     let database: TestDatabase
     let directory: String
 
@@ -15,6 +15,11 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
+    deinit {
+        database.drop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     private func write(_ name: String, _ sql: String) throws {
         try sql.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
     }
@@ -22,10 +27,7 @@ import Testing
     @Test("Each file is applied once, in order, with its checksum; a changed file stops the next run")
     func appliesOnceAndDetectsChanges() throws {
         let connection = try database.connect(multipleStatements: true)
-        defer {
-            connection.close()
-            database.drop()
-        }
+        defer { connection.close() }
         try write("0002_second.sql", "ALTER TABLE a ADD COLUMN b INT NULL;")
         try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);\nINSERT INTO a VALUES (1);")
         let first = try Migrator(directory: directory).migrate(on: connection)
@@ -52,10 +54,7 @@ import Testing
     @Test("A missing applied file or a pending file older than the applied ones is refused")
     func refusesGapsAndMissingFiles() throws {
         let connection = try database.connect(multipleStatements: true)
-        defer {
-            connection.close()
-            database.drop()
-        }
+        defer { connection.close() }
         try write("0002_second.sql", "CREATE TABLE b (id INT PRIMARY KEY);")
         _ = try Migrator(directory: directory).migrate(on: connection)
         try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
@@ -67,7 +66,6 @@ import Testing
 
     @Test("Badly named and duplicate-version files are refused before anything runs")
     func badNames() throws {
-        defer { database.drop() }
         try write("1_first.sql", "SELECT 1;")
         try write("0002_Second.sql", "SELECT 1;")
         try write("0003_a.sql", "SELECT 1;")
@@ -83,10 +81,7 @@ import Testing
     @Test("The project's own migrations apply to an empty schema")
     func projectMigrations() throws {
         let connection = try database.connect(multipleStatements: true)
-        defer {
-            connection.close()
-            database.drop()
-        }
+        defer { connection.close() }
         let sql = #filePath.replacingOccurrences(of: "Tests/IntegrationTests/MigratorTests.swift", with: "sql")
         let applied = try Migrator(directory: sql).migrate(on: connection)
         #expect(!applied.isEmpty)

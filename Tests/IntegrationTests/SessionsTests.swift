@@ -7,13 +7,18 @@ import Testing
 
 /// Sessions, refresh-token rotation, account deletion and the Apple token jobs' SQL, on a schema
 /// migrated with the project's own migrations.
-@Suite struct SessionsTests {
+@Suite final class SessionsTests {
     let database: TestDatabase
     let connection: Connection
 
     init() throws {
         database = try TestDatabase.migrated()
         connection = try database.connect()
+    }
+
+    deinit {
+        connection.close()
+        database.drop()
     }
 
     func hash(_ byte: UInt8) -> [UInt8] { [UInt8](repeating: byte, count: 32) }
@@ -35,10 +40,6 @@ import Testing
 
     @Test("Rotation spends the token and issues the next; a spent token again revokes the family and is audited")
     func rotationAndReuse() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let userID = try user()
         let sessionID = try connection.transaction {
             try Sessions.create(
@@ -60,10 +61,6 @@ import Testing
 
     @Test("Sessions are found by the hash of their cookie, listed with their cleaned device labels, and revoked only by their user")
     func storedAsHashes() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let userID = try user()
         let web = try Sessions.create(
             userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7), lifetime: 3600, on: connection)
@@ -84,10 +81,6 @@ import Testing
 
     @Test("Deleting an account removes every row of the user in one go and queues the revocation with the minting client id")
     func deletion() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let sealed = SealedAppleToken(ciphertext: [1, 2, 3, 4], keyID: "k1", clientID: "com.example.app")
         let userID = try user(sealed: sealed)
         let other = try user()
@@ -118,10 +111,6 @@ import Testing
 
     @Test("A repeat sign-in never queues a revocation; a due validation is claimed once; consent withdrawn ends every session")
     func validation() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let sealed = SealedAppleToken(ciphertext: [9, 9], keyID: "k1", clientID: "com.example.app")
         let sub = "sub-validation"
         let signIn = AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: sealed)
@@ -147,10 +136,6 @@ import Testing
 
     @Test("A web sign-in's handle is redeemed once; an unknown or expired state finds nothing")
     func webSignIns() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         try WebSignIns.start(
             stateHash: hash(1), bindingHash: hash(2), nonce: "raw-nonce", returnTo: "/account", lifetime: 600, on: connection)
         #expect(try WebSignIns.pending(stateHash: hash(9), on: connection) == nil)
@@ -168,10 +153,6 @@ import Testing
 
     @Test("A duplicate-entry error names the key in its log text, not the value (docs/SECURITY.md rule 8)")
     func duplicateErrorsAreRedacted() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let userID = try user()
         let insert = "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'secret.person@example.com', 0, 1)"
         _ = try connection.execute(insert, userID)
@@ -185,10 +166,6 @@ import Testing
     @Test(
         "Anonymising keeps the user row and its progress but drops names, emails, identities and sessions; the Apple account signs in anew")
     func anonymise() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let signIn = AppleSignIn(
             teamID: "TEAM", sub: "sub-anon", audience: "com.example.app", email: "anon@example.com", emailVerified: true,
             firstName: "Ann", lastName: "On")

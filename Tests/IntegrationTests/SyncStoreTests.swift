@@ -9,13 +9,18 @@ import Testing
 
 /// Sync against MariaDB: order and repeats do not matter, unchanged data writes nothing, deltas
 /// carry other devices' changes, concurrent syncs of one user lose nothing.
-@Suite struct SyncStoreTests {
+@Suite final class SyncStoreTests {
     let database: TestDatabase
     let connection: Connection
 
     init() throws {
         database = try TestDatabase.migrated()
         connection = try database.connect()
+    }
+
+    deinit {
+        connection.close()
+        database.drop()
     }
 
     func newUser() throws -> UInt64 { try connection.execute("INSERT INTO users () VALUES ()").lastInsertID }
@@ -106,10 +111,6 @@ import Testing
 
     @Test("Random syncs applied in two orders, one with repeats, give the same stored state", arguments: [1, 2, 3, 4, 5] as [UInt64])
     func orderAndRepeats(seed: UInt64) throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         var random = SplitMix64(state: seed)
         let syncs = randomSyncs(&random, count: 12)
         let one = try newUser()
@@ -123,10 +124,6 @@ import Testing
         "One sync that lists items several times (some known, some changing, some new) stores what syncing them one by one stores",
         arguments: [11, 12, 13, 14, 15] as [UInt64])
     func itemsListedTwice(seed: UInt64) throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         var random = SplitMix64(state: seed)
         let start = randomSyncs(&random, count: 3)
         // From a space of 6 lessons and 3 achievements: most items are listed more than once.
@@ -154,10 +151,6 @@ import Testing
 
     @Test("Re-sending what the server has writes nothing and keeps the cursor; a new device's null cursor gets everything")
     func unchangedAndFull() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let user = try newUser()
         let changes = SyncChanges(
             cursor: nil, profile: SyncProfile(totalXP: 10, currentLevel: 2, streakDays: 3, lastActiveDate: "2026-11-20"),
@@ -180,10 +173,6 @@ import Testing
 
     @Test("Two devices with offline changes: each sync returns the other's changes; both converge")
     func twoDevices() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let user = try newUser()
         let phone = try sync(
             user,
@@ -213,10 +202,6 @@ import Testing
         "Concurrent syncs of one user on separate connections lose nothing, with the session checked by the sync or before",
         arguments: [false, true])
     func concurrent(checkingSession: Bool) throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         var random = SplitMix64(state: 99)
         // Several short rounds: a lost update shows only when the lost sync held a maximum.
         for round in 0..<8 {
@@ -239,10 +224,6 @@ import Testing
         "Concurrent syncs of several users through one group commit and one cache lose nothing, with the session checked by the sync or before",
         arguments: [false, true])
     func groupCommit(checkingSession: Bool) throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         var random = SplitMix64(state: 7)
         // Three rounds: a lost update shows only when the lost sync held a maximum.
         for round in 0..<3 {
@@ -271,10 +252,6 @@ import Testing
 
     @Test("A write that waited for the user's lock merges with what was committed meanwhile", arguments: [false, true])
     func waitedForLock(checkingSession: Bool) throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let user = try newUser()
         let session =
             checkingSession
@@ -323,10 +300,6 @@ import Testing
 
     @Test("A cached state another process moved past is caught: the delta carries its changes, a write merges with them")
     func staleCache() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let user = try newUser()
         let cache = SyncCache()
         let group = SyncCommitter(database: database.configuration)
@@ -362,10 +335,6 @@ import Testing
 
     @Test("A sync whose session ended (revoked, expired, another user's) writes nothing and finds no user, on every path")
     func endedSessions() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let user = try newUser()
         let other = try newUser()
         let kept = try newSession(of: user)
@@ -409,10 +378,6 @@ import Testing
 
     @Test("A batch commits exactly the writes that hold: not a moved user's, not an ended session's, not a user's second")
     func batchOutcomes() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let users = try (0..<3).map { _ in try newUser() }
         let sessions = try users.map { try newSession(of: $0) }
         func lesson(_ score: Int64) -> LessonProgress {
@@ -454,10 +419,6 @@ import Testing
 
     @Test("The state cache stays within its item budget and skips users over the per-user limit")
     func cacheBounds() throws {
-        defer {
-            connection.close()
-            database.drop()
-        }
         let cache = SyncCache(capacity: 10, maximumPerUser: 6, shards: 1)
         func syncCached(lessons: Int) throws {
             let progress = (0..<lessons).map {

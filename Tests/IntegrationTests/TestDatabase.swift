@@ -11,6 +11,8 @@ func env(_ name: String) -> String? {
 
 /// A uniquely named schema on the test server (SIWA_TEST_DB_SOCKET, or SIWA_TEST_DB_HOST/PORT, and
 /// SIWA_TEST_DB_USER/PASSWORD), dropped by `drop()`. Without a server the tests fail, on purpose.
+/// A suite that needs one per test creates it in `init` and drops it in `deinit`; a single test
+/// uses `withDatabase`.
 final class TestDatabase {
     let name: String
     let configuration: Configuration
@@ -63,4 +65,11 @@ final class TestDatabase {
         try? admin.run("DROP DATABASE IF EXISTS `\(name)`")
         admin.close()
     }
+}
+
+/// Runs `body` on a new, empty test schema and drops the schema when `body` returns or throws.
+func withDatabase<T>(_ body: (TestDatabase) throws -> T) throws -> T {
+    let database = try TestDatabase()
+    defer { database.drop() }
+    return try body(database)
 }
