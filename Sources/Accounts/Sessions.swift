@@ -85,11 +85,14 @@ package enum Sessions {
                 on: connection)
             return .reused(session)
         }
-        _ = try connection.execute("UPDATE refresh_tokens SET spent_at = UTC_TIMESTAMP(3) WHERE token_hash = ?", presentedHash)
-        _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
+        // One statement spends the token and extends its session (both rows are locked above).
         _ = try connection.execute(
-            "UPDATE sessions SET last_used_at = UTC_TIMESTAMP(3), expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = ?",
-            lifetime, session.sessionID)
+            """
+            UPDATE refresh_tokens t JOIN sessions s ON s.id = t.session_id
+            SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
+            WHERE t.token_hash = ?
+            """, lifetime, presentedHash)
+        _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
         return .rotated(session)
     }
 

@@ -38,6 +38,20 @@ import Testing
         }
     }
 
+    @Test("A rotation extends the session by the lifetime and marks only the presented token spent")
+    func rotationExtendsTheSession() throws {
+        let userID = try user()
+        let sessionID = try connection.transaction {
+            try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 60, on: connection)
+        }
+        _ = try rotate(1, 2)
+        let remaining: Int = try connection.query(
+            "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), expires_at) FROM sessions WHERE id = ?", sessionID)[0].decode(at: 0)
+        #expect(remaining > 3000, "rotate(lifetime: 3600) left \(remaining) s")
+        #expect(try count("SELECT COUNT(*) FROM refresh_tokens WHERE spent_at IS NOT NULL") == 1)
+        #expect(try count("SELECT COUNT(*) FROM refresh_tokens WHERE spent_at IS NULL") == 1)
+    }
+
     @Test("Rotation spends the token and issues the next; a spent token again revokes the family and is audited")
     func rotationAndReuse() throws {
         let userID = try user()
