@@ -139,7 +139,7 @@ package enum AppleAccounts {
         return SignedInAccount(userID: userID, isNewUser: true, newProfile: profile)
     }
 
-    /// A name part trimmed, without control characters, at most `maximumNameLength` characters;
+    /// A name part trimmed, without control characters, at most `maximumNameLength` code points;
     /// nil when nothing is left.
     package static func sanitizedName(_ name: String?) -> String? {
         guard let name else { return nil }
@@ -149,6 +149,6 @@ package enum AppleAccounts {
         )
         .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !cleaned.isEmpty else { return nil }
-        return String(cleaned.prefix(maximumNameLength))
+        return ColumnText.fitted(cleaned, maximum: maximumNameLength)
     }
 }

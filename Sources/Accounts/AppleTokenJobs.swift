@@ -63,7 +63,7 @@ package enum AppleRevocationOutbox {
     /// The attempt failed; it is retried at the time set when it was claimed.
     /// - Parameter error: a description without secrets.
     package static func markFailed(_ id: UInt64, error: String, on connection: Connection) throws {
-        _ = try connection.execute("UPDATE apple_revocations SET last_error = ? WHERE id = ?", String(error.prefix(255)), id)
+        _ = try connection.execute("UPDATE apple_revocations SET last_error = ? WHERE id = ?", ColumnText.fitted(error, maximum: 255), id)
     }
 }
 

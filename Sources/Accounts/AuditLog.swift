@@ -10,7 +10,7 @@ package enum AuditLog {
     ) throws {
         _ = try connection.execute(
             "INSERT INTO audit_events (event_type, user_id, session_id, remote_address, detail) VALUES (?, ?, ?, ?, ?)",
-            type, userID, sessionID, remoteAddress.map { String($0.prefix(45)) }, detail)
+            type, userID, sessionID, remoteAddress.map { ColumnText.fitted($0, maximum: 45) }, detail)
     }
 
     /// `text` as a JSON string for a detail, kept to letters, digits, `_` and `-` (detail values

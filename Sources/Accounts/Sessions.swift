@@ -46,7 +46,7 @@ package enum Sessions {
     package static func create(
         userID: UInt64, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int, on connection: Connection
     ) throws -> UInt64 {
-        let device = AppleAccounts.sanitizedName(device).map { String($0.prefix(maximumDeviceLength)) }
+        let device = AppleAccounts.sanitizedName(device).map { ColumnText.fitted($0, maximum: maximumDeviceLength) }
         let sessionID = try connection.execute(
             "INSERT INTO sessions (user_id, device, cookie_hash, expires_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)",
             userID, device, cookieHash, lifetime

@@ -63,14 +63,14 @@ import Testing
     @Test("Lessons and achievements: commutative, associative, idempotent on random triples", arguments: 0..<300)
     func joinLaws(seed: UInt64) {
         var random = SplitMix64(state: seed)
-        var a = RandomChanges.lesson(&random)
+        let a = RandomChanges.lesson(&random)
         var b = RandomChanges.lesson(&random)
         var c = RandomChanges.lesson(&random)
         (b.beliefSystemID, b.lessonID, c.beliefSystemID, c.lessonID) = (a.beliefSystemID, a.lessonID, a.beliefSystemID, a.lessonID)
         #expect(a.merged(with: b) == b.merged(with: a))
         #expect(a.merged(with: b).merged(with: c) == a.merged(with: b.merged(with: c)))
         #expect(a.merged(with: a) == a)
-        var x = RandomChanges.achievement(&random)
+        let x = RandomChanges.achievement(&random)
         var y = RandomChanges.achievement(&random)
         y.achievementID = x.achievementID
         #expect(x.merged(with: y) == y.merged(with: x))

@@ -67,6 +67,21 @@ request POST /auth/apple -H 'Content-Type: text/plain' -d '{}'
 expect_status 415 "a text body"
 pass "refused: user not sub (user_mismatch), another audience (audienceMismatch), wrong or missing nonce; 400 and 415 for bad bodies"
 
+# --- Names and device labels longer than their columns in code points, not in characters: e + U+0301
+# is one character and two code points, a flag one character and two code points.
+new_apple_user "long.e2e@example.com" Long Name
+apple_sign_in "$APPLE_USER" com.example.siwa nonce-long-1
+combining=$(python3 -c 'print("e\u0301" * 100, end="")')
+flags=$(python3 -c 'print("\U0001F1EB\U0001F1F7" * 128, end="")')
+sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-long-1\",\"fullName\":{\"givenName\":\"$combining\",\"familyName\":\"$flags\"},\"device\":\"$flags\"}"
+expect_status 200 "a sign-in with names and a device longer than their columns"
+LONG_ID=$(json user.id <<<"$BODY")
+stored=$(sql "SELECT CHAR_LENGTH(first_name), CHAR_LENGTH(last_name) FROM users WHERE id = $LONG_ID")
+[ "$stored" = "$(printf '100\t100')" ] || fail "the names were not stored cut to 100 code points: $stored"
+device=$(sql "SELECT CHAR_LENGTH(device) FROM sessions WHERE user_id = $LONG_ID")
+[ "$device" = 128 ] || fail "the device was not stored cut to 128 code points: $device"
+pass "names of 100 combining characters or flags and a device of 128 flags: 200, stored cut by code points (100, 128)"
+
 # --- Hidden email: a relay address, flagged.
 new_apple_user "hidden.e2e@example.com" Hidden Person
 apple_sign_in "$APPLE_USER" com.example.siwa nonce-hidden-1 '"hideEmail":true'
