@@ -139,9 +139,9 @@ package enum AppleAccounts {
         return SignedInAccount(userID: userID, isNewUser: true, newProfile: profile)
     }
 
-    /// A name part trimmed, without control characters, at most `maximumNameLength` code points;
-    /// nil when nothing is left.
-    package static func sanitizedName(_ name: String?) -> String? {
+    /// A name part trimmed, without control characters, at most `maximum` code points (the
+    /// unit of its column); nil when nothing is left.
+    package static func sanitizedName(_ name: String?, maximum: Int = maximumNameLength) -> String? {
         guard let name else { return nil }
         let cleaned = String(
             String.UnicodeScalarView(
@@ -149,6 +149,6 @@ package enum AppleAccounts {
         )
         .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !cleaned.isEmpty else { return nil }
-        return ColumnText.fitted(cleaned, maximum: maximumNameLength)
+        return ColumnText.fitted(cleaned, maximum: maximum)
     }
 }

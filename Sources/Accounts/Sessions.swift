@@ -46,7 +46,7 @@ package enum Sessions {
     package static func create(
         userID: UInt64, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int, on connection: Connection
     ) throws -> UInt64 {
-        let device = AppleAccounts.sanitizedName(device).map { ColumnText.fitted($0, maximum: maximumDeviceLength) }
+        let device = AppleAccounts.sanitizedName(device, maximum: maximumDeviceLength)
         let sessionID = try connection.execute(
             "INSERT INTO sessions (user_id, device, cookie_hash, expires_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)",
             userID, device, cookieHash, lifetime
@@ -59,39 +59,53 @@ package enum Sessions {
 
     /// Spends the refresh token `presentedHash` and makes `nextHash` the session's token, extending
     /// the session by `lifetime`. A spent token presented again revokes its session and records a
-    /// `refresh_token_reuse` audit event. Must run inside a transaction, which the caller commits
+    /// `refresh_token_reuse` audit event, except the token the session rotated away from last,
+    /// presented again within `reuseInterval` seconds (a retry whose answer was lost): it retires
+    /// the token that answer carried and makes `nextHash` the session's token, so that a session
+    /// never has more than one live token. Must run inside a transaction, which the caller commits
     /// also for `.reused` (so the revocation stays).
     package static func rotate(
-        presentedHash: [UInt8], nextHash: [UInt8], lifetime: Int, remoteAddress: String?, on connection: Connection
+        presentedHash: [UInt8], nextHash: [UInt8], lifetime: Int, reuseInterval: Int = 0, remoteAddress: String?,
+        on connection: Connection
     ) throws -> Rotation {
         guard
             let row = try connection.query(
                 """
-                SELECT t.session_id, s.user_id, t.spent_at IS NOT NULL,
-                    s.revoked_at IS NULL AND s.expires_at > UTC_TIMESTAMP(3)
+                SELECT t.session_id, s.user_id, t.spent_at IS NOT NULL, \(activeCondition),
+                    s.previous_token_hash <=> t.token_hash AND s.rotated_at > UTC_TIMESTAMP(3) - INTERVAL ? SECOND
                 FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
                 WHERE t.token_hash = ? FOR UPDATE
-                """, presentedHash
+                """, reuseInterval, presentedHash
             ).first
         else { return .unknown }
         let session = Active(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1))
         let spent: Bool = try row.decode(at: 2)
         let active: Bool = try row.decode(at: 3)
+        let retried: Bool = try row.decode(at: 4)
         guard active else { return .inactive }
-        if spent {
+        if spent && retried {
+            _ = try connection.execute(
+                "UPDATE refresh_tokens SET spent_at = UTC_TIMESTAMP(3) WHERE session_id = ? AND spent_at IS NULL", session.sessionID)
+            _ = try connection.execute(
+                "UPDATE sessions SET last_used_at = UTC_TIMESTAMP(3), expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = ?",
+                lifetime, session.sessionID)
+        } else if spent {
             _ = try revoke(session.sessionID, reason: "refresh_token_reuse", on: connection)
             try AuditLog.record(
                 "refresh_token_reuse", userID: session.userID, sessionID: session.sessionID, remoteAddress: remoteAddress,
                 on: connection)
             return .reused(session)
+        } else {
+            // One statement spends the token, extends its session and remembers the rotation (both
+            // rows are locked above).
+            _ = try connection.execute(
+                """
+                UPDATE refresh_tokens t JOIN sessions s ON s.id = t.session_id
+                SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND,
+                    s.previous_token_hash = t.token_hash, s.rotated_at = UTC_TIMESTAMP(3)
+                WHERE t.token_hash = ?
+                """, lifetime, presentedHash)
         }
-        // One statement spends the token and extends its session (both rows are locked above).
-        _ = try connection.execute(
-            """
-            UPDATE refresh_tokens t JOIN sessions s ON s.id = t.session_id
-            SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
-            WHERE t.token_hash = ?
-            """, lifetime, presentedHash)
         _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
         return .rotated(session)
     }

@@ -1,5 +1,6 @@
 import Foundation
 package import HTTPClient
+import JOSE
 
 /// Apple's `TokenResponse` (`POST /auth/token`).
 package struct AppleTokenResponse: Sendable, Equatable, Decodable {
@@ -16,6 +17,18 @@ package struct AppleTokenResponse: Sendable, Equatable, Decodable {
         case expiresIn = "expires_in"
         case refreshToken = "refresh_token"
         case idToken = "id_token"
+    }
+}
+
+extension AppleTokenResponse {
+    /// The `sub` and `aud` of `id_token`, read without checking its signature: the answer came
+    /// over TLS straight from Apple's token endpoint, which OpenID Connect Core §3.1.3.7 accepts in
+    /// place of the signature. Nil when there is no `id_token` or it cannot be read.
+    package var idTokenIdentity: (subject: String, audience: String)? {
+        guard let idToken, let payload = try? CompactJWS(idToken).decodePayload(),
+            let subject = try? payload.string("sub"), let audience = IdentityClaims.audience(of: payload)
+        else { return nil }
+        return (subject, audience)
     }
 }
 

@@ -12,6 +12,8 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         case nonceReused
         /// Apple refused the authorization code (expired, used, or for another client).
         case codeRefused
+        /// The authorization code was issued with another identity token (another `sub` or `aud`).
+        case codeMismatch
         /// Apple could not be reached, or answered what it never answers.
         case appleUnavailable
         /// Apple refused our own credentials (client secret, client id).

@@ -57,8 +57,8 @@ extension Operations {
         let rotation = try retryingConflicts {
             try database.transaction {
                 try Sessions.rotate(
-                    presentedHash: presentedHash, nextHash: next.hash, lifetime: settings.lifetime, remoteAddress: remoteAddress,
-                    on: database)
+                    presentedHash: presentedHash, nextHash: next.hash, lifetime: settings.lifetime,
+                    reuseInterval: settings.refreshReuseInterval, remoteAddress: remoteAddress, on: database)
             }
         }
         switch rotation {

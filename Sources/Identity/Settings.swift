@@ -56,12 +56,18 @@ package struct SessionSettings: Sendable {
     package var dataKeys: DataKeys
     /// Seconds a session lives without a refresh.
     package var lifetime: Int
+    /// Seconds during which the refresh token rotated last may be presented again (a retry whose
+    /// answer was lost) without being taken for reuse; 0 turns it off.
+    package var refreshReuseInterval: Int
 
-    package init(publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000) {
+    package init(
+        publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000, refreshReuseInterval: Int = 10
+    ) {
         self.publicURL = publicURL
         self.accessTokens = accessTokens
         self.dataKeys = dataKeys
         self.lifetime = lifetime
+        self.refreshReuseInterval = refreshReuseInterval
     }
 
     /// The web sign-in's `redirect_uri` (registered at Apple for the Services ID).

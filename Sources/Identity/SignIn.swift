@@ -106,7 +106,7 @@ extension Operations {
             // Claimed in a statement of its own before Apple is called, so that a replay never
             // reaches Apple; without a code it is claimed by the sign-in's own transaction.
             try nonce?.claim(on: database)
-            sealed = try exchange(code, clientID: identity.audience, redirectURI: redirectURI, apple: apple, settings: settings)
+            sealed = try exchange(code, for: identity, redirectURI: redirectURI, apple: apple, settings: settings)
         }
         let signIn = AppleSignIn(
             teamID: apple.settings.teamID, sub: identity.subject, audience: identity.audience, email: identity.email,
@@ -134,13 +134,20 @@ extension Operations {
         }
     }
 
-    /// Exchanges an authorization code at Apple with the client id it was issued to and seals the
-    /// refresh token Apple returns.
+    /// Exchanges an authorization code at Apple with the client id the identity token was issued to,
+    /// checks that Apple's answer is for the same `sub` and `aud` (a token without `c_hash` does not
+    /// bind the code to itself), and seals the refresh token Apple returns.
+    /// - Throws: `IdentityError(.codeMismatch)` when the code belongs to another identity.
     private func exchange(
-        _ code: String, clientID: String, redirectURI: String?, apple: AppleServices, settings: SessionSettings
+        _ code: String, for identity: IdentityToken, redirectURI: String?, apple: AppleServices, settings: SessionSettings
     ) throws -> SealedAppleToken? {
+        let clientID = identity.audience
         do {
             let tokens = try appleClient(apple).exchangeCode(code, clientID: clientID, redirectURI: redirectURI)
+            guard let owner = tokens.idTokenIdentity, owner.subject == identity.subject, owner.audience == clientID else {
+                logger.warning("an authorization code of another identity", metadata: ["client": "\(clientID)"])
+                throw IdentityError(.codeMismatch, "the authorization code was not issued with this identity token")
+            }
             return try tokens.refreshToken.map { try settings.dataKeys.seal($0, clientID: clientID) }
         } catch let error as AppleAPIError {
             switch error.code {

@@ -423,6 +423,12 @@ struct JSONParser {
                 return (start..<position, escaped)
             }
             if byte < 0x20 { throw fail("control character in a string") }
+            if byte >= 0x80 {
+                // Every string is checked, also those a reader skips and member names.
+                guard let length = Self.utf8SequenceLength(text, at: position) else { throw fail("invalid UTF-8 in a string") }
+                position += length
+                continue
+            }
             if byte == UInt8(ascii: "\\") {
                 escaped = true
                 position += 1
@@ -432,10 +438,15 @@ struct JSONParser {
                     UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     position += 1
                 case UInt8(ascii: "u"):
-                    guard position + 5 <= text.count,
-                        text[position + 1..<position + 5].allSatisfy({ Self.hexValue($0) != nil })
-                    else { throw fail("invalid \\u escape") }
+                    guard let unit = hex4(at: position + 1) else { throw fail("invalid \\u escape") }
                     position += 5
+                    if (0xDC00...0xDFFF).contains(unit) { throw fail("a lone low surrogate escape") }
+                    if (0xD800...0xDBFF).contains(unit) {
+                        guard current == UInt8(ascii: "\\"), position + 1 < text.count, text[position + 1] == UInt8(ascii: "u"),
+                            let low = hex4(at: position + 2), (0xDC00...0xDFFF).contains(low)
+                        else { throw fail("a lone high surrogate escape") }
+                        position += 6
+                    }
                 default:
                     throw fail("invalid escape")
                 }
@@ -444,6 +455,39 @@ struct JSONParser {
             position += 1
         }
         throw fail("unterminated string")
+    }
+
+    /// The four hex digits at `offset` as a UTF-16 code unit; nil if they are not four hex digits.
+    private func hex4(at offset: Int) -> UInt32? {
+        guard offset + 4 <= text.count else { return nil }
+        var value: UInt32 = 0
+        for byte in text[offset..<offset + 4] {
+            guard let digit = Self.hexValue(byte) else { return nil }
+            value = value << 4 | digit
+        }
+        return value
+    }
+
+    /// The length of the well-formed UTF-8 sequence starting at `offset` with a byte >= 0x80, or
+    /// nil (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+    static func utf8SequenceLength(_ text: [UInt8], at offset: Int) -> Int? {
+        let lead = text[offset]
+        let length: Int
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: (length, low) = (3, 0xA0)
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: (length, high) = (3, 0x9F)
+        case 0xF0: (length, low) = (4, 0x90)
+        case 0xF1...0xF3: length = 4
+        case 0xF4: (length, high) = (4, 0x8F)
+        default: return nil
+        }
+        guard offset + length <= text.count, (low...high).contains(text[offset + 1]) else { return nil }
+        for index in offset + 2..<offset + length where !(0x80...0xBF).contains(text[index]) { return nil }
+        return length
     }
 
     /// The value of the string scanned at `range` of `text` (quotes included); nil if it is not

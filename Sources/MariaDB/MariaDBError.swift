@@ -58,18 +58,34 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
     package var description: String { "MariaDBError.\(code) (\(errno)/\(sqlState))" }
 
     /// For logs: the message with quoted values redacted (a duplicate entry quotes the row's value,
-    /// which may be an email); quoted names of keys and tables stay.
+    /// which may be an email); quoted names of keys and tables, and file paths, stay.
     package var debugDescription: String {
         "MariaDBError.\(code) (\(errno)/\(sqlState)): \(MariaDBError.redactingValues(message)) [\(file):\(line)]"
     }
 
     static func redactingValues(_ message: String) -> String {
-        let parts = message.split(separator: "'", omittingEmptySubsequences: false)
-        return parts.enumerated().map { index, part in
-            let isQuoted = index % 2 == 1 && index < parts.count - 1
-            let isName = part.count <= 64 && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_.$`".contains($0)) }
-            return isQuoted && !isName ? "<redacted>" : String(part)
-        }.joined(separator: "'")
+        let characters = Array(message)
+        // An apostrophe between two letters ("Can't") is part of a word, not a quote.
+        let quotes = characters.indices.filter { index in
+            characters[index] == "'"
+                && !(index > 0 && index + 1 < characters.count && characters[index - 1].isLetter && characters[index + 1].isLetter)
+        }
+        var result = ""
+        var copied = 0
+        for pair in stride(from: 0, to: quotes.count - 1, by: 2) {
+            let (open, close) = (quotes[pair], quotes[pair + 1])
+            let quoted = String(characters[open + 1..<close])
+            result += String(characters[copied...open]) + (isName(quoted) ? quoted : "<redacted>")
+            copied = close
+        }
+        return result + String(characters[copied...])
+    }
+
+    /// A key or table name, or a file path (a socket's): nothing a user typed.
+    private static func isName(_ text: String) -> Bool {
+        let allowed: (Character) -> Bool = { $0.isASCII && ($0.isLetter || $0.isNumber || "_.$`".contains($0)) }
+        if text.hasPrefix("/") { return text.count <= 256 && text.allSatisfy { allowed($0) || "/-".contains($0) } }
+        return text.count <= 64 && text.allSatisfy(allowed)
     }
 }
 

@@ -131,6 +131,11 @@ package struct AppConfig: Sendable {
         Key(
             name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000",
             summary: "a session ends after this long without a refresh"),
+        Key(
+            name: "SIWA_REFRESH_REUSE_INTERVAL", type: "seconds 0...300", defaultValue: "10",
+            summary:
+                "the refresh token rotated last, presented again this soon (a retry whose answer was lost), gets a new pair instead of ending the session; 0 turns it off"
+        ),
     ]
 
     /// Reads and validates the configuration.
@@ -277,8 +282,10 @@ extension EnvironmentReader {
             problem("SIWA_DATA_KEYS_FILE: required")
         }
         let lifetime = integer("SIWA_SESSION_LIFETIME", in: 3600...31_536_000)
+        let reuseInterval = integer("SIWA_REFRESH_REUSE_INTERVAL", in: 0...300)
         guard let tokens, let keys else { return nil }
-        return SessionSettings(publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime)
+        return SessionSettings(
+            publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime, refreshReuseInterval: reuseInterval)
     }
 
     /// The type of the access-token keys `siwa keys rotate` makes.

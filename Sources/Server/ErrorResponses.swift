@@ -35,6 +35,8 @@ package enum ErrorResponses {
         case .notConfigured: HTTPError(503, "not_configured", "This server is not configured for it: \(error.reason)")
         case .webSignInNotConfigured: HTTPError(404, "not_configured", "Web sign-in needs SIWA_APPLE_SERVICES_ID")
         case .userMismatch: HTTPError(401, "user_mismatch", "`user` is not the subject of the identity token")
+        case .codeMismatch:
+            HTTPError(401, "code_mismatch", "The authorization code was not issued with this identity token")
         case .nonceReused: HTTPError(401, "nonce_reused", "This nonce was already used; start a new sign-in")
         case .codeRefused:
             HTTPError(400, "invalid_grant", "Apple refused the authorization code (expired, used, or for another client)")

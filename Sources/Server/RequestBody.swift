@@ -1,11 +1,19 @@
 package import FastCGI
 import Foundation
+import JOSE
 
 extension Request {
-    /// Decodes the JSON body as `T`.
+    /// Decodes the JSON body as `T`. The body is first read by the strict reader of the token
+    /// checks (RFC 8259 only, no duplicate member, valid UTF-8, no lone surrogate, no BOM), which
+    /// Foundation's decoder is not.
     /// - Throws: 415 for another content type, 400 naming the first problem.
     package func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
         try requireJSON()
+        do {
+            _ = try JSONObject(parsing: body)
+        } catch {
+            throw HTTPError.badRequest("The body is not a strict JSON object: \(error)")
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch DecodingError.keyNotFound(let key, let context) {
@@ -21,7 +29,7 @@ extension Request {
 
     /// - Throws: 415 when the body is declared as anything but JSON.
     package func requireJSON() throws {
-        if let contentType = headers["content-type"], !contentType.lowercased().hasPrefix("application/json") {
+        if let contentType = headers["content-type"], MediaType(contentType)?.essence != "application/json" {
             throw HTTPError(415, "unsupported_media_type", "Send the body as application/json")
         }
     }
@@ -42,4 +50,22 @@ package func limited(_ value: String?, _ name: String, maximum: Int) throws -> S
     guard let value else { return nil }
     guard value.utf8.count <= maximum else { throw HTTPError.badRequest("`\(name)` is longer than \(maximum) bytes") }
     return value
+}
+
+/// A `Content-Type` value read as a media type (RFC 9110 §8.3.1): type and subtype compared
+/// case-insensitively, parameters after `;` set aside.
+struct MediaType {
+    /// `type/subtype`, lowercased.
+    let essence: String
+
+    init?(_ value: String) {
+        let essence = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        let parts = essence.split(separator: "/", omittingEmptySubsequences: false)
+        let token = { (part: Substring) in
+            !part.isEmpty && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "!#$&-^_.+".contains($0)) }
+        }
+        guard parts.count == 2, token(parts[0]), token(parts[1]) else { return nil }
+        self.essence = essence
+    }
 }

@@ -272,4 +272,32 @@ import Testing
             #expect(throws: MariaDBError(.connectionLost)) { try broken.ping() }
         }
     }
+
+    @Test("Logged errors keep the socket path of \"Can't connect\" and hide a duplicate entry's value")
+    func redactedMessages() throws {
+        var unreachable = try TestDatabase.serverConfiguration()
+        unreachable.endpoint = .unixSocket(path: "/nonexistent/mysql.sock")
+        let broken = Connection(configuration: unreachable)
+        defer { broken.close() }
+        do {
+            try broken.ping()
+            Issue.record("connected to a missing socket")
+        } catch let error as MariaDBError {
+            #expect(error.debugDescription.contains("Can't connect"), "\(error.debugDescription)")
+            #expect(error.debugDescription.contains("'/nonexistent/mysql.sock'"), "\(error.debugDescription)")
+        }
+        try withDatabase { database in
+            let connection = try database.connect()
+            defer { connection.close() }
+            try connection.run("CREATE TABLE people (email VARCHAR(64) PRIMARY KEY)")
+            _ = try connection.execute("INSERT INTO people VALUES (?)", "o'brien@example.com")
+            do {
+                _ = try connection.execute("INSERT INTO people VALUES (?)", "o'brien@example.com")
+                Issue.record("a duplicate was stored")
+            } catch let error as MariaDBError {
+                #expect(!error.debugDescription.contains("example.com"), "\(error.debugDescription)")
+                #expect(error.debugDescription.contains("<redacted>") && error.debugDescription.contains("PRIMARY"))
+            }
+        }
+    }
 }

@@ -31,10 +31,11 @@ import Testing
         }.userID
     }
 
-    func rotate(_ presented: UInt8, _ next: UInt8) throws -> Sessions.Rotation {
+    func rotate(_ presented: UInt8, _ next: UInt8, reuseInterval: Int = 0) throws -> Sessions.Rotation {
         try connection.transaction {
             try Sessions.rotate(
-                presentedHash: hash(presented), nextHash: hash(next), lifetime: 3600, remoteAddress: "127.0.0.1", on: connection)
+                presentedHash: hash(presented), nextHash: hash(next), lifetime: 3600, reuseInterval: reuseInterval,
+                remoteAddress: "127.0.0.1", on: connection)
         }
     }
 
@@ -71,6 +72,42 @@ import Testing
         #expect(try Sessions.list(userID: userID, on: connection).isEmpty)
         let reason: String = try connection.query("SELECT revoke_reason FROM sessions WHERE id = ?", sessionID)[0].decode(at: 0)
         #expect(reason == "refresh_token_reuse")
+    }
+
+    @Test("A lost answer: the token rotated last, again within the reuse interval, gets a new pair for the same session")
+    func retryWithinReuseInterval() throws {
+        let userID = try user()
+        let sessionID = try connection.transaction {
+            try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+        }
+        let active = Sessions.Active(sessionID: sessionID, userID: userID)
+        #expect(try rotate(1, 2, reuseInterval: 10) == .rotated(active))
+        // The answer carrying token 2 was lost; the client presents token 1 again.
+        #expect(try rotate(1, 3, reuseInterval: 10) == .rotated(active), "a retry within the interval")
+        #expect(try count("SELECT COUNT(*) FROM refresh_tokens WHERE spent_at IS NULL") == 1, "one live token per session")
+        #expect(try rotate(3, 4, reuseInterval: 10) == .rotated(active), "the retry's token is the session's token")
+        #expect(try Sessions.isActive(sessionID: sessionID, userID: userID, on: connection))
+        #expect(try count("SELECT COUNT(*) FROM audit_events WHERE event_type = 'refresh_token_reuse'") == 0)
+        // Token 2, retired by the retry, is not the token rotated last: reuse.
+        #expect(try rotate(2, 5, reuseInterval: 10) == .reused(active))
+        #expect(try !Sessions.isActive(sessionID: sessionID, userID: userID, on: connection))
+    }
+
+    @Test("The token rotated last, again after the interval or with the interval off, is reuse and ends the session")
+    func retryAfterReuseInterval() throws {
+        let userID = try user()
+        for (first, interval) in [(UInt8(1), 10), (UInt8(11), 0)] {
+            let sessionID = try connection.transaction {
+                try Sessions.create(
+                    userID: userID, device: nil, refreshTokenHash: hash(first), cookieHash: nil, lifetime: 3600, on: connection)
+            }
+            let active = Sessions.Active(sessionID: sessionID, userID: userID)
+            #expect(try rotate(first, first + 1, reuseInterval: interval) == .rotated(active))
+            _ = try connection.execute("UPDATE sessions SET rotated_at = rotated_at - INTERVAL ? SECOND WHERE id = ?", interval, sessionID)
+            #expect(try rotate(first, first + 2, reuseInterval: interval) == .reused(active), "interval \(interval)")
+            #expect(try !Sessions.isActive(sessionID: sessionID, userID: userID, on: connection))
+        }
+        #expect(try count("SELECT COUNT(*) FROM audit_events WHERE event_type = 'refresh_token_reuse'") == 2)
     }
 
     @Test("Sessions are found by the hash of their cookie, listed with their cleaned device labels, and revoked only by their user")

@@ -18,7 +18,8 @@ final class TestDatabase {
     let configuration: Configuration
     private let admin: Connection
 
-    init() throws {
+    /// The test server, without a schema.
+    static func serverConfiguration() throws -> Configuration {
         initializeMariaDBLibrary()
         let endpoint: Configuration.Endpoint =
             if let socket = env("SIWA_TEST_DB_SOCKET") {
@@ -26,9 +27,13 @@ final class TestDatabase {
             } else {
                 .tcp(host: env("SIWA_TEST_DB_HOST") ?? "127.0.0.1", port: Int(env("SIWA_TEST_DB_PORT") ?? "3306") ?? 3306)
             }
-        let server = Configuration(
+        return Configuration(
             endpoint: endpoint, user: env("SIWA_TEST_DB_USER") ?? "root", password: env("SIWA_TEST_DB_PASSWORD"),
             allowsMultipleStatements: true)
+    }
+
+    init() throws {
+        let server = try Self.serverConfiguration()
         admin = Connection(configuration: server)
         name = "siwa_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         try admin.run("CREATE DATABASE `\(name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")

@@ -75,14 +75,29 @@ import Testing
         #expect(throws: JSONError.tooDeep) { try JSONObject(parsing: deep) }
     }
 
-    @Test("Invalid UTF-8 and lone surrogates are refused when read")
+    /// Texts that are JSON but for their strings: invalid UTF-8 (a bad continuation, an overlong
+    /// form, an encoded surrogate, beyond U+10FFFF, a truncated sequence) or a lone surrogate
+    /// escape, in a value, a skipped nested value or a member name.
+    static let invalidStrings: [[UInt8]] = [
+        Array(#"{"a":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8),
+        Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8),
+        Array(#"{"a":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),
+        Array(#"{"a":""#.utf8) + [0xF4, 0x90, 0x80, 0x80] + Array(#""}"#.utf8),
+        Array(#"{"a":""#.utf8) + [0xE2, 0x82] + Array(#""}"#.utf8),
+        Array(#"{"skip":{"x":["#.utf8) + [0x22, 0xFF, 0x22] + Array("]}}".utf8),
+        Array(#"{""#.utf8) + [0xC3, 0x28] + Array(#"":1}"#.utf8),
+        Array(#"{"a":"\ud800x"}"#.utf8), Array(#"{"a":"\udc00"}"#.utf8), Array(#"{"skip":["\ud83dx"]}"#.utf8),
+        Array(#"{"\ud800":1}"#.utf8),
+    ]
+
+    @Test("Invalid UTF-8 and lone surrogates are refused anywhere: in values read or skipped, and in member names")
     func utf8() throws {
-        let invalid = try JSONObject(parsing: Array(#"{"a":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8))
-        #expect(throws: JSONError.invalidUTF8(member: "a")) { try invalid.string("a") }
-        let lone = try JSONObject(parsing: #"{"a":"\ud800x"}"#)
-        #expect(throws: JSONError.invalidUTF8(member: "a")) { try lone.string("a") }
-        let pair = try JSONObject(parsing: #"{"a":"\ud83d\ude00"}"#)
+        for text in Self.invalidStrings {
+            #expect(throws: JSONError.self, "\(text)") { try JSONObject(parsing: text) }
+        }
+        let pair = try JSONObject(parsing: #"{"a":"\ud83d\ude00","b":"é€😀"}"#)
         #expect(try pair.string("a") == "😀")
+        #expect(try pair.string("b") == "é€😀")
     }
 
     @Test("objectArray: the objects of an array member; a non-object element is named by its index")

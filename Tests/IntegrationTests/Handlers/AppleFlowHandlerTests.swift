@@ -17,6 +17,7 @@ import Testing
     func webToken(_ harness: HandlerHarness, sub: String, nonceHash: String, code: String, audience: String = HandlerHarness.servicesID)
         throws -> String
     {
+        harness.issued.issue(code, subject: sub, audience: audience)
         let now = Int64(harness.clock.now())
         let claims = JSONText.object([
             ("iss", .string("https://appleid.apple.com")), ("aud", .string(audience)), ("exp", .integer(now + 600)),
@@ -101,12 +102,34 @@ import Testing
         #expect(harness.send("GET", "/auth/web/start", query: "return_to=//evil.example").status == 400)
     }
 
+    @Test("An authorization code belongs to its identity token: A's token (no c_hash) with B's code is refused, nothing stored")
+    func codeOfAnotherIdentity() throws {
+        let harness = try HandlerHarness()
+        let alice = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let cHash = try CompactJWS(alice.token).decodePayload().string("c_hash")
+        #expect(cHash == nil, "a token without c_hash")
+        harness.issued.issue("code-of-bob", subject: "001234.bob.0001", audience: alice.aud)
+        harness.issued.issue("code-for-web", subject: alice.sub, audience: HandlerHarness.servicesID)
+        for code in ["code-of-bob", "code-for-web"] {
+            let refused = harness.signIn(alice.token, code: code, at: alice.suggested_fixed_clock)
+            #expect(refused.status == 401, "\(code): \(refused.text)")
+            #expect(try refused.json().string("error") == "code_mismatch")
+        }
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 0)
+        harness.issued.issue("code-of-alice", subject: alice.sub, audience: alice.aud)
+        #expect(harness.signIn(alice.token, code: "code-of-alice", at: alice.suggested_fixed_clock).status == 200)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE apple_refresh_token IS NOT NULL") == 1)
+    }
+
     @Test("Rule 9: each Apple token is validated and revoked with the client id that minted it (a bundle id and the Services ID)")
     func mintingClientID() throws {
         let harness = try HandlerHarness()
         let native = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
         let web = try AppleFixtures.token("nov-apple_id-AIDOPK1-2019")
         #expect(native.aud == HandlerHarness.bundleID && web.aud == HandlerHarness.servicesID)
+        harness.issued.issue("code-native", subject: native.sub, audience: native.aud)
+        harness.issued.issue("code-web", subject: web.sub, audience: web.aud)
         let first = harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock)
         let second = harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock)
         #expect(first.status == 200 && second.status == 200, "\(first.text) \(second.text)")

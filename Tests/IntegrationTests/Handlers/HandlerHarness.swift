@@ -28,6 +28,8 @@ final class HandlerHarness {
     let application: Application
     let worker: Worker
     let apple: TestHTTPServer
+    /// What the stand-in for Apple issued; a test records the owner of each code it sends.
+    let issued: IssuedTokens
     /// The key that signs the web flow's identity tokens, published with Apple's real keys.
     let webKey: RSAPrivateKey
     static let webKeyID = "test-web-key"
@@ -42,7 +44,8 @@ final class HandlerHarness {
         _ = try AccessTokenKeyFiles.add(.es256, to: directory + "/access", now: Date())
         try HandlerHarness.write(try P256PrivateKey().pem(), to: directory + "/apple.p8")
         try HandlerHarness.write("k1 \(Data((0..<32).map { UInt8($0) }).base64EncodedString())\n", to: directory + "/data_keys")
-        let issued = IssuedTokens()
+        issued = try IssuedTokens()
+        let issued = issued
         apple = try TestHTTPServer { request in HandlerHarness.answerLikeApple(request, issued: issued) }
         var environment = [
             "SIWA_DB_SOCKET": "/unused", "SIWA_DB_NAME": "unused", "SIWA_DB_USER": "unused",
@@ -89,9 +92,12 @@ final class HandlerHarness {
                 return TestHTTPServer.Response(status: 400, body: #"{"error":"invalid_grant"}"#)
             }
             let number = issued.count.wrappingAdd(1, ordering: .relaxed).newValue
+            // Apple's id_token names the identity the code was issued to (unknown codes: nobody).
+            let owner = issued.owner(of: code) ?? (subject: "nobody", audience: form["client_id"] ?? "")
+            let idToken = try? issued.idToken(subject: owner.subject, audience: owner.audience)
             let body = JSONText.object([
                 ("access_token", .string("a.\(number)")), ("token_type", .string("Bearer")), ("expires_in", .integer(3600)),
-                ("refresh_token", .string("r.\(form["client_id"] ?? "").\(number)")), ("id_token", .string("id.\(number)")),
+                ("refresh_token", .string("r.\(form["client_id"] ?? "").\(number)")), ("id_token", .string(idToken ?? "")),
             ])
             return TestHTTPServer.Response(status: 200, headers: [("Content-Type", "application/json")], body: body)
         case ("/auth/token", "refresh_token"):
@@ -149,9 +155,30 @@ final class HandlerHarness {
     }
 }
 
-/// How many refresh tokens the stand-in for Apple issued.
+/// What the stand-in for Apple issued: how many refresh tokens, and for whom each code was issued.
 final class IssuedTokens: Sendable {
     let count = Atomic<Int>(0)
+    private let owners = Mutex<[String: (subject: String, audience: String)]>([:])
+    private let key: RSAPrivateKey
+
+    init() throws { key = try RSAPrivateKey() }
+
+    /// Records that Apple issued `code` to `subject` for the client `audience`.
+    func issue(_ code: String, subject: String, audience: String) {
+        owners.withLock { $0[code] = (subject, audience) }
+    }
+
+    func owner(of code: String) -> (subject: String, audience: String)? { owners.withLock { $0[code] } }
+
+    /// An `id_token` as Apple's token endpoint returns it.
+    func idToken(subject: String, audience: String) throws -> String {
+        let claims = JSONText.object([
+            ("iss", .string("https://appleid.apple.com")), ("aud", .string(audience)), ("exp", .integer(2_000_000_000)),
+            ("iat", .integer(1_700_000_000)), ("sub", .string(subject)),
+        ])
+        let header = JSONText.object([("kid", .string("token-endpoint")), ("alg", .string("RS256"))])
+        return try CompactJWS.serialize(header: header, claims: claims, sign: key.signature(for:))
+    }
 }
 
 /// A response's body as a JSON object.

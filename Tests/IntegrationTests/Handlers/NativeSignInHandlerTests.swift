@@ -42,8 +42,14 @@ import Testing
 
         let rotated = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
         #expect(rotated.status == 200)
-        let next = try #require(try rotated.json().string("refreshToken"))
-        let reused = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+        let lost = try #require(try rotated.json().string("refreshToken"))
+        // The answer carrying `lost` did not arrive: the retry within the reuse interval gets a new pair.
+        let retried = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+        #expect(retried.status == 200)
+        #expect(try retried.json().string("sessionId") == sessionID)
+        let next = try #require(try retried.json().string("refreshToken"))
+        // `lost`, retired by the retry, is a spent token: reuse ends the session.
+        let reused = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(lost)"}"#)
         #expect(reused.status == 401)
         #expect(try reused.json().string("error") == "token_reused")
         #expect(harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(next)"}"#).status == 401, "reuse ended the session")
@@ -90,6 +96,46 @@ import Testing
         let foreign = harness.signIn(other.token, at: other.suggested_fixed_clock)
         #expect(foreign.status == 401 && foreign.text.contains("audienceMismatch"))
         #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
+    }
+
+    @Test("Bodies are strict JSON on every JSON route: duplicates, leading zeros, NUL, a BOM, invalid UTF-8, lone surrogates get 400")
+    func strictBodies() throws {
+        let harness = try HandlerHarness()
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let refresh = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("refreshToken"))
+        let bodies: [(String, [UInt8])] = [
+            ("/auth/refresh", Array(#"{"refreshToken":"\#(refresh)","refreshToken":"x"}"#.utf8)),
+            ("/auth/apple", Array(#"{"identityToken":"\#(real.token)","device":"a","device":"b"}"#.utf8)),
+            ("/auth/apple", Array(#"{"identityToken":"\#(real.token)","fullName":{"givenName":007}}"#.utf8)),
+            ("/auth/refresh", Array(#"{"refreshToken":"\#(refresh)\#u{0000}"}"#.utf8)),
+            ("/auth/refresh", [0xEF, 0xBB, 0xBF] + Array(#"{"refreshToken":"\#(refresh)"}"#.utf8)),
+            ("/auth/apple", Array(#"{"identityToken":"\#(real.token)","device":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)),
+            ("/auth/apple", Array(#"{"identityToken":"\#(real.token)","device":"\ud800"}"#.utf8)),
+            ("/webhook/apple", Array(#"{"payload":"a","payload":"b"}"#.utf8)),
+        ]
+        for (path, body) in bodies {
+            let response = harness.worker.respond(
+                to: .init(method: "POST", path: path, headers: .init([("content-type", "application/json")]), body: body))
+            #expect(response.status == 400, "\(path) \(String(decoding: body.prefix(60), as: UTF8.self)): \(response.text)")
+            #expect(try response.json().string("error") == "invalid_request")
+        }
+        #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 1, "no body that was refused opened a session")
+        #expect(try harness.count("SELECT COUNT(*) FROM refresh_tokens WHERE spent_at IS NOT NULL") == 0, "nor spent a token")
+    }
+
+    @Test("Content-Type is read as a media type: JSON with or without a charset, in any case; application/jsonfoo is not JSON")
+    func mediaTypes() throws {
+        let harness = try HandlerHarness()
+        for (contentType, status) in [
+            ("application/json", 401), ("Application/JSON; charset=utf-8", 401), ("application/json;charset=UTF-8", 401),
+            ("application/jsonfoo", 415), ("application/json-patch+json", 415), ("text/json", 415), ("application/", 415),
+        ] {
+            let response = harness.worker.respond(
+                to: .init(
+                    method: "POST", path: "/auth/refresh", headers: .init([("content-type", contentType)]),
+                    body: Array(#"{"refreshToken":"unknown"}"#.utf8)))
+            #expect(response.status == status, "\(contentType): \(response.text)")
+        }
     }
 
     @Test("Sign-out, ending another session, and deleting the account each take effect at once; jwks.json publishes the EC key")
