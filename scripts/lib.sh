@@ -233,7 +233,8 @@ stop_nginx() { stop_pidfile "$1/nginx.pid" 10; }
 # start_siwa BINARY ENV_FILE LOG_FILE PID_FILE
 start_siwa() {
     local binary=$1 env_file=$2 log_file=$3 pid_file=$4 socket
-    (set -a; . "$env_file"; set +a; exec "$binary" serve) >>"$log_file" 2>&1 &
+    # The subshell is the background job and becomes siwa (exec), so the pid file names siwa.
+    (clear_siwa_variables; set -a; . "$env_file"; set +a; exec "$binary" serve) >>"$log_file" 2>&1 &
     echo $! >"$pid_file"
     socket=$(sed -n 's/^SIWA_SOCKET_PATH=//p' "$env_file")
     wait_for_socket "$socket" "$pid_file" "$log_file" siwa
@@ -243,5 +244,14 @@ start_siwa() {
 siwa_with_env() {
     local binary=$1 env_file=$2
     shift 2
-    (set -a; . "$env_file"; set +a; exec "$binary" "$@")
+    (clear_siwa_variables; set -a; . "$env_file"; set +a; exec "$binary" "$@")
+}
+
+# Unsets the scripts' own settings (SIWA_RUN_PORT, SIWA_RUN_EMULATOR_PORT, ...), which siwa would
+# refuse as unknown keys; another SIWA_* variable exported on purpose still reaches siwa.
+clear_siwa_variables() {
+    local name
+    for name in $(compgen -e); do
+        case $name in SIWA_RUN_*) unset "$name" ;; esac
+    done
 }

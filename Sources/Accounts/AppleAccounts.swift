@@ -76,7 +76,6 @@ package struct SignedInAccount: Sendable, Equatable {
 package enum AppleAccounts {
     /// The longest name part kept.
     package static let maximumNameLength = 100
-    static let relayDomain = "@privaterelay.appleid.com"
 
     /// Finds or creates the user of `signIn` and records what it brings. Must run inside a
     /// transaction (`connection.transaction`), so nothing is half-written.
@@ -122,7 +121,7 @@ package enum AppleAccounts {
         }
         var storedEmail: Profile.Email?
         if let email = signIn.email?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 {
-            let isRelay = signIn.isPrivateEmail == true || email.lowercased().hasSuffix(relayDomain)
+            let isRelay = signIn.isPrivateEmail == true
             storedEmail = Profile.Email(
                 address: email, isPrivateRelay: isRelay, forwardingEnabled: true, verified: signIn.emailVerified ?? false)
             _ = try connection.execute(

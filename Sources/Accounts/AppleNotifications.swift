@@ -13,6 +13,8 @@ package enum AppleNotifications {
         case ignored
         /// Its `jti` was handled before; nothing changed.
         case duplicate
+        /// An email notification for an address that is not the user's relay address: nothing changed.
+        case unknownAddress = "unknown_address"
     }
 
     /// Records the notification `jti`; false when it is already recorded (a duplicate, to be
@@ -51,20 +53,21 @@ package enum AppleNotifications {
     }
 
     /// Turns mail forwarding of the user's relay address `address` (or of all their relay
-    /// addresses when nil) off or on. Returns how many addresses changed.
-    package static func setForwarding(userID: UInt64, address: String?, enabled: Bool, on connection: Connection) throws -> UInt64 {
-        if let address {
-            return try connection.execute(
-                """
-                UPDATE user_emails SET forwarding_enabled = ?, updated_at = UTC_TIMESTAMP(3)
-                WHERE user_id = ? AND address = ? AND is_private_relay = 1
-                """, enabled, userID, address
-            ).affectedRows
-        }
-        return try connection.execute(
-            "UPDATE user_emails SET forwarding_enabled = ?, updated_at = UTC_TIMESTAMP(3) WHERE user_id = ? AND is_private_relay = 1",
-            enabled, userID
-        ).affectedRows
+    /// addresses when nil) off or on.
+    /// - Returns: false when the user has no such relay address (nothing changed).
+    package static func setForwarding(userID: UInt64, address: String?, enabled: Bool, on connection: Connection) throws -> Bool {
+        // Matched rows, not changed ones: setting what is already set still matched.
+        let matching = address == nil ? "" : " AND address = ?"
+        let binds: [any DatabaseValueConvertible] = [userID] + (address.map { [$0] } ?? [])
+        guard
+            try !connection.query(
+                "SELECT 1 FROM user_emails WHERE user_id = ? AND is_private_relay = 1\(matching) FOR UPDATE", binds: binds
+            ).isEmpty
+        else { return false }
+        _ = try connection.execute(
+            "UPDATE user_emails SET forwarding_enabled = ?, updated_at = UTC_TIMESTAMP(3) WHERE user_id = ? AND is_private_relay = 1\(matching)",
+            binds: [enabled] + binds)
+        return true
     }
 
     /// Deletes ledger rows older than 30 days (a notification expires a day after it is issued, so

@@ -13,6 +13,10 @@ package final class ClientSecretFactory: Sendable {
     /// Apple refuses secrets whose `exp` is more than 15,777,000 s (6 months) after now; we stay
     /// under 180 days.
     package static let maximumLifetime = 180 * 86_400
+    /// Seconds `iat` is set in the past, so that a host clock a little ahead of Apple's does not
+    /// present a secret "issued in the future" (an intermittent `invalid_client`). `exp` is then
+    /// earlier by as much: never beyond Apple's limit.
+    package static let backdating = 60
 
     package let teamID: String
     package let keyID: String
@@ -46,7 +50,7 @@ package final class ClientSecretFactory: Sendable {
         if let cached = cache.withLock({ $0[clientID] }), now - cached.issuedAt < Double(lifetime / 2), now >= cached.issuedAt {
             return cached.secret
         }
-        let secret = try make(for: clientID, issuedAt: Int(now))
+        let secret = try make(for: clientID, issuedAt: Int(now) - Self.backdating)
         cache.withLock { $0[clientID] = (secret, now) }
         return secret
     }

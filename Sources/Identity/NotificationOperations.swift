@@ -52,9 +52,9 @@ extension Operations {
                 }
                 outcome = .processed
             case .emailDisabled, .emailEnabled:
-                _ = try AppleNotifications.setForwarding(
+                let matched = try AppleNotifications.setForwarding(
                     userID: identity.userID, address: notification.email, enabled: notification.kind == .emailEnabled, on: database)
-                outcome = .processed
+                outcome = matched ? .processed : .unknownAddress
             case .other:
                 outcome = .ignored
             }

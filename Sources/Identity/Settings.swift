@@ -18,12 +18,17 @@ package struct AppleSettings: Sendable {
     package var clientSecretLifetime: Int
     /// Whether Apple's `account-delete` notification deletes the user or anonymises them.
     package var anonymiseOnAccountDelete: Bool
+    /// The Hide My Email domains, lowercased: an address there is a relay address when the token
+    /// does not say (`is_private_email` is sometimes absent).
+    package var relayDomains: [String]
+    /// Apple's relay domain, and the one it announced in 2026 for new addresses.
+    package static let defaultRelayDomains = ["privaterelay.appleid.com", "private.icloud.com"]
 
     package init(
         teamID: String, keyID: String, privateKey: P256PrivateKey, bundleIDs: [String], servicesID: String?,
         baseURL: String = "https://appleid.apple.com", http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
         requireNonce: Bool = true, keysCooldown: Double = 10, clientSecretLifetime: Int = 86_400,
-        anonymiseOnAccountDelete: Bool = false
+        anonymiseOnAccountDelete: Bool = false, relayDomains: [String] = defaultRelayDomains
     ) {
         self.teamID = teamID
         self.keyID = keyID
@@ -37,6 +42,14 @@ package struct AppleSettings: Sendable {
         self.keysCooldown = keysCooldown
         self.clientSecretLifetime = clientSecretLifetime
         self.anonymiseOnAccountDelete = anonymiseOnAccountDelete
+        self.relayDomains = relayDomains
+    }
+
+    /// Whether `email` is a Hide My Email address: as the token says, else by its domain.
+    package func isRelayAddress(_ email: String, tokenSays isPrivateEmail: Bool?) -> Bool {
+        if let isPrivateEmail { return isPrivateEmail }
+        guard let at = email.lastIndex(of: "@") else { return false }
+        return relayDomains.contains(email[email.index(after: at)...].lowercased())
     }
 
     /// Every accepted audience: the bundle ids and the Services ID.

@@ -110,7 +110,9 @@ extension Operations {
         }
         let signIn = AppleSignIn(
             teamID: apple.settings.teamID, sub: identity.subject, audience: identity.audience, email: identity.email,
-            emailVerified: identity.emailVerified, isPrivateEmail: identity.isPrivateEmail, transferSub: identity.transferSubject,
+            emailVerified: identity.emailVerified,
+            isPrivateEmail: identity.email.map { apple.settings.isRelayAddress($0, tokenSays: identity.isPrivateEmail) },
+            transferSub: identity.transferSubject,
             firstName: attempt.firstName, lastName: attempt.lastName, appleRefreshToken: sealed)
         return VerifiedSignIn(signIn: signIn, unclaimedNonce: code == nil ? nonce : nil)
     }

@@ -114,6 +114,10 @@ package struct AppConfig: Sendable {
             name: "SIWA_APPLE_ACCOUNT_DELETE", type: "delete|anonymise", defaultValue: "delete",
             summary: "what an `account-delete` notification from Apple does to the user"),
         Key(
+            name: "SIWA_APPLE_RELAY_DOMAINS", type: "domains, comma-separated",
+            defaultValue: AppleSettings.defaultRelayDomains.joined(separator: ","),
+            summary: "Hide My Email domains: an address there is a relay address when the token has no `is_private_email`"),
+        Key(
             name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400",
             summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
         Key(
@@ -243,12 +247,17 @@ extension EnvironmentReader {
         case "anonymise", "anonymize": anonymise = true
         default: problem("SIWA_APPLE_ACCOUNT_DELETE: expected delete or anonymise")
         }
+        let relayDomains = string("SIWA_APPLE_RELAY_DOMAINS").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        if relayDomains.contains(where: { $0.contains("@") || !$0.contains(".") }) {
+            problem("SIWA_APPLE_RELAY_DOMAINS: expected domains such as privaterelay.appleid.com")
+        }
         // Problems are recorded and stop the start.
         guard let privateKey else { return nil }
         return AppleSettings(
             teamID: teamID, keyID: keyID, privateKey: privateKey, bundleIDs: bundleIDs, servicesID: servicesID, baseURL: baseURL,
             http: http, leeway: leeway, requireNonce: requireNonce, keysCooldown: keysCooldown,
-            clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise)
+            clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise, relayDomains: relayDomains)
     }
 
     static let sessionKeys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]

@@ -12,10 +12,18 @@ extension Response {
         return Response(status: status, headers: headers + [("Cache-Control", "no-store")], body: body)
     }
 
-    /// The error body of the HTTP contract: `{"error": code, "message": text}`.
+    /// The error body of the HTTP contract: `{"error": code, "message": text}`. A 429 or 503 says
+    /// when to retry (`Retry-After`, seconds).
     package static func error(_ error: any ClientFacingError, headers: [(String, String)] = []) -> Response {
-        json(ErrorBody(error: error.publicCode, message: error.publicMessage), status: error.status, headers: headers)
+        var headers = headers
+        if [429, 503].contains(error.status), !headers.contains(where: { $0.0 == "Retry-After" }) {
+            headers.append(("Retry-After", String(retryAfterSeconds)))
+        }
+        return json(ErrorBody(error: error.publicCode, message: error.publicMessage), status: error.status, headers: headers)
     }
+
+    /// The `Retry-After` of a 429 or 503 answer.
+    package static let retryAfterSeconds = 5
 }
 
 private struct ErrorBody: Encodable {

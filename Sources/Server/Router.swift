@@ -21,15 +21,18 @@ package struct Router: Sendable {
         routes.append(Route(method: method, segments: pattern.split(separator: "/"), handler: handler))
     }
 
-    /// Finds the handler of `request`.
+    /// Finds the handler of `request`. `HEAD` is answered by the `GET` route of the path; nginx
+    /// sends the client its headers only (RFC 9110 §9.3.2).
     /// - Throws: `HTTPError` 404 when no route has this path, 405 when none has this method.
     package func match(_ request: Request) throws -> (Handler, [String: String]) {
         let segments = request.path.split(separator: "/")
+        let method = request.method == "HEAD" ? "GET" : request.method
         var allowed: [String] = []
         for route in routes {
             guard let parameters = Router.parameters(route.segments, segments) else { continue }
-            if route.method == request.method { return (route.handler, parameters) }
+            if route.method == method { return (route.handler, parameters) }
             allowed.append(route.method)
+            if route.method == "GET" { allowed.append("HEAD") }
         }
         if allowed.isEmpty { throw HTTPError.notFound }
         throw MethodNotAllowed(allowed: allowed)

@@ -62,7 +62,9 @@ import Testing
         now.withLock { $0 += 1 }
         let renewed = try factory.secret(for: "a")
         #expect(renewed != first)
-        #expect(try CompactJWS(renewed).decodePayload().integer("iat") == 1_700_001_800)
+        let claims = try CompactJWS(renewed).decodePayload()
+        #expect(try claims.integer("iat") == 1_700_001_800 - 60, "iat is set a minute in the past")
+        #expect(try claims.integer("exp") == 1_700_001_800 - 60 + 3_600)
     }
 
     @Test("The .p8 loader refuses keys that are not P-256 private keys")

@@ -26,6 +26,33 @@ expect_status 405 "wrong method"
 expect_header "allow: GET" "wrong method"
 pass "unknown routes get a JSON 404, wrong methods a JSON 405 with Allow"
 
+# HEAD, as load balancers check health: GET's status and headers, no body.
+head_status=$(curl -ks --head -o "$E2E_TMP/head_headers" -w '%{http_code} %{size_download}' "$E2E_URL/health")
+[ "$head_status" = "200 0" ] || fail "HEAD /health: $head_status"
+grep -qi '^content-type: application/json' "$E2E_TMP/head_headers" || fail "HEAD /health headers: $(cat "$E2E_TMP/head_headers")"
+pass "HEAD /health is 200 with GET's headers and no body"
+
+# nginx's own errors: JSON on API paths (also for a request it cannot parse), a styled page elsewhere.
+# Over HTTP/1.1, where 10 KB of request line or header exceed nginx's 8 KB buffers (HTTP/2 counts
+# them HPACK-compressed).
+long=$(head -c 10240 /dev/zero | tr '\0' a)
+request GET "/auth/$long" --http1.1
+[ "$STATUS" = 414 ] && grep -q '"error":"uri_too_long"' <<<"$BODY" || fail "a 10 KB URL: $STATUS $BODY"
+expect_header "content-type: application/json" "a 10 KB URL"
+request GET /auth/me -H "X-Big: $long" --http1.1
+[ "$STATUS" = 400 ] && grep -q '"error":"bad_request"' <<<"$BODY" || fail "a 10 KB header: $STATUS $BODY"
+expect_header "x-content-type-options: nosniff" "a 10 KB header"
+request GET /no-such-page
+expect_status 404 "a page that does not exist"
+grep -q '<link rel="stylesheet" href="/app.css">' <<<"$BODY" && grep -q 'There is no page at this address' <<<"$BODY" \
+    || fail "/no-such-page is not the styled page: $BODY"
+expect_header "content-type: text/html" "a page that does not exist"
+expect_header "content-security-policy: default-src 'self'" "a page that does not exist"
+request POST /index.html
+expect_status 405 "POST to a static file"
+grep -q '<title>Method not allowed</title>' <<<"$BODY" || fail "POST to a static file: $BODY"
+pass "a 10 KB URL (414) and a 10 KB header (400) get JSON errors; /no-such-page and a POST to a page get styled HTML"
+
 head -c 2000000 /dev/zero >"$E2E_TMP/big"
 request POST /sync --data-binary @"$E2E_TMP/big" -H 'Content-Type: application/json'
 expect_status 413 "body over nginx's limit"

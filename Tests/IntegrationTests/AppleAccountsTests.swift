@@ -46,6 +46,27 @@ import Testing
         #expect(audience == "com.example.web")
     }
 
+    @Test("Forwarding changes only for the user's relay address; another address changes nothing and says so")
+    func forwardingByAddress() throws {
+        let user = try signIn(
+            AppleSignIn(
+                teamID: "TEAM", sub: "001.fwd.0001", audience: "com.example.app", email: "relay1@privaterelay.appleid.com",
+                isPrivateEmail: true)
+        ).userID
+        func forwarding() throws -> Bool { try connection.query("SELECT forwarding_enabled FROM user_emails")[0].decode(at: 0) }
+        #expect(
+            try !AppleNotifications.setForwarding(userID: user, address: "other@privaterelay.appleid.com", enabled: false, on: connection))
+        #expect(try forwarding(), "another address changed nothing")
+        #expect(
+            try AppleNotifications.setForwarding(userID: user, address: "relay1@privaterelay.appleid.com", enabled: false, on: connection))
+        #expect(try !forwarding())
+        #expect(
+            try AppleNotifications.setForwarding(userID: user, address: "relay1@privaterelay.appleid.com", enabled: false, on: connection),
+            "already off: still the user's address")
+        #expect(try AppleNotifications.setForwarding(userID: user, address: nil, enabled: true, on: connection))
+        #expect(try forwarding())
+    }
+
     @Test("Never linked by email: another sub with the same address is another user; email_verified false stays false")
     func neverLinkByEmail() throws {
         let one = try signIn(AppleSignIn(teamID: "TEAM", sub: "sub-1", audience: "a", email: "same@example.com", emailVerified: true))

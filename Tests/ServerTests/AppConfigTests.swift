@@ -86,6 +86,20 @@ import Testing
         #expect(apple.baseURL == "https://appleid.apple.com")
         #expect(apple.leeway == 60)
         #expect(apple.requireNonce)
+        #expect(apple.relayDomains == ["privaterelay.appleid.com", "private.icloud.com"])
+        let custom = try AppConfig(
+            environment: Self.minimal.merging([
+                "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
+                "SIWA_APPLE_BUNDLE_IDS": "com.example.app", "SIWA_APPLE_RELAY_DOMAINS": " Relay.Example , other.example",
+            ]) { $1 })
+        #expect(custom.apple?.relayDomains == ["relay.example", "other.example"])
+        #expect(throws: (any Error).self) {
+            try AppConfig(
+                environment: Self.minimal.merging([
+                    "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
+                    "SIWA_APPLE_BUNDLE_IDS": "com.example.app", "SIWA_APPLE_RELAY_DOMAINS": "user@relay.example",
+                ]) { $1 })
+        }
     }
 
     @Test("Partial or wrong Apple settings are each named")

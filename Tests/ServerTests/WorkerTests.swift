@@ -24,6 +24,7 @@ private struct InternalFailure: Error, CustomStringConvertible {
     static func routes(_ router: inout Router) {
         router.add("GET", "/boom") { _, _, _ in throw InternalFailure() }
         router.add("GET", "/teapot") { _, _, _ in throw HTTPError(418, "teapot", "I am a teapot") }
+        router.add("GET", "/busy") { _, _, _ in throw HTTPError(429, "rate_limited", "Too many requests") }
         router.add("DELETE", "/items/{id}") { _, parameters, _ in
             Response(status: 200, body: Array((parameters["id"] ?? "").utf8))
         }
@@ -54,6 +55,27 @@ private struct InternalFailure: Error, CustomStringConvertible {
         #expect(wrongMethod.headers.contains { $0.name == "Allow" && $0.value == "DELETE" })
         let item = worker.respond(to: Request(method: "DELETE", path: "/items/7"))
         #expect(String(decoding: item.body, as: UTF8.self) == "7")
+    }
+
+    @Test("A 429 or 503 says when to retry")
+    func retryAfter() throws {
+        let worker = try Self.application(extraRoutes: Self.routes).makeWorker(index: 0)
+        defer { worker.close() }
+        let busy = worker.respond(to: Request(method: "GET", path: "/busy"))
+        #expect(busy.status == 429 && busy.headers.contains { $0.name == "Retry-After" && $0.value == "5" })
+        let teapot = worker.respond(to: Request(method: "GET", path: "/teapot"))
+        #expect(!teapot.headers.contains { $0.name == "Retry-After" })
+    }
+
+    @Test("HEAD is answered by the GET route of the path, /health included; Allow names HEAD with GET")
+    func head() throws {
+        let worker = try Self.application(extraRoutes: Self.routes).makeWorker(index: 0)
+        defer { worker.close() }
+        #expect(worker.respond(to: Request(method: "HEAD", path: "/teapot")).status == 418)
+        #expect(worker.respond(to: Request(method: "HEAD", path: "/health")).status == 503, "the database is down here")
+        let wrongMethod = worker.respond(to: Request(method: "POST", path: "/health"))
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers.contains { $0.name == "Allow" && $0.value == "GET, HEAD" }, "\(wrongMethod.headers)")
     }
 
     @Test("Health answers 503 degraded while the database is unreachable")
