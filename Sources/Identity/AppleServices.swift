@@ -9,6 +9,9 @@ package final class AppleServices: Sendable {
     package let identityTokens: IdentityTokenVerifier
     package let notifications: NotificationVerifier
     package let clientSecrets: ClientSecretFactory
+    /// Bounds the request-time calls to Apple (code exchanges) and stops them for a while after
+    /// Apple could not be reached.
+    package let calls: AppleCallGate
 
     /// - Parameters:
     ///   - settings: the Apple settings.
@@ -24,6 +27,7 @@ package final class AppleServices: Sendable {
         clientSecrets = ClientSecretFactory(
             teamID: settings.teamID, keyID: settings.keyID, privateKey: settings.privateKey,
             lifetime: settings.clientSecretLifetime, clock: { clock.now() })
+        calls = AppleCallGate(limit: settings.maximumCallsInFlight, cooldown: settings.unreachableCooldown, clock: clock)
     }
 
     /// The cache of Apple's keys, fetched from `GET /auth/keys` of the base URL.

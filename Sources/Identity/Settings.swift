@@ -21,6 +21,10 @@ package struct AppleSettings: Sendable {
     /// The Hide My Email domains, lowercased: an address there is a relay address when the token
     /// does not say (`is_private_email` is sometimes absent).
     package var relayDomains: [String]
+    /// Request-time calls to Apple (code exchanges) in flight at once; more fail at once with 503.
+    package var maximumCallsInFlight: Int
+    /// Seconds no call to Apple is made after one could not reach it.
+    package var unreachableCooldown: Double
     /// Apple's relay domain, and the one it announced in 2026 for new addresses.
     package static let defaultRelayDomains = ["privaterelay.appleid.com", "private.icloud.com"]
 
@@ -28,7 +32,8 @@ package struct AppleSettings: Sendable {
         teamID: String, keyID: String, privateKey: P256PrivateKey, bundleIDs: [String], servicesID: String?,
         baseURL: String = "https://appleid.apple.com", http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
         requireNonce: Bool = true, keysCooldown: Double = 10, clientSecretLifetime: Int = 86_400,
-        anonymiseOnAccountDelete: Bool = false, relayDomains: [String] = defaultRelayDomains
+        anonymiseOnAccountDelete: Bool = false, relayDomains: [String] = defaultRelayDomains, maximumCallsInFlight: Int = 8,
+        unreachableCooldown: Double = 5
     ) {
         self.teamID = teamID
         self.keyID = keyID
@@ -43,6 +48,8 @@ package struct AppleSettings: Sendable {
         self.clientSecretLifetime = clientSecretLifetime
         self.anonymiseOnAccountDelete = anonymiseOnAccountDelete
         self.relayDomains = relayDomains
+        self.maximumCallsInFlight = maximumCallsInFlight
+        self.unreachableCooldown = unreachableCooldown
     }
 
     /// Whether `email` is a Hide My Email address: as the token says, else by its domain.

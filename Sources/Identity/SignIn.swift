@@ -145,7 +145,10 @@ extension Operations {
     ) throws -> SealedAppleToken? {
         let clientID = identity.audience
         do {
-            let tokens = try appleClient(apple).exchangeCode(code, clientID: clientID, redirectURI: redirectURI)
+            let client = appleClient(apple)
+            let tokens = try apple.calls.pass(
+                { try client.exchangeCode(code, clientID: clientID, redirectURI: redirectURI) },
+                unreachable: { ($0 as? AppleAPIError)?.code == .unreachable })
             guard let owner = tokens.idTokenIdentity, owner.subject == identity.subject, owner.audience == clientID else {
                 logger.warning("an authorization code of another identity", metadata: ["client": "\(clientID)"])
                 throw IdentityError(.codeMismatch, "the authorization code was not issued with this identity token")

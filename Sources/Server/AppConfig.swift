@@ -118,6 +118,12 @@ package struct AppConfig: Sendable {
             defaultValue: AppleSettings.defaultRelayDomains.joined(separator: ","),
             summary: "Hide My Email domains: an address there is a relay address when the token has no `is_private_email`"),
         Key(
+            name: "SIWA_APPLE_MAX_CALLS", type: "int 1...512", defaultValue: "(a quarter of SIWA_WORKER_THREADS)",
+            summary: "code exchanges in flight at Apple at once; more get 503 apple_unavailable at once"),
+        Key(
+            name: "SIWA_APPLE_UNREACHABLE_COOLDOWN", type: "seconds 0...300", defaultValue: "5",
+            summary: "after a call could not reach Apple, code exchanges get 503 at once for this long"),
+        Key(
             name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400",
             summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
         Key(
@@ -179,7 +185,7 @@ package struct AppConfig: Sendable {
             connectTimeout: reader.integer("SIWA_DB_CONNECT_TIMEOUT", in: 1...60),
             readWriteTimeout: reader.integer("SIWA_DB_TIMEOUT", in: 1...3600)
         )
-        apple = reader.appleSettings()
+        apple = reader.appleSettings(workerThreads: workerThreads)
         sessions = reader.sessionSettings(clock: clock)
         accessTokenAlgorithm = reader.accessTokenAlgorithm()
         reader.rejectUnknownKeys()
@@ -198,7 +204,7 @@ package struct AppConfig: Sendable {
 extension EnvironmentReader {
     /// The Sign in with Apple settings; nil when no Apple key is set at all (no problem then), or
     /// when a problem was recorded.
-    mutating func appleSettings() -> AppleSettings? {
+    mutating func appleSettings(workerThreads: Int) -> AppleSettings? {
         let anySet = AppConfig.keys.contains { $0.name.hasPrefix("SIWA_APPLE_") && optionalString($0.name) != nil }
         guard anySet else { return nil }
         let teamID = required("SIWA_APPLE_TEAM_ID")
@@ -252,12 +258,16 @@ extension EnvironmentReader {
         if relayDomains.contains(where: { $0.contains("@") || !$0.contains(".") }) {
             problem("SIWA_APPLE_RELAY_DOMAINS: expected domains such as privaterelay.appleid.com")
         }
+        let maximumCalls =
+            optionalString("SIWA_APPLE_MAX_CALLS") == nil ? max(1, workerThreads / 4) : integer("SIWA_APPLE_MAX_CALLS", in: 1...512)
+        let cooldown = Double(integer("SIWA_APPLE_UNREACHABLE_COOLDOWN", in: 0...300))
         // Problems are recorded and stop the start.
         guard let privateKey else { return nil }
         return AppleSettings(
             teamID: teamID, keyID: keyID, privateKey: privateKey, bundleIDs: bundleIDs, servicesID: servicesID, baseURL: baseURL,
             http: http, leeway: leeway, requireNonce: requireNonce, keysCooldown: keysCooldown,
-            clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise, relayDomains: relayDomains)
+            clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise, relayDomains: relayDomains,
+            maximumCallsInFlight: maximumCalls, unreachableCooldown: cooldown)
     }
 
     static let sessionKeys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]

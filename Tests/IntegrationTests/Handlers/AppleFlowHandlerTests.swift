@@ -8,6 +8,7 @@ import MariaDB
 import SIWAFixtures
 import SIWATestSupport
 import Server
+import Synchronization
 import Testing
 
 /// The web flow, Apple's notifications, the daily validation and revocation with the minting
@@ -120,6 +121,27 @@ import Testing
         harness.issued.issue("code-of-alice", subject: alice.sub, audience: alice.aud)
         #expect(harness.signIn(alice.token, code: "code-of-alice", at: alice.suggested_fixed_clock).status == 200)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE apple_refresh_token IS NOT NULL") == 1)
+    }
+
+    @Test("A hanging Apple: the exchange fails with 503 and Retry-After; during the cooldown no call is made; other routes answer")
+    func hangingApple() throws {
+        let harness = try HandlerHarness(environment: ["SIWA_APPLE_TIMEOUT": "1", "SIWA_APPLE_UNREACHABLE_COOLDOWN": "5"])
+        let alice = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        harness.issued.issue("code-1", subject: alice.sub, audience: alice.aud)
+        harness.issued.issue("code-2", subject: alice.sub, audience: alice.aud)
+        harness.issued.hanging.store(true, ordering: .relaxed)
+        let first = harness.signIn(alice.token, code: "code-1", at: alice.suggested_fixed_clock)
+        #expect(first.status == 503 && first.header("Retry-After") == "5", "\(first.status) \(first.text)")
+        #expect(try first.json().string("error") == "apple_unavailable")
+        let second = harness.signIn(alice.token, code: "code-2", at: alice.suggested_fixed_clock + 1)
+        #expect(second.status == 503)
+        #expect(harness.appleCalls("/auth/token").count == 1, "the second sign-in never waited for Apple")
+        #expect(harness.send("GET", "/health").status == 200, "routes that do not call Apple answer")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
+        // After the cooldown, with Apple answering again, the same sign-in goes through.
+        harness.issued.hanging.store(false, ordering: .relaxed)
+        let third = harness.signIn(alice.token, code: "code-2", at: alice.suggested_fixed_clock + 6)
+        #expect(third.status == 200, "\(third.text)")
     }
 
     @Test("Rule 9: each Apple token is validated and revoked with the client id that minted it (a bundle id and the Services ID)")

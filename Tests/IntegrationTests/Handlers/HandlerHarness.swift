@@ -35,7 +35,10 @@ final class HandlerHarness {
     static let webKeyID = "test-web-key"
     private let directory: String
 
-    init(bundleIDs: [String] = [bundleID], servicesID: String? = servicesID, time: Double = 1_700_000_000) throws {
+    init(
+        bundleIDs: [String] = [bundleID], servicesID: String? = servicesID, time: Double = 1_700_000_000,
+        environment extra: [String: String] = [:]
+    ) throws {
         database = try TestDatabase.migrated()
         connection = try database.connect()
         clock = ManualClock(time)
@@ -57,6 +60,7 @@ final class HandlerHarness {
             "SIWA_DATA_KEYS_FILE": directory + "/data_keys",
         ]
         environment["SIWA_APPLE_SERVICES_ID"] = servicesID
+        environment.merge(extra) { $1 }
         var config = try AppConfig(environment: environment, clock: clock)
         config.database = database.configuration
         webKey = try RSAPrivateKey()
@@ -86,6 +90,7 @@ final class HandlerHarness {
     /// later call carried.
     static func answerLikeApple(_ request: TestHTTPServer.Request, issued: IssuedTokens) -> TestHTTPServer.Response {
         let form = Dictionary(FormEncoding.fields(request.bodyText) ?? [], uniquingKeysWith: { $1 })
+        if issued.hanging.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: 1.5) }
         switch (request.path, form["grant_type"]) {
         case ("/auth/token", "authorization_code"):
             guard let code = form["code"], !code.hasPrefix("spent") else {
@@ -158,6 +163,8 @@ final class HandlerHarness {
 /// What the stand-in for Apple issued: how many refresh tokens, and for whom each code was issued.
 final class IssuedTokens: Sendable {
     let count = Atomic<Int>(0)
+    /// Whether Apple hangs: each answer comes after 1.5 s, past a 1 s timeout.
+    let hanging = Atomic<Bool>(false)
     private let owners = Mutex<[String: (subject: String, audience: String)]>([:])
     private let key: RSAPrivateKey
 
