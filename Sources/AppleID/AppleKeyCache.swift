@@ -47,6 +47,9 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
         case fresh = "ok"
         /// Keys are cached but past their lifetime (Apple unreachable or not asked yet).
         case stale
+        /// Keys are cached and still served, but the latest fetch failed (Apple unreachable, or an
+        /// answer that is not a key set): a token signed with a new key cannot be verified.
+        case fetchFailing = "fetch_failing"
         /// No keys: identity tokens cannot be verified.
         case unavailable
     }
@@ -135,7 +138,14 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
     package var status: Status {
         condition.lock()
         defer { condition.unlock() }
-        let health: Health = state.keys.isEmpty ? .unavailable : (clock() < state.expiresAt ? .fresh : .stale)
+        let health: Health =
+            if state.keys.isEmpty {
+                .unavailable
+            } else if state.lastError != nil {
+                .fetchFailing
+            } else {
+                clock() < state.expiresAt ? .fresh : .stale
+            }
         return Status(
             health: health, keyIDs: state.keys.keys.sorted(), fetchedAt: state.fetchedAt,
             expiresAt: state.expiresAt, fetchCount: state.fetchCount, lastError: state.lastError)
@@ -178,10 +188,14 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
         condition.broadcast()
     }
 
+    /// Why `keyID` has no key: Apple's set was not fetched, or the latest fetch failed (then the
+    /// key may well exist at Apple), or Apple's current set does not hold it.
     private func missing(_ keyID: String) -> SignInError {
-        state.keys.isEmpty
-            ? SignInError(.keysUnavailable, "Apple's keys could not be fetched")
-            : SignInError(.unknownKeyID, "no key with this kid in Apple's key set")
+        if state.keys.isEmpty { return SignInError(.keysUnavailable, "Apple's keys could not be fetched") }
+        if let error = state.lastError {
+            return SignInError(.keysUnavailable, "the kid is not among the cached keys and Apple's key set could not be fetched: \(error)")
+        }
+        return SignInError(.unknownKeyID, "no key with this kid in Apple's key set")
     }
 }
 

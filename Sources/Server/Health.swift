@@ -5,12 +5,14 @@ package import Identity
 ///
 /// The database check is a ping on the worker's own connection, so a restarted database is
 /// noticed (and reconnected) by the first health check after it is back. `appleKeys` is `ok`
-/// (fresh), `stale` (served while Apple is unreachable), `unavailable` (none fetched yet) or
-/// `not_configured`.
+/// (fresh), `stale` (past their lifetime, not fetched again yet), `fetch_failing` (cached keys
+/// still served, but the latest fetch failed: a token signed with a new key cannot be verified),
+/// `unavailable` (none fetched yet) or `not_configured`.
 package enum Health {
     package static func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) -> Response {
         let (databaseUp, keys) = operations.health()
         let healthy = databaseUp && (keys == "ok" || keys == "stale")
+        // fetch_failing is degraded: a new Apple key would refuse every sign-in.
         let body = #"{"appleKeys":"\#(keys)","database":"\#(databaseUp ? "ok" : "down")","status":"\#(healthy ? "ok" : "degraded")"}"#
         // Only a dead database makes the worker unable to serve anything: 503. Without Apple's keys
         // sign-ins fail but sessions and sync still work, so the status says degraded with 200.

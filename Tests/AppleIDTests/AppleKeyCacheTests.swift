@@ -139,12 +139,13 @@ final class TestKeyServer: Sendable {
         waitForFetches(cache, 2)
         #expect(server.calls == 2)
         #expect(try cache.key(for: "A").keyID == "A")
-        #expect(cache.status.health == .stale)
+        #expect(cache.status.health == .fetchFailing, "served, but the latest fetch failed")
         #expect(cache.status.lastError != nil)
-        // Unknown kids while down: one attempt per cooldown, then fail fast.
+        // Unknown kids while down: one attempt per cooldown, then fail fast, saying Apple's set
+        // could not be fetched (the key may exist at Apple), not that it does not exist.
         clock.advance(11)
-        #expect(throws: SignInError(.unknownKeyID)) { try cache.key(for: "B") }
-        #expect(throws: SignInError(.unknownKeyID)) { try cache.key(for: "C") }
+        #expect(throws: SignInError(.keysUnavailable)) { try cache.key(for: "B") }
+        #expect(throws: SignInError(.keysUnavailable)) { try cache.key(for: "C") }
         waitForFetches(cache, 3)
         #expect(server.calls == 3)
         // Back up: the next expired use refreshes.
@@ -153,6 +154,24 @@ final class TestKeyServer: Sendable {
         _ = try cache.key(for: "A")
         waitForFetches(cache, 4)
         #expect(cache.status.health == .fresh)
+    }
+
+    @Test("A failed fetch shows in the health while the cached keys are still within their lifetime")
+    func failingWhileFresh() throws {
+        let server = try TestKeyServer(keyIDs: ["A"])
+        let clock = TestClock()
+        let cache = makeCache(server, clock)
+        _ = try cache.key(for: "A")
+        #expect(cache.status.health == .fresh)
+        server.state.withLock { $0.down = true }
+        clock.advance(11)
+        #expect(throws: SignInError(.keysUnavailable)) { try cache.key(for: "new-key") }
+        #expect(cache.status.health == .fetchFailing)
+        #expect(try cache.key(for: "A").keyID == "A", "the cached key is still served")
+        server.state.withLock { $0.down = false }
+        clock.advance(11)
+        #expect(throws: SignInError(.unknownKeyID)) { try cache.key(for: "new-key") }
+        #expect(cache.status.health == .fresh, "Apple answered again: a kid it does not have is unknown")
     }
 
     @Test("With no keys at all and the server down, verification reports keys unavailable")
