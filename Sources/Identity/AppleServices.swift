@@ -1,5 +1,6 @@
 package import AppleID
 import HTTPClient
+package import Logging
 
 /// The process-wide Sign in with Apple parts, shared by every worker thread: Apple's keys, the
 /// identity-token and notification verifiers on them, and the client-secret factory.
@@ -18,9 +19,13 @@ package final class AppleServices: Sendable {
     ///   - keys: where Apple's keys come from; by default the shared cache that fetches them from
     ///     `settings.baseURL` (tests give a fixed key set).
     ///   - clock: the time of client secrets and of the key cache.
-    package init(settings: AppleSettings, keys: (any AppleKeySource)? = nil, clock: any WallClock = SystemClock()) {
+    ///   - logger: where failed fetches of Apple's keys are logged.
+    package init(
+        settings: AppleSettings, keys: (any AppleKeySource)? = nil, clock: any WallClock = SystemClock(),
+        logger: Logger = Logger(label: "siwa.apple")
+    ) {
         self.settings = settings
-        let keys = keys ?? AppleServices.keyCache(settings, clock: clock)
+        let keys = keys ?? AppleServices.keyCache(settings, clock: clock, logger: logger)
         self.keys = keys
         identityTokens = IdentityTokenVerifier(keys: keys, policy: settings.identityTokenPolicy)
         notifications = NotificationVerifier(keys: keys, policy: settings.identityTokenPolicy)
@@ -31,7 +36,7 @@ package final class AppleServices: Sendable {
     }
 
     /// The cache of Apple's keys, fetched from `GET /auth/keys` of the base URL.
-    private static func keyCache(_ settings: AppleSettings, clock: any WallClock) -> AppleKeyCache {
+    private static func keyCache(_ settings: AppleSettings, clock: any WallClock, logger: Logger) -> AppleKeyCache {
         var cacheSettings = AppleKeyCache.Settings()
         cacheSettings.cooldown = settings.keysCooldown
         cacheSettings.waitTimeout = settings.http.timeout
@@ -40,7 +45,14 @@ package final class AppleServices: Sendable {
         // Fetches are rare (lifetime, rotation, cooldown), so each uses its own short-lived handle.
         return AppleKeyCache(
             settings: cacheSettings, clock: { clock.now() },
-            fetch: { try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http)) })
+            fetch: {
+                do {
+                    return try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http))
+                } catch {
+                    logger.warning("fetching Apple's keys failed; the cached keys stay in use", metadata: ["error": "\(error)"])
+                    throw error
+                }
+            })
     }
 
     /// A client for Apple's endpoints, for one thread.

@@ -5,7 +5,9 @@ package import MariaDB
 
 /// The work `siwa jobs` does outside requests: send queued revocations to Apple, re-validate
 /// Apple refresh tokens once a day, purge expired nonces and web sign-ins and month-old notification
-/// records. Each pass is bounded.
+/// records. Each pass is bounded: each kind of call to Apple handles at most `batch` rows within
+/// its own half of the pass's time, and stops for the pass once Apple could not be reached, so a
+/// hanging Apple holds neither the pass nor the other kind.
 package struct BackgroundJobs {
     /// What one pass did.
     package struct Summary: Sendable, Equatable, CustomStringConvertible {
@@ -34,21 +36,29 @@ package struct BackgroundJobs {
     let client: AppleClient
     /// Rows handled per pass and kind.
     let batch: Int
+    /// Seconds one pass may spend calling Apple, half for each kind.
+    let passTime: Double
+    let clock: any WallClock
 
-    package init(apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, batch: Int = 100) {
+    package init(
+        apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, batch: Int = 100, passTime: Double = 60,
+        clock: any WallClock = SystemClock()
+    ) {
         self.apple = apple
         self.settings = settings
         self.database = database
         self.logger = logger
         self.client = apple.makeClient()
         self.batch = batch
+        self.passTime = passTime
+        self.clock = clock
     }
 
     /// One pass over everything that is due.
     package func runOnce() throws -> Summary {
         var summary = Summary()
-        try sendRevocations(&summary)
-        try validateAppleTokens(&summary)
+        try sendRevocations(&summary, until: clock.now() + passTime / 2)
+        try validateAppleTokens(&summary, until: clock.now() + passTime / 2)
         summary.purged =
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
             + AppleNotifications.purgeOld(on: database)
@@ -56,8 +66,10 @@ package struct BackgroundJobs {
     }
 
     /// Revokes at Apple, with the client id that minted each token; failures wait for their retry.
-    func sendRevocations(_ summary: inout Summary) throws {
-        for pending in try AppleRevocationOutbox.claimDue(limit: batch, on: database) {
+    /// Rows are claimed one at a time, so those not reached before `deadline` keep their turn.
+    func sendRevocations(_ summary: inout Summary, until deadline: Double) throws {
+        for _ in 0..<batch {
+            guard clock.now() < deadline, let pending = try AppleRevocationOutbox.claimDue(limit: 1, on: database).first else { return }
             guard let token = settings.dataKeys.open(pending.token) else {
                 logger.error(
                     "revocation: cannot decrypt the Apple token (data key missing?)",
@@ -73,17 +85,24 @@ package struct BackgroundJobs {
             } catch let error as AppleAPIError {
                 logger.warning(
                     "revocation at Apple failed; will retry",
-                    metadata: ["id": "\(pending.id)", "attempt": "\(pending.attempts)", "error": "\(error.code.rawValue)"])
+                    metadata: ["id": "\(pending.id)", "attempt": "\(pending.attempts)", "error": "\(error)"])
                 try AppleRevocationOutbox.markFailed(pending.id, error: error.description, on: database)
                 summary.revocationsFailed += 1
+                if error.code == .unreachable { return stopped("revocations") }
             }
         }
     }
 
+    /// Logs that a kind stops for this pass because Apple could not be reached.
+    private func stopped(_ kind: String) {
+        logger.warning("Apple could not be reached: the remaining \(kind) wait for the next pass")
+    }
+
     /// Asks Apple whether each due refresh token is still good. `invalid_grant` means consent was
     /// withdrawn: the user's sessions end. Apple unreachable changes nothing; the check is retried.
-    func validateAppleTokens(_ summary: inout Summary) throws {
-        for due in try AppleValidations.claimDue(limit: batch, on: database) {
+    func validateAppleTokens(_ summary: inout Summary, until deadline: Double) throws {
+        for _ in 0..<batch {
+            guard clock.now() < deadline, let due = try AppleValidations.claimDue(limit: 1, on: database).first else { return }
             guard let token = settings.dataKeys.open(due.token) else {
                 logger.error("validation: cannot decrypt the Apple token (data key missing?)", metadata: ["identity": "\(due.identityID)"])
                 summary.validationsFailed += 1
@@ -102,9 +121,9 @@ package struct BackgroundJobs {
                 summary.consentRevoked += 1
             } catch let error as AppleAPIError {
                 logger.warning(
-                    "validation at Apple failed; will retry",
-                    metadata: ["identity": "\(due.identityID)", "error": "\(error.code.rawValue)"])
+                    "validation at Apple failed; will retry", metadata: ["identity": "\(due.identityID)", "error": "\(error)"])
                 summary.validationsFailed += 1
+                if error.code == .unreachable { return stopped("validations") }
             }
         }
     }

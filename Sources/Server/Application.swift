@@ -31,7 +31,8 @@ package final class Application: Sendable {
         self.config = config
         self.logger = logger
         self.core = IdentityCore(
-            apple: config.apple.map { AppleServices(settings: $0, keys: appleKeys, clock: clock) }, sessions: config.sessions,
+            apple: config.apple.map { AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger) },
+            sessions: config.sessions,
             database: config.database, clock: clock)
         var router = Router()
         router.add("GET", "/health", Health.handle)

@@ -35,7 +35,8 @@ struct Jobs: ParsableCommand {
         initializeHTTPClientLibrary()
         let database = Connection(configuration: config.database)
         defer { database.close() }
-        let jobs = BackgroundJobs(apple: AppleServices(settings: apple), settings: sessions, database: database, logger: logger)
+        let jobs = BackgroundJobs(
+            apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger)
         // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
         let stop = Atomic<Bool>(false)
         if !once {

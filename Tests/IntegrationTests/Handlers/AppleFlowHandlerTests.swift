@@ -186,6 +186,40 @@ import Testing
         }
     }
 
+    @Test("A hanging Apple holds neither a jobs pass nor the other kind: each kind stops at its first unreachable call")
+    func jobsWithHangingApple() throws {
+        let harness = try HandlerHarness(environment: ["SIWA_APPLE_TIMEOUT": "1"])
+        let native = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let web = try AppleFixtures.token("nov-apple_id-AIDOPK1-2019")
+        harness.issued.issue("code-native", subject: native.sub, audience: native.aud)
+        harness.issued.issue("code-web", subject: web.sub, audience: web.aud)
+        let first = harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock)
+        #expect(harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock).status == 200)
+        // Three revocations queued (the deleted account's token, twice more), one validation due.
+        harness.clock.set(native.suggested_fixed_clock)
+        let access = try #require(try first.json().string("accessToken"))
+        #expect(harness.send("DELETE", "/auth/account", headers: harness.bearer(access)).status == 204)
+        for _ in 0..<2 {
+            _ = try harness.connection.execute(
+                """
+                INSERT INTO apple_revocations (client_id, token, token_key_id, token_type_hint)
+                SELECT client_id, token, token_key_id, token_type_hint FROM apple_revocations LIMIT 1
+                """)
+        }
+        _ = try harness.connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
+
+        harness.issued.hanging.store(true, ordering: .relaxed)
+        let summary = try #require(try harness.jobs()).runOnce()
+        #expect(summary.revocationsFailed == 1 && summary.validationsFailed == 1, "\(summary)")
+        #expect(harness.appleCalls("/auth/revoke").count == 1, "the other revocations wait for the next pass")
+        #expect(harness.appleCalls("/auth/token").filter { $0["grant_type"] == "refresh_token" }.count == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_revocations WHERE attempts = 0") == 2, "not claimed, their turn kept")
+
+        harness.issued.hanging.store(false, ordering: .relaxed)
+        _ = try harness.connection.execute("UPDATE apple_revocations SET next_attempt_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
+        #expect(try #require(try harness.jobs()).runOnce().revoked == 3)
+    }
+
     @Test("A real consent-revoked notification at its own clock ends the user's sessions once; a replay or a forged one changes nothing")
     func notification() throws {
         let harness = try HandlerHarness()
