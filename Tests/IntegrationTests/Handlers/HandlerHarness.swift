@@ -47,9 +47,9 @@ final class HandlerHarness {
         _ = try AccessTokenKeyFiles.add(.es256, to: directory + "/access", now: Date())
         try HandlerHarness.write(try P256PrivateKey().pem(), to: directory + "/apple.p8")
         try HandlerHarness.write("k1 \(Data((0..<32).map { UInt8($0) }).base64EncodedString())\n", to: directory + "/data_keys")
-        issued = try IssuedTokens()
-        let issued = issued
-        apple = try TestHTTPServer { request in HandlerHarness.answerLikeApple(request, issued: issued) }
+        let tokens = try IssuedTokens()
+        issued = tokens
+        apple = try TestHTTPServer { request in HandlerHarness.answerLikeApple(request, issued: tokens) }
         var environment = [
             "SIWA_DB_SOCKET": "/unused", "SIWA_DB_NAME": "unused", "SIWA_DB_USER": "unused",
             "SIWA_APPLE_TEAM_ID": "TEAMID1234", "SIWA_APPLE_KEY_ID": "KEYID12345", "SIWA_APPLE_PRIVATE_KEY_FILE": directory + "/apple.p8",
