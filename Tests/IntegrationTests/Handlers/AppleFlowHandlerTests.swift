@@ -1,4 +1,5 @@
 import Accounts
+import Dispatch
 import FastCGI
 import Foundation
 import HTTPClient
@@ -184,6 +185,28 @@ import Testing
             let clientID = try #require(call["client_id"])
             #expect(call["token"]?.hasPrefix("r.\(clientID).") == true && call["token_type_hint"] == "refresh_token")
         }
+    }
+
+    @Test("Concurrent replays of one token, code and nonce on eight worker threads reach Apple once; one signs in")
+    func concurrentReplays() throws {
+        let harness = try HandlerHarness()
+        let nonce = "replayed-nonce"
+        let token = try webToken(
+            harness, sub: "replay.1", nonceHash: SHA256.hex(Array(nonce.utf8)), code: "replayed-code", audience: HandlerHarness.bundleID)
+        let body = Array(#"{"identityToken":"\#(token)","authorizationCode":"replayed-code","nonce":"\#(nonce)"}"#.utf8)
+        let statuses = Mutex<[Int]>([])
+        let application = harness.application
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            let worker = application.makeWorker(index: index + 1)
+            defer { worker.close() }
+            let response = worker.respond(
+                to: Request(
+                    method: "POST", path: "/auth/apple", headers: HTTPHeaders([("content-type", "application/json")]), body: body))
+            statuses.withLock { $0.append(response.status) }
+        }
+        #expect(statuses.withLock { $0.sorted() } == [200] + Array(repeating: 401, count: 7))
+        #expect(harness.appleCalls("/auth/token").count == 1, "a replay never reaches Apple")
+        #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 1)
     }
 
     @Test("A hanging Apple holds neither a jobs pass nor the other kind: each kind stops at its first unreachable call")
