@@ -18,10 +18,24 @@ final class Connection {
     ///   - listener: the shared listening socket (borrowed).
     ///   - headerNames: the request headers to copy into `Request.headers`.
     ///   - maxBodyBytes: the hard limit on a request body.
-    init(listener: Listener, headerNames: [String], maxBodyBytes: Int) {
+    convenience init(listener: Listener, headerNames: [String], maxBodyBytes: Int) {
+        self.init(listeningSocket: listener.descriptor, headerNames: headerNames, maxBodyBytes: maxBodyBytes)
+    }
+
+    /// A slot whose first request comes from `descriptor`, a connected socket it then owns, rather
+    /// than from a listener; later accepts fail (for the FastCGI fuzz target, which feeds it bytes).
+    convenience init(connected descriptor: Int32, headerNames: [String], maxBodyBytes: Int) {
+        self.init(listeningSocket: -1, headerNames: headerNames, maxBodyBytes: maxBodyBytes)
+        // libfcgi reads from a request's connection when it holds one, and accepts only when not;
+        // an accept first finishes the previous request, which closes its connection unless kept.
+        request.pointee.ipcFd = descriptor
+        request.pointee.keepConnection = 1
+    }
+
+    private init(listeningSocket: Int32, headerNames: [String], maxBodyBytes: Int) {
         request = UnsafeMutablePointer<FCGX_Request>.allocate(capacity: 1)
         request.initialize(to: FCGX_Request())
-        FCGX_InitRequest(request, listener.descriptor, 0)
+        FCGX_InitRequest(request, listeningSocket, 0)
         capturedHeaders = headerNames.map { name in
             let param = "HTTP_" + name.uppercased().replacingDashes()
             return (param: Array(param.utf8), name: name.lowercased())

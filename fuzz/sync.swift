@@ -1,0 +1,80 @@
+// libFuzzer target: the sync body reader (`SyncRoute.Body` in Sources/Server/SyncRequestBody.swift),
+// which reads a body once with the strict JSON pull reader into the members a sync uses. Checked
+// against `JSONObject`, the other reader: both accept or both refuse, and every member a sync
+// uses reads the same from both. Built by scripts/fuzz with the JOSE sources and the reader's file;
+// the rest of `SyncRoute` (its handler and rules) needs the server's other modules, so here the
+// type stands alone.
+
+import JOSE
+
+enum SyncRoute {}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzSyncBody(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let object = try? JSONObject(parsing: bytes)
+    let body = try? SyncRoute.Body(reading: bytes)
+    guard let object, let body else {
+        if (object == nil) != (body == nil) {
+            fatalError("JSONObject \(object == nil ? "refused" : "accepted") what the sync reader \(body == nil ? "refused" : "accepted")")
+        }
+        return 0
+    }
+    compare(body.top, object)
+    compare(body.profile, object, "profile", single: true)
+    compare(body.progress, object, "progress", single: false)
+    compare(body.achievements, object, "achievements", single: false)
+    return 0
+}
+
+/// The objects of member `name` as the sync reader read them, against `JSONObject`'s.
+private func compare(_ objects: SyncRoute.Objects, _ object: JSONObject, _ name: String, single: Bool) {
+    let items = try? objects.items(path: name)
+    switch object.kind(of: name) {
+    case nil, .null:
+        agree(items?.isEmpty == true, "\(name) absent")
+    case .object where single:
+        guard let items, items.count == 1, let inner = try? object.object(name) else { disagree("\(name) an object") }
+        compare(items[0], inner)
+    case .array where !single:
+        if let inner = try? object.objectArray(name) {
+            guard let items, items.count == inner.count else { disagree("\(name) an array of objects") }
+            for (item, innerObject) in zip(items, inner) { compare(item, innerObject) }
+        } else {
+            agree(items == nil, "\(name) an array with an element that is not an object")
+        }
+    default:
+        agree(items == nil, "\(name) of the wrong type")
+    }
+}
+
+/// Each member of the fields' schema, as the sync reader read it, against `JSONObject`'s reading.
+private func compare(_ fields: SyncRoute.Fields, _ object: JSONObject) {
+    for name in fields.schema.names {
+        let string = try? fields.string(name)
+        let integer = try? fields.integer(name)
+        let bool = try? fields.bool(name)
+        switch object.kind(of: name) {
+        case nil, .null:
+            agree(string == .some(nil) && integer == .some(nil) && bool == .some(nil), "\(name) absent")
+        case .string:
+            agree(string == .some(try? object.string(name)) && integer == nil && bool == nil, "\(name) a string")
+        case .number:
+            let expected = try? object.integer(name)
+            agree(expected == nil ? integer == nil : integer == .some(expected), "\(name) a number")
+            agree(string == nil && bool == nil, "\(name) a number, nothing else")
+        case .bool:
+            agree(bool == .some(try? object.bool(name)) && string == nil && integer == nil, "\(name) a bool")
+        case .object, .array:
+            agree(string == nil && integer == nil && bool == nil, "\(name) of the wrong type")
+        }
+    }
+}
+
+private func agree(_ condition: Bool, _ what: String) {
+    if !condition { disagree(what) }
+}
+
+private func disagree(_ what: String) -> Never {
+    fatalError("the sync reader and JSONObject disagree: \(what)")
+}
