@@ -14,7 +14,10 @@ package func initializeMariaDBLibrary() {
 /// transaction). When the server goes away the connection is dropped and re-opened, and its statements
 /// prepared again, on the next call. A read is retried once at once. A write is retried once only when
 /// the library reports that the statement never reached the server; a write inside a transaction is
-/// never retried: the transaction fails with `.connectionLost`.
+/// never retried (the transaction fails with `.connectionLost`), except the first statement of a
+/// transaction without autocommit, which nothing on the server outlives. Nothing is retried after a loss that
+/// took time to notice (a read or write timeout: the server is frozen or overloaded), so a call
+/// fails within the configured timeout instead of waiting for it twice.
 package final class Connection {
     private let configuration: Configuration
     private var handle: UnsafeMutablePointer<MYSQL>?
@@ -51,11 +54,12 @@ package final class Connection {
     /// Reconnects once when the connection was lost, like a read.
     /// - Throws: `MariaDBError(.connectionLost)` when the server cannot be reached.
     package func ping() throws {
+        let started = ContinuousClock.now
         do {
             try pingOnce()
         } catch let error as MariaDBError where error.code == .connectionLost {
             disconnect()
-            guard !inTransaction else { throw error }
+            guard !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
             try pingOnce()
         }
     }
@@ -149,13 +153,18 @@ package final class Connection {
     /// a transaction and running it again is safe: when it cannot have reached the server, or for
     /// `anyLoss`, a read.
     private func retryingLoss<T>(anyLoss: Bool, _ body: () throws -> T) throws -> T {
+        let started = ContinuousClock.now
         do {
             let value = try body()
             if inTransaction { transactionBegun = true }
             return value
         } catch let error as MariaDBError where error.code == .connectionLost {
             disconnect()
-            guard !inTransaction, anyLoss || Connection.neverReachedServer(error) else { throw error }
+            // Without autocommit, a transaction's first statement begins it: when its connection is
+            // lost, the server keeps nothing of it, so it runs again on a new one like a read.
+            let nothingBegun = inTransaction && !transactionBegun
+            let safe = nothingBegun || (!inTransaction && (anyLoss || Connection.neverReachedServer(error)))
+            guard safe, Connection.noticedAtOnce(since: started) else { throw error }
             return try body()
         }
     }
@@ -168,13 +177,20 @@ package final class Connection {
     }
 
     private func command(_ sql: String, retryable: Bool) throws {
+        let started = ContinuousClock.now
         do {
             try run(sql)
         } catch let error as MariaDBError where error.code == .connectionLost {
             disconnect()
-            guard retryable, !inTransaction else { throw error }
+            guard retryable, !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
             try run(sql)
         }
+    }
+
+    /// Whether a loss was noticed within a second of `start`: a connection the server closed (it
+    /// restarted), worth one more try; not a timeout, after which a second try would double the wait.
+    private static func noticedAtOnce(since start: ContinuousClock.Instant) -> Bool {
+        ContinuousClock.now - start < .seconds(1)
     }
 
     /// Errors after which the statement cannot have been executed: the connection was refused, the

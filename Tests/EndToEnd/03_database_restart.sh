@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # MariaDB stops while siwa runs: /health answers 503 within a second; MariaDB starts again:
-# /health is 200 again without restarting siwa.
+# /health is 200 again without restarting siwa. MariaDB frozen (SIGSTOP): requests that need it
+# answer 503 within SIWA_DB_TIMEOUT (2 s here) and a second.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
@@ -22,3 +23,31 @@ expect_status 200 "health after the database restarted"
 expect_body '{"appleKeys":"ok","database":"ok","status":"ok"}' "health after the database restarted"
 [ "$(cat "$E2E_TMP/siwa.pid")" = "$siwa_pid" ] && kill -0 "$siwa_pid" || fail "siwa was restarted"
 pass "database back: /health is 200 again, same siwa process ($siwa_pid)"
+
+# --- Frozen: the process is there, its socket accepts, nothing answers.
+db_pid=$(cat "$E2E_TMP/db/mariadb.pid")
+kill -STOP "$db_pid"
+trap 'kill -CONT "$db_pid" 2>/dev/null || true' EXIT
+timed() { # method path [curl args]: "<status> <seconds>"
+    curl -ks -o /dev/null -w '%{http_code} %{time_total}' --max-time 40 -X "$@"
+}
+refresh_body='{"refreshToken":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}'
+results=()
+for round in 1 2; do
+    results+=("$(timed GET "$E2E_URL/health")")
+    results+=("$(timed POST "$E2E_URL/auth/refresh" -H 'Content-Type: application/json' -d "$refresh_body")")
+done
+kill -CONT "$db_pid"
+trap - EXIT
+for result in "${results[@]}"; do
+    read -r status seconds <<<"$result"
+    [ "$status" = 503 ] || fail "a request with the database frozen: status $status after ${seconds}s (${results[*]})"
+    awk -v s="$seconds" 'BEGIN { exit !(s < 3.0) }' || fail "a request with the database frozen took ${seconds}s (${results[*]})"
+done
+for _ in $(seq 50); do
+    request GET /health
+    [ "$STATUS" = 200 ] && break
+    sleep 0.1
+done
+expect_status 200 "health after the database was thawed"
+pass "database frozen: /health and a refresh answer 503 within 3 s, twice each (${results[*]}); thawed: 200 again"

@@ -162,7 +162,9 @@ import Testing
         try connection.query("SELECT COUNT(*) FROM items")[0].decode(at: 0)
     }
 
-    @Test("Without autocommit, a transaction starts with its first statement, commits or rolls back whole; no statement runs outside one")
+    @Test(
+        "Without autocommit, a transaction starts with its first statement, commits or rolls back whole, survives a connection dropped before it; no statement runs outside one"
+    )
     func manualCommit() throws {
         try withTable { connection in
             var configuration = database.configuration
@@ -193,8 +195,16 @@ import Testing
             }
             #expect(lost == .connectionLost)
             try manual.transaction { _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "sixth") }
+            // Dropped between transactions (the server restarted): the next one's first statement,
+            // a write, runs again on a new connection, since nothing of it outlived the old one.
+            let id: Int = try manual.transaction { try manual.query("SELECT CONNECTION_ID()")[0].decode(at: 0) }
+            try database.kill(connectionID: id)
+            try manual.transaction {
+                _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "seventh")
+                _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "eighth")
+            }
             let names = try connection.query("SELECT name FROM items ORDER BY id").map { try $0.decode(String.self, at: 0) }
-            #expect(names == ["first", "sixth"])
+            #expect(names == ["first", "sixth", "seventh", "eighth"])
         }
     }
 

@@ -62,7 +62,10 @@ final class TestDatabase {
 
     /// Kills the server-side session of `connection` from another connection, as a restart would.
     func kill(_ connection: Connection) throws {
-        let id: Int = try connection.query("SELECT CONNECTION_ID()")[0].decode(at: 0)
+        try kill(connectionID: try connection.query("SELECT CONNECTION_ID()")[0].decode(at: 0))
+    }
+
+    func kill(connectionID id: Int) throws {
         _ = try admin.execute("KILL CONNECTION \(id)")
     }
 
