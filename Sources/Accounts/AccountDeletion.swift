@@ -5,7 +5,8 @@ package import MariaDB
 package enum AccountDeletion {
     /// Deletes `userID` (sessions, tokens, identities, emails and the rest go with it through
     /// foreign keys) and, when `revokeAtApple`, queues a revocation at Apple for each stored Apple
-    /// refresh token, with the client id that minted it. Must run inside a transaction.
+    /// refresh token (one per client id the person signed in with), with the client id that minted
+    /// it. Must run inside a transaction.
     /// - Parameter source: why (`user`, `apple_notification`), for the audit event.
     /// - Returns: false when there was no such user.
     package static func delete(
@@ -18,10 +19,9 @@ package enum AccountDeletion {
             : try connection.execute(
                 """
                 INSERT INTO apple_revocations (client_id, token, token_key_id, token_type_hint)
-                SELECT apple_refresh_token_client_id, apple_refresh_token, apple_refresh_token_key_id, 'refresh_token'
-                FROM apple_identities
-                WHERE user_id = ? AND apple_refresh_token IS NOT NULL AND apple_refresh_token_client_id IS NOT NULL
-                    AND apple_refresh_token_key_id IS NOT NULL
+                SELECT t.client_id, t.token, t.token_key_id, 'refresh_token'
+                FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id
+                WHERE i.user_id = ?
                 """, userID
             ).affectedRows
         _ = try connection.execute("DELETE FROM users WHERE id = ?", userID)

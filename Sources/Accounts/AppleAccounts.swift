@@ -88,11 +88,13 @@ package enum AppleAccounts {
         // first sign-ins in the same gap would deadlock on their inserts. A concurrent creation
         // shows up as `.duplicateEntry` on the unique (team, sub) instead; the retry finds the row.
         let existing = try connection.query(
-            "SELECT user_id FROM apple_identities WHERE team_id = ? AND sub = ?", signIn.teamID, signIn.sub
+            "SELECT id, user_id FROM apple_identities WHERE team_id = ? AND sub = ?", signIn.teamID, signIn.sub
         ).first
+        let identityID: UInt64
         let userID: UInt64
         if let existing {
-            userID = try existing.decode(UInt64.self, at: 0)
+            identityID = try existing.decode(at: 0)
+            userID = try existing.decode(at: 1)
             _ = try connection.execute(
                 """
                 UPDATE apple_identities SET audience = ?, consent_state = 'active', transfer_sub = COALESCE(?, transfer_sub),
@@ -106,18 +108,20 @@ package enum AppleAccounts {
             }
         } else {
             userID = try connection.execute("INSERT INTO users (first_name, last_name) VALUES (?, ?)", firstName, lastName).lastInsertID
-            _ = try connection.execute(
+            identityID = try connection.execute(
                 "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub) VALUES (?, ?, ?, ?, ?)",
-                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub)
+                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub
+            ).lastInsertID
         }
         if let token = signIn.appleRefreshToken {
+            // One token per client id: a sign-in on the web does not replace the app's token.
             _ = try connection.execute(
                 """
-                UPDATE apple_identities SET apple_refresh_token = ?, apple_refresh_token_key_id = ?,
-                    apple_refresh_token_client_id = ?, last_validated_at = UTC_TIMESTAMP(3),
-                    next_validation_at = \(AppleValidations.nextValidationSQL)
-                WHERE team_id = ? AND sub = ?
-                """, token.ciphertext, token.keyID, token.clientID, signIn.teamID, signIn.sub)
+                INSERT INTO apple_tokens (identity_id, client_id, token, token_key_id, next_validation_at)
+                VALUES (?, ?, ?, ?, \(AppleValidations.nextValidationSQL))
+                ON DUPLICATE KEY UPDATE token = VALUES(token), token_key_id = VALUES(token_key_id),
+                    last_validated_at = UTC_TIMESTAMP(3), next_validation_at = VALUES(next_validation_at), updated_at = UTC_TIMESTAMP(3)
+                """, identityID, token.clientID, token.ciphertext, token.keyID)
         }
         var storedEmail: Profile.Email?
         if let email = signIn.email?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 {

@@ -1,3 +1,4 @@
+import JOSE
 package import MariaDB
 
 /// A revocation waiting in the outbox.
@@ -67,71 +68,93 @@ package enum AppleRevocationOutbox {
     }
 }
 
-/// An Apple identity whose refresh token is due for its daily check at Apple.
+/// An Apple refresh token due for its daily check at Apple, with the identity it belongs to.
 package struct DueValidation: Sendable, Equatable {
     package var identityID: UInt64
     package var userID: UInt64
+    /// The token, with the client id that minted it.
     package var token: SealedAppleToken
 }
 
 /// The daily re-validation of each stored Apple refresh token (Apple's guidance: at most once a day),
-/// with the client id that minted it. `invalid_grant` means the user withdrew consent: every session
-/// of theirs ends.
+/// with the client id that minted it. A person holds one token per client id (the app's bundle id,
+/// the web's Services ID); `invalid_grant` for one of them ends the sessions opened with that
+/// client id.
 package enum AppleValidations {
     /// The next check: a day from now, plus up to an hour of jitter so checks do not bunch up.
     package static let nextValidationSQL = "UTC_TIMESTAMP(3) + INTERVAL (86400 + FLOOR(RAND() * 3600)) SECOND"
     /// When Apple could not be asked: try again in 15 minutes (also the claim's lease).
     static let retrySQL = "UTC_TIMESTAMP(3) + INTERVAL 900 SECOND"
 
-    /// Claims up to `limit` identities whose check is due, pushing their next check back by the retry
+    /// Claims up to `limit` tokens whose check is due, pushing their next check back by the retry
     /// delay first so that no other sender takes them.
     package static func claimDue(limit: Int, on connection: Connection) throws -> [DueValidation] {
         let due = try connection.query(
             """
-            SELECT id, user_id, apple_refresh_token, apple_refresh_token_key_id, apple_refresh_token_client_id
-            FROM apple_identities
-            WHERE next_validation_at <= UTC_TIMESTAMP(3) AND consent_state = 'active' AND apple_refresh_token IS NOT NULL
-                AND apple_refresh_token_key_id IS NOT NULL AND apple_refresh_token_client_id IS NOT NULL
-            ORDER BY next_validation_at LIMIT ?
+            SELECT t.identity_id, i.user_id, t.client_id, t.token, t.token_key_id
+            FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id
+            WHERE t.next_validation_at <= UTC_TIMESTAMP(3) AND i.consent_state = 'active'
+            ORDER BY t.next_validation_at LIMIT ?
             """, limit)
         var claimed: [DueValidation] = []
         for row in due {
-            let id: UInt64 = try row.decode(at: 0)
+            let validation = DueValidation(
+                identityID: try row.decode(at: 0), userID: try row.decode(at: 1),
+                token: SealedAppleToken(ciphertext: try row.decode(at: 3), keyID: try row.decode(at: 4), clientID: try row.decode(at: 2)))
             let won =
                 try connection.execute(
-                    "UPDATE apple_identities SET next_validation_at = \(retrySQL) WHERE id = ? AND next_validation_at <= UTC_TIMESTAMP(3)",
-                    id
+                    """
+                    UPDATE apple_tokens SET next_validation_at = \(retrySQL)
+                    WHERE identity_id = ? AND client_id = ? AND next_validation_at <= UTC_TIMESTAMP(3)
+                    """, validation.identityID, validation.token.clientID
                 ).affectedRows == 1
-            guard won else { continue }
-            claimed.append(
-                DueValidation(
-                    identityID: id, userID: try row.decode(at: 1),
-                    token: SealedAppleToken(
-                        ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 4))))
+            if won { claimed.append(validation) }
         }
         return claimed
     }
 
     /// Apple accepted the refresh token: next check in about a day.
-    package static func markValid(_ identityID: UInt64, on connection: Connection) throws {
+    package static func markValid(_ validation: DueValidation, on connection: Connection) throws {
         _ = try connection.execute(
-            "UPDATE apple_identities SET last_validated_at = UTC_TIMESTAMP(3), next_validation_at = \(nextValidationSQL) WHERE id = ?",
-            identityID)
+            """
+            UPDATE apple_tokens SET last_validated_at = UTC_TIMESTAMP(3), next_validation_at = \(nextValidationSQL)
+            WHERE identity_id = ? AND client_id = ?
+            """, validation.identityID, validation.token.clientID)
     }
 
-    /// Consent is gone (Apple answered `invalid_grant`, or a `consent-revoked` notification came):
-    /// the identity is marked revoked, its Apple token erased, and every session of the user ends.
-    /// Must run inside a transaction.
+    /// Apple answered `invalid_grant` for one token: it is erased, and the sessions opened with its
+    /// client id (and those of unknown origin) end; the identity is marked revoked once it holds no
+    /// token. Sessions of the person's other client ids go on. Must run inside a transaction.
+    /// - Returns: how many sessions ended.
+    package static func tokenRefused(_ validation: DueValidation, on connection: Connection) throws -> UInt64 {
+        let clientID = validation.token.clientID
+        _ = try connection.execute(
+            "DELETE FROM apple_tokens WHERE identity_id = ? AND client_id = ?", validation.identityID, clientID)
+        _ = try connection.execute(
+            """
+            UPDATE apple_identities SET consent_state = 'revoked', updated_at = UTC_TIMESTAMP(3)
+            WHERE id = ? AND NOT EXISTS (SELECT 1 FROM apple_tokens WHERE identity_id = ?)
+            """, validation.identityID, validation.identityID)
+        let ended = try Sessions.revokeAll(
+            of: validation.userID, openedWith: clientID, reason: "apple_consent_revoked", on: connection)
+        try AuditLog.record(
+            "apple_consent_revoked", userID: validation.userID,
+            detail: JSONText.object([
+                ("source", .string("daily_validation")), ("clientId", .string(clientID)), ("sessionsEnded", .integer(Int64(ended))),
+            ]), on: connection)
+        return ended
+    }
+
+    /// Consent is gone for the whole app (a `consent-revoked` notification): the identity is marked
+    /// revoked, every Apple token of it erased, and every session of the user ends. Must run
+    /// inside a transaction.
     /// - Returns: how many sessions ended.
     package static func consentRevoked(
         userID: UInt64, identityID: UInt64, source: String, on connection: Connection
     ) throws -> UInt64 {
         _ = try connection.execute(
-            """
-            UPDATE apple_identities SET consent_state = 'revoked', apple_refresh_token = NULL, apple_refresh_token_key_id = NULL,
-                next_validation_at = NULL, updated_at = UTC_TIMESTAMP(3)
-            WHERE id = ?
-            """, identityID)
+            "UPDATE apple_identities SET consent_state = 'revoked', updated_at = UTC_TIMESTAMP(3) WHERE id = ?", identityID)
+        _ = try connection.execute("DELETE FROM apple_tokens WHERE identity_id = ?", identityID)
         let ended = try Sessions.revokeAll(of: userID, reason: "apple_consent_revoked", on: connection)
         try AuditLog.record(
             "apple_consent_revoked", userID: userID, detail: #"{"source":\#(AuditLog.name(source)),"sessionsEnded":\#(ended)}"#,

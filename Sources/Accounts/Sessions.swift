@@ -42,14 +42,20 @@ package enum Sessions {
     package static let maximumDeviceLength = 128
 
     /// Creates a session with its first refresh token (native) or its cookie (web).
-    /// - Parameter lifetime: seconds without use after which the session expires.
+    /// - Parameters:
+    ///   - appleClientID: the client id (bundle id or Services ID) the user signed in with; Apple
+    ///     refusing that client's token ends the session.
+    ///   - lifetime: seconds without use after which the session expires.
     package static func create(
-        userID: UInt64, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int, on connection: Connection
+        userID: UInt64, appleClientID: String?, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int,
+        on connection: Connection
     ) throws -> UInt64 {
         let device = AppleAccounts.sanitizedName(device, maximum: maximumDeviceLength)
         let sessionID = try connection.execute(
-            "INSERT INTO sessions (user_id, device, cookie_hash, expires_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)",
-            userID, device, cookieHash, lifetime
+            """
+            INSERT INTO sessions (user_id, apple_client_id, device, cookie_hash, expires_at)
+            VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)
+            """, userID, appleClientID, device, cookieHash, lifetime
         ).lastInsertID
         if let refreshTokenHash {
             _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", refreshTokenHash, sessionID)
@@ -182,6 +188,20 @@ package enum Sessions {
         try connection.execute(
             "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE user_id = ? AND revoked_at IS NULL",
             reason, userID
+        ).affectedRows
+    }
+
+    /// Revokes the sessions of `userID` opened with the Apple client id `clientID`, and those whose
+    /// client id is unknown (opened before it was recorded).
+    /// - Returns: how many sessions ended.
+    package static func revokeAll(
+        of userID: UInt64, openedWith clientID: String, reason: String, on connection: Connection
+    ) throws -> UInt64 {
+        try connection.execute(
+            """
+            UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ?
+            WHERE user_id = ? AND revoked_at IS NULL AND (apple_client_id = ? OR apple_client_id IS NULL)
+            """, reason, userID, clientID
         ).affectedRows
     }
 }

@@ -98,8 +98,8 @@ package struct BackgroundJobs {
         logger.warning("Apple could not be reached: the remaining \(kind) wait for the next pass")
     }
 
-    /// Asks Apple whether each due refresh token is still good. `invalid_grant` means consent was
-    /// withdrawn: the user's sessions end. Apple unreachable changes nothing; the check is retried.
+    /// Asks Apple whether each due refresh token is still good, with the client id that minted it.
+    /// `invalid_grant` means consent was withdrawn for that client: the sessions opened with it end. Apple unreachable changes nothing; the check is retried.
     func validateAppleTokens(_ summary: inout Summary, until deadline: Double) throws {
         for _ in 0..<batch {
             guard clock.now() < deadline, let due = try AppleValidations.claimDue(limit: 1, on: database).first else { return }
@@ -110,18 +110,18 @@ package struct BackgroundJobs {
             }
             do {
                 _ = try client.refresh(token, clientID: due.token.clientID)
-                try AppleValidations.markValid(due.identityID, on: database)
+                try AppleValidations.markValid(due, on: database)
                 summary.validated += 1
             } catch let error as AppleAPIError where error.code == .invalidGrant {
-                let ended = try database.transaction {
-                    try AppleValidations.consentRevoked(
-                        userID: due.userID, identityID: due.identityID, source: "daily_validation", on: database)
-                }
-                logger.notice("Apple consent withdrawn: sessions ended", metadata: ["user": "\(due.userID)", "sessions": "\(ended)"])
+                let ended = try database.transaction { try AppleValidations.tokenRefused(due, on: database) }
+                logger.notice(
+                    "Apple refused a refresh token (consent withdrawn): the sessions of its client id ended",
+                    metadata: ["user": "\(due.userID)", "client": "\(due.token.clientID)", "sessions": "\(ended)"])
                 summary.consentRevoked += 1
             } catch let error as AppleAPIError {
                 logger.warning(
-                    "validation at Apple failed; will retry", metadata: ["identity": "\(due.identityID)", "error": "\(error)"])
+                    "validation at Apple failed; will retry",
+                    metadata: ["identity": "\(due.identityID)", "client": "\(due.token.clientID)", "error": "\(error)"])
                 summary.validationsFailed += 1
                 if error.code == .unreachable { return stopped("validations") }
             }

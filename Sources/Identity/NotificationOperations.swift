@@ -20,40 +20,42 @@ extension Operations {
             throw error
         }
         let outcome = try retryingConflicts {
-            try database.transaction { try apply(notification, apple: apple.settings) }
+            try transaction { connection in try apply(notification, apple: apple.settings, on: connection) }
         }
         logger.info("Apple notification", metadata: ["type": "\(notification.kind.name)", "outcome": "\(outcome.rawValue)"])
         return outcome
     }
 
     /// Records the notification and applies its effect; runs inside a transaction.
-    private func apply(_ notification: ServerNotification, apple: AppleSettings) throws -> AppleNotifications.Outcome {
+    private func apply(
+        _ notification: ServerNotification, apple: AppleSettings, on connection: Connection
+    ) throws -> AppleNotifications.Outcome {
         guard
             try AppleNotifications.record(
                 jti: notification.jti, type: notification.kind.name, subjectHash: SHA256.hash(Array(notification.subject.utf8)),
-                audience: notification.audience, eventTime: notification.eventTime, on: database)
+                audience: notification.audience, eventTime: notification.eventTime, on: connection)
         else { return .duplicate }
         let outcome: AppleNotifications.Outcome
         var userID: UInt64?
-        if let identity = try AppleNotifications.identity(teamID: apple.teamID, subject: notification.subject, on: database) {
+        if let identity = try AppleNotifications.identity(teamID: apple.teamID, subject: notification.subject, on: connection) {
             userID = identity.userID
             switch notification.kind {
             case .consentRevoked:
                 _ = try AppleValidations.consentRevoked(
-                    userID: identity.userID, identityID: identity.identityID, source: "apple_notification", on: database)
+                    userID: identity.userID, identityID: identity.identityID, source: "apple_notification", on: connection)
                 outcome = .processed
             case .accountDeleted:
                 // The Apple Account is gone, so there is nothing left to revoke at Apple.
                 if apple.anonymiseOnAccountDelete {
-                    _ = try AccountDeletion.anonymise(userID: identity.userID, source: "apple_notification", on: database)
+                    _ = try AccountDeletion.anonymise(userID: identity.userID, source: "apple_notification", on: connection)
                 } else {
                     _ = try AccountDeletion.delete(
-                        userID: identity.userID, revokeAtApple: false, source: "apple_notification", remoteAddress: nil, on: database)
+                        userID: identity.userID, revokeAtApple: false, source: "apple_notification", remoteAddress: nil, on: connection)
                 }
                 outcome = .processed
             case .emailDisabled, .emailEnabled:
                 let matched = try AppleNotifications.setForwarding(
-                    userID: identity.userID, address: notification.email, enabled: notification.kind == .emailEnabled, on: database)
+                    userID: identity.userID, address: notification.email, enabled: notification.kind == .emailEnabled, on: connection)
                 outcome = matched ? .processed : .unknownAddress
             case .other:
                 outcome = .ignored
@@ -61,12 +63,12 @@ extension Operations {
         } else {
             outcome = .unknownUser
         }
-        try AppleNotifications.finish(jti: notification.jti, outcome: outcome, on: database)
+        try AppleNotifications.finish(jti: notification.jti, outcome: outcome, on: connection)
         try AuditLog.record(
             "apple_notification", userID: userID,
             detail: JSONText.object([
                 ("jti", .string(notification.jti)), ("type", .string(notification.kind.name)), ("outcome", .string(outcome.rawValue)),
-            ]), on: database)
+            ]), on: connection)
         return outcome
     }
 

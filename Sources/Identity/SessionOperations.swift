@@ -55,10 +55,10 @@ extension Operations {
         guard let presentedHash = OpaqueToken.hash(of: presented) else { throw IdentityError(.refreshTokenUnknown) }
         let next = try OpaqueToken()
         let rotation = try retryingConflicts {
-            try database.transaction {
+            try transaction { connection in
                 try Sessions.rotate(
                     presentedHash: presentedHash, nextHash: next.hash, lifetime: settings.lifetime,
-                    reuseInterval: settings.refreshReuseInterval, remoteAddress: remoteAddress, on: database)
+                    reuseInterval: settings.refreshReuseInterval, remoteAddress: remoteAddress, on: connection)
             }
         }
         switch rotation {
@@ -109,8 +109,8 @@ extension Operations {
     /// Apple waits in the outbox for the background jobs, so this never waits on Apple.
     /// - Throws: `IdentityError(.notFound)` when the account is already gone.
     package func deleteAccount(of principal: Principal, remoteAddress: String?) throws {
-        let deleted = try database.transaction {
-            try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: database)
+        let deleted = try transaction { connection in
+            try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: connection)
         }
         guard deleted else { throw IdentityError(.notFound) }
         logger.notice("account deleted", metadata: ["user": "\(principal.userID)"])

@@ -57,15 +57,16 @@ extension Operations {
         let verified = try verify(attempt, audience: nil, redirectURI: nil)
         let refreshToken = try OpaqueToken()
         let (account, sessionID) = try retryingConflicts {
-            try database.transaction {
-                try verified.unclaimedNonce?.claim(on: database)
-                let account = try AppleAccounts.signIn(verified.signIn, on: database)
+            try transaction { connection in
+                try verified.unclaimedNonce?.claim(on: connection)
+                let account = try AppleAccounts.signIn(verified.signIn, on: connection)
                 let sessionID = try Sessions.create(
-                    userID: account.userID, device: device, refreshTokenHash: refreshToken.hash, cookieHash: nil,
-                    lifetime: settings.lifetime, on: database)
+                    userID: account.userID, appleClientID: verified.signIn.audience, device: device, refreshTokenHash: refreshToken.hash,
+                    cookieHash: nil,
+                    lifetime: settings.lifetime, on: connection)
                 try AuditLog.record(
                     "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                    detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: database)
+                    detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
                 return (account, sessionID)
             }
         }

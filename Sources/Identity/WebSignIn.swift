@@ -103,20 +103,20 @@ extension Operations {
         }
         let handle = try OpaqueToken()
         try retryingConflicts {
-            try database.transaction {
-                guard try WebSignIns.pending(stateHash: stateHash, on: database) != nil else {
+            try transaction { connection in
+                guard try WebSignIns.pending(stateHash: stateHash, on: connection) != nil else {
                     throw IdentityError(.alreadyCompleted, "this sign-in was already completed")
                 }
                 switch outcome {
                 case .success(let verified):
-                    try verified.unclaimedNonce?.claim(on: database)
-                    let account = try AppleAccounts.signIn(verified.signIn, on: database)
+                    try verified.unclaimedNonce?.claim(on: connection)
+                    let account = try AppleAccounts.signIn(verified.signIn, on: connection)
                     try WebSignIns.complete(
                         pending.id, handleHash: handle.hash, userID: account.userID, isNewUser: account.isNewUser, error: nil,
-                        on: database)
+                        on: connection)
                 case .failure(let failure):
                     try WebSignIns.complete(
-                        pending.id, handleHash: handle.hash, userID: nil, isNewUser: false, error: failure.code, on: database)
+                        pending.id, handleHash: handle.hash, userID: nil, isNewUser: false, error: failure.code, on: connection)
                 }
             }
         }
@@ -144,21 +144,24 @@ extension Operations {
     /// opening a cookie session when it signed someone in. The handle is spent whatever follows.
     package func redeemWebSignIn(handle: String, binding: String?, remoteAddress: String?) throws -> WebRedemption {
         let settings = try requireSessions()
+        // Web sign-ins are verified for the Services ID only: their sessions depend on its token.
+        let servicesID = try requireApple().settings.servicesID
         guard let handleHash = OpaqueToken.hash(of: handle) else { return .unknown }
         let bindingHash = SHA256.hash(Array((binding ?? "").utf8))
         let cookie = try OpaqueToken()
-        let redemption = try database.transaction { () -> WebRedemption in
-            guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: database) else { return .unknown }
+        let redemption = try transaction { (connection: Connection) -> WebRedemption in
+            guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: connection) else { return .unknown }
             guard constantTimeEquals(bindingHash, completed.bindingHash) else { return .otherBrowser }
             guard completed.error == nil, let userID = completed.userID else {
                 return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
             }
             let sessionID = try Sessions.create(
-                userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: cookie.hash, lifetime: settings.lifetime,
-                on: database)
+                userID: userID, appleClientID: servicesID, device: "Web browser", refreshTokenHash: nil, cookieHash: cookie.hash,
+                lifetime: settings.lifetime,
+                on: connection)
             try AuditLog.record(
                 "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: database)
+                detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: connection)
             return .signedIn(returnTo: completed.returnTo, cookie: cookie.value)
         }
         if redemption == .otherBrowser {

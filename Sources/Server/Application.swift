@@ -34,6 +34,13 @@ package final class Application: Sendable {
             apple: config.apple.map { AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger) },
             sessions: config.sessions,
             database: config.database, clock: clock)
+        var router = Application.routes
+        extraRoutes(&router)
+        self.router = router
+    }
+
+    /// The HTTP contract's routes (docs/openapi.yaml documents exactly these).
+    package static var routes: Router {
         var router = Router()
         router.add("GET", "/health", Health.handle)
         router.add("POST", "/auth/apple", NativeSignIn.signIn)
@@ -49,8 +56,7 @@ package final class Application: Sendable {
         router.add("GET", "/auth/web/complete", WebSignIn.complete)
         router.add("POST", "/webhook/apple", AppleWebhook.handle)
         router.add("POST", "/sync", SyncRoute.handle)
-        extraRoutes(&router)
-        self.router = router
+        return router
     }
 
     /// Apple's services; nil when Apple is not configured.
@@ -67,7 +73,7 @@ package final class Application: Sendable {
     package func makeWorker(index: Int) -> Worker {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
-        let operations = Operations(core: core, database: Connection(configuration: config.database), logger: logger)
+        let operations = Operations(core: core, database: config.database, logger: logger)
         return Worker(router: router, operations: operations)
     }
 

@@ -26,7 +26,7 @@ JANE_ID=$(json user.id <<<"$BODY")
 JANE_ACCESS=$ACCESS JANE_REFRESH=$REFRESH
 apple GET "/admin/users/$JANE" -H "$ADMIN"
 [ "$(json clients.0.refreshTokens <<<"$APPLE_BODY")" = 1 ] || fail "the code was not exchanged at the emulator: $APPLE_BODY"
-sealed=$(sql "SELECT apple_refresh_token_client_id, apple_refresh_token_key_id, LENGTH(apple_refresh_token) > 28 FROM apple_identities WHERE user_id = $JANE_ID")
+sealed=$(sql "SELECT t.client_id, t.token_key_id, LENGTH(t.token) > 28 FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id WHERE i.user_id = $JANE_ID")
 [ "$sealed" = "$(printf 'com.example.siwa\tk1\t1')" ] || fail "Apple's refresh token is not stored sealed with its client id: $sealed"
 pass "a new user: 200 with isNewUser, Bearer 900 s, the name trimmed, the email; the code exchanged and Apple's token sealed (key k1, client id)"
 
@@ -200,14 +200,14 @@ sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\"
 expect_status 200 "a sign-in"
 W_ID=$(json user.id <<<"$BODY")
 W_ACCESS=$ACCESS W_REFRESH=$REFRESH
-due=$(sql "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), next_validation_at) BETWEEN 86000 AND 90001 FROM apple_identities WHERE user_id = $W_ID")
+due=$(sql "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), t.next_validation_at) BETWEEN 86000 AND 90001 FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id WHERE i.user_id = $W_ID")
 [ "$due" = 1 ] || fail "the next validation is not about a day away: $due"
-sql "UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) WHERE user_id = $W_ID"
+sql "UPDATE apple_tokens t JOIN apple_identities i ON i.id = t.identity_id SET t.next_validation_at = UTC_TIMESTAMP(3) WHERE i.user_id = $W_ID"
 out=$(siwa jobs --once)
 grep -q "validated=1 consentRevoked=0" <<<"$out" || fail "a still-valid token: $out"
 apple POST "/admin/users/$WITHDRAWN/revoke" -H "$ADMIN" -d '{"clientId":"com.example.siwa"}'
 [ "$APPLE_STATUS" = 200 ] || fail "revoke at the emulator: $APPLE_STATUS"
-sql "UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) WHERE user_id = $W_ID"
+sql "UPDATE apple_tokens t JOIN apple_identities i ON i.id = t.identity_id SET t.next_validation_at = UTC_TIMESTAMP(3) WHERE i.user_id = $W_ID"
 out=$(siwa jobs --once)
 grep -q "consentRevoked=1" <<<"$out" || fail "the validation after consent was withdrawn: $out"
 request GET /auth/me -H "$(bearer "$W_ACCESS")"
@@ -224,13 +224,13 @@ expect_status 200 "a sign-in"
 U_ID=$(json user.id <<<"$BODY")
 U_ACCESS=$ACCESS
 stop_pidfile "$E2E_TMP/emulator.pid" 10
-sql "UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) WHERE user_id = $U_ID"
+sql "UPDATE apple_tokens t JOIN apple_identities i ON i.id = t.identity_id SET t.next_validation_at = UTC_TIMESTAMP(3) WHERE i.user_id = $U_ID"
 out=$(siwa jobs --once 2>/dev/null)
 start_emulator "$(dirname "$E2E_BIN")/appleid-emulator" "$E2E_TMP/apple/emulator.json" "$E2E_TMP/emulator.log" "$E2E_TMP/emulator.pid"
 grep -q "validationsFailed=1" <<<"$out" || fail "the validation with Apple down: $out"
 request GET /auth/me -H "$(bearer "$U_ACCESS")"
 expect_status 200 "a session while Apple was unreachable"
-retry=$(sql "SELECT consent_state, TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), next_validation_at) BETWEEN 800 AND 901 FROM apple_identities WHERE user_id = $U_ID")
+retry=$(sql "SELECT i.consent_state, TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), t.next_validation_at) BETWEEN 800 AND 901 FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id WHERE i.user_id = $U_ID")
 [ "$retry" = "$(printf 'active\t1')" ] || fail "the identity after a failed validation: $retry"
 pass "Apple unreachable during the daily validation: the session stays, consent stays active, the check is retried in 15 minutes"
 

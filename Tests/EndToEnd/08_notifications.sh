@@ -23,7 +23,7 @@ signed_in_user() { # signed_in_user NAME [EXTRA_JSON]: a new Apple user signed i
     USER_ID=$(json user.id <<<"$BODY")
 }
 # A checksum of every table but the notification ledger and the audit log.
-state() { sql "CHECKSUM TABLE users, apple_identities, user_emails, sessions, refresh_tokens, apple_revocations, apple_notifications" | awk '{print $2}' | tr '\n' ' '; }
+state() { sql "CHECKSUM TABLE users, apple_identities, apple_tokens, user_emails, sessions, refresh_tokens, apple_revocations, apple_notifications" | awk '{print $2}' | tr '\n' ' '; }
 
 # --- email-disabled (events as a string) and email-enabled (as an object): the relay forwarding flag.
 signed_in_user Relay '"hideEmail":true'

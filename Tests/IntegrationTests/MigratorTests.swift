@@ -87,4 +87,38 @@ import Testing
         #expect(!applied.isEmpty)
         #expect(try Migrator(directory: sql).migrate(on: connection).isEmpty)
     }
+
+    @Test("0008 moves each stored Apple token to its (identity, client id) row, leaves revoked ones behind, and finishes a stopped run")
+    func appleTokensPerClient() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        let sql = #filePath.replacingOccurrences(of: "Tests/IntegrationTests/MigratorTests.swift", with: "sql")
+        let files = try FileManager.default.contentsOfDirectory(atPath: sql).filter { $0.hasSuffix(".sql") }.sorted()
+        for file in files where file < "0008" {
+            try FileManager.default.copyItem(atPath: sql + "/" + file, toPath: directory + "/" + file)
+        }
+        _ = try Migrator(directory: directory).migrate(on: connection)
+        _ = try connection.execute("INSERT INTO users (id) VALUES (1), (2)")
+        _ = try connection.execute(
+            """
+            INSERT INTO apple_identities (user_id, team_id, sub, audience, apple_refresh_token, apple_refresh_token_key_id,
+                apple_refresh_token_client_id, consent_state, next_validation_at)
+            VALUES (1, 'TEAM', 'sub.1', 'com.example.app', X'0102', 'k1', 'com.example.app', 'active', '2030-01-01 00:00:00'),
+                (2, 'TEAM', 'sub.2', 'com.example.app', X'0304', 'k1', 'com.example.app', 'revoked', NULL)
+            """)
+        _ = try connection.execute("INSERT INTO sessions (user_id, expires_at) VALUES (1, '2030-01-01 00:00:00')")
+
+        // A run stopped before its last statement (which drops the old columns): the next run finishes it.
+        let file = "/0008_apple_tokens_per_client.sql"
+        let text = try String(contentsOfFile: sql + file, encoding: .utf8)
+        let last = try #require(text.range(of: "ALTER TABLE apple_identities"))
+        try connection.run(String(text[..<last.lowerBound]))
+        try FileManager.default.copyItem(atPath: sql + file, toPath: directory + file)
+        #expect(try Migrator(directory: directory).migrate(on: connection).map(\.version) == [8])
+        let rows = try connection.query("SELECT identity_id, client_id, HEX(token), token_key_id, next_validation_at FROM apple_tokens")
+        #expect(rows.count == 1, "only the active identity's token")
+        #expect(try rows.first?.decode(String.self, at: 1) == "com.example.app" && rows.first?.decode(String.self, at: 2) == "0102")
+        #expect(try rows.first?.decode(String.self, at: 4).hasPrefix("2030-01-01") == true, "the validation schedule is kept")
+        #expect(try connection.query("SELECT apple_client_id FROM sessions").first?.decode(String?.self, at: 0) == nil)
+    }
 }

@@ -43,7 +43,8 @@ import Testing
     func rotationExtendsTheSession() throws {
         let userID = try user()
         let sessionID = try connection.transaction {
-            try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 60, on: connection)
+            try Sessions.create(
+                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 60, on: connection)
         }
         _ = try rotate(1, 2)
         let remaining: Int = try connection.query(
@@ -58,7 +59,8 @@ import Testing
         let userID = try user()
         let sessionID = try connection.transaction {
             try Sessions.create(
-                userID: userID, device: " iPhone\u{0000} ", refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+                userID: userID, appleClientID: nil, device: " iPhone\u{0000} ", refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+                on: connection)
         }
         let active = Sessions.Active(sessionID: sessionID, userID: userID)
         #expect(try rotate(1, 2) == .rotated(active))
@@ -78,7 +80,8 @@ import Testing
     func retryWithinReuseInterval() throws {
         let userID = try user()
         let sessionID = try connection.transaction {
-            try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+            try Sessions.create(
+                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
         }
         let active = Sessions.Active(sessionID: sessionID, userID: userID)
         #expect(try rotate(1, 2, reuseInterval: 10) == .rotated(active))
@@ -99,7 +102,8 @@ import Testing
         for (first, interval) in [(UInt8(1), 10), (UInt8(11), 0)] {
             let sessionID = try connection.transaction {
                 try Sessions.create(
-                    userID: userID, device: nil, refreshTokenHash: hash(first), cookieHash: nil, lifetime: 3600, on: connection)
+                    userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(first), cookieHash: nil, lifetime: 3600,
+                    on: connection)
             }
             let active = Sessions.Active(sessionID: sessionID, userID: userID)
             #expect(try rotate(first, first + 1, reuseInterval: interval) == .rotated(active))
@@ -114,9 +118,11 @@ import Testing
     func storedAsHashes() throws {
         let userID = try user()
         let web = try Sessions.create(
-            userID: userID, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7), lifetime: 3600, on: connection)
+            userID: userID, appleClientID: nil, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7), lifetime: 3600,
+            on: connection)
         let native = try Sessions.create(
-            userID: userID, device: " iPhone\u{0007} ", refreshTokenHash: hash(8), cookieHash: nil, lifetime: 3600, on: connection)
+            userID: userID, appleClientID: nil, device: " iPhone\u{0007} ", refreshTokenHash: hash(8), cookieHash: nil, lifetime: 3600,
+            on: connection)
         #expect(try Sessions.active(cookieHash: hash(7), on: connection) == Sessions.Active(sessionID: web, userID: userID))
         #expect(try Sessions.active(cookieHash: hash(8), on: connection) == nil)
         let list = try Sessions.list(userID: userID, on: connection)
@@ -135,8 +141,10 @@ import Testing
         let sealed = SealedAppleToken(ciphertext: [1, 2, 3, 4], keyID: "k1", clientID: "com.example.app")
         let userID = try user(sealed: sealed)
         let other = try user()
-        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
-        _ = try Sessions.create(userID: other, device: nil, refreshTokenHash: hash(2), cookieHash: nil, lifetime: 3600, on: connection)
+        _ = try Sessions.create(
+            userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+        _ = try Sessions.create(
+            userID: other, appleClientID: nil, device: nil, refreshTokenHash: hash(2), cookieHash: nil, lifetime: 3600, on: connection)
         #expect(try connection.transaction { try AccountDeletion.delete(userID: userID, remoteAddress: nil, on: connection) })
         #expect(try count("SELECT COUNT(*) FROM users") == 1)
         #expect(try count("SELECT COUNT(*) FROM sessions") == 1)
@@ -160,29 +168,49 @@ import Testing
         #expect(try count("SELECT COUNT(*) FROM apple_revocations WHERE LENGTH(token) = 0") == 1, "the token is erased once revoked")
     }
 
-    @Test("A repeat sign-in never queues a revocation; a due validation is claimed once; consent withdrawn ends every session")
+    @Test(
+        "A repeat sign-in never queues a revocation; a due validation is claimed once; a refused token ends its client's sessions, consent withdrawn ends every session"
+    )
     func validation() throws {
-        let sealed = SealedAppleToken(ciphertext: [9, 9], keyID: "k1", clientID: "com.example.app")
+        let app = SealedAppleToken(ciphertext: [9, 9], keyID: "k1", clientID: "com.example.app")
+        let web = SealedAppleToken(ciphertext: [8, 8], keyID: "k1", clientID: "com.example.web")
         let sub = "sub-validation"
-        let signIn = AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: sealed)
+        let signIn = AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: app)
         let userID = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }.userID
         _ = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }
+        var onTheWeb = signIn
+        onTheWeb.audience = web.clientID
+        onTheWeb.appleRefreshToken = web
+        _ = try connection.transaction { try AppleAccounts.signIn(onTheWeb, on: connection) }
         #expect(try count("SELECT COUNT(*) FROM apple_revocations") == 0)
+        #expect(try count("SELECT COUNT(*) FROM apple_tokens") == 2, "one token per client id")
         #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "not due for a day")
-        _ = try connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3)")
+        _ = try connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3)")
         let due = try AppleValidations.claimDue(limit: 10, on: connection)
-        #expect(due.map(\.token) == [sealed])
+        #expect(Set(due.map(\.token.clientID)) == [app.clientID, web.clientID] && due.allSatisfy { $0.userID == userID })
         #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "claimed once")
-        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
-        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: nil, cookieHash: hash(2), lifetime: 3600, on: connection)
+        let appSession = try Sessions.create(
+            userID: userID, appleClientID: app.clientID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+            on: connection)
+        _ = try Sessions.create(
+            userID: userID, appleClientID: web.clientID, device: nil, refreshTokenHash: nil, cookieHash: hash(2), lifetime: 3600,
+            on: connection)
+        _ = try Sessions.create(
+            userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(3), cookieHash: nil, lifetime: 3600, on: connection)
+        let refused = try #require(due.first { $0.token == web })
+        #expect(try connection.transaction { try AppleValidations.tokenRefused(refused, on: connection) } == 2, "web and unknown origin")
+        #expect(try Sessions.list(userID: userID, on: connection).map(\.id) == [appSession])
+        #expect(try count("SELECT COUNT(*) FROM apple_tokens WHERE client_id = 'com.example.app'") == 1)
+        #expect(try count("SELECT COUNT(*) FROM apple_identities WHERE consent_state = 'active'") == 1, "the app's token is still good")
+
         let ended = try connection.transaction {
-            try AppleValidations.consentRevoked(userID: userID, identityID: due[0].identityID, source: "daily_validation", on: connection)
+            try AppleValidations.consentRevoked(
+                userID: userID, identityID: refused.identityID, source: "apple_notification", on: connection)
         }
-        #expect(ended == 2)
+        #expect(ended == 1)
         #expect(try Sessions.list(userID: userID, on: connection).isEmpty)
-        #expect(try count("SELECT COUNT(*) FROM apple_identities WHERE consent_state = 'revoked' AND apple_refresh_token IS NULL") == 1)
-        _ = try connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3)")
-        #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "a revoked identity is not checked again")
+        #expect(try count("SELECT COUNT(*) FROM apple_identities WHERE consent_state = 'revoked'") == 1)
+        #expect(try count("SELECT COUNT(*) FROM apple_tokens") == 0)
     }
 
     @Test("A web sign-in's handle is redeemed once; an unknown or expired state finds nothing")
@@ -221,7 +249,8 @@ import Testing
             teamID: "TEAM", sub: "sub-anon", audience: "com.example.app", email: "anon@example.com", emailVerified: true,
             firstName: "Ann", lastName: "On")
         let userID = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }.userID
-        _ = try Sessions.create(userID: userID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+        _ = try Sessions.create(
+            userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
         _ = try connection.execute(
             "INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, version) VALUES (?, 'b', 'l', 2, 1, 1, 1)",
             userID)

@@ -27,7 +27,8 @@ import Testing
 
     /// A new active session of `userID`.
     func newSession(of userID: UInt64) throws -> UInt64 {
-        try Sessions.create(userID: userID, device: "test", refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
+        try Sessions.create(
+            userID: userID, appleClientID: nil, device: "test", refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
     }
 
     func sync(_ userID: UInt64, _ changes: SyncChanges) throws -> SyncDelta {

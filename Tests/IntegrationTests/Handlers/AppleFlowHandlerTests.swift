@@ -121,7 +121,7 @@ import Testing
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 0)
         harness.issued.issue("code-of-alice", subject: alice.sub, audience: alice.aud)
         #expect(harness.signIn(alice.token, code: "code-of-alice", at: alice.suggested_fixed_clock).status == 200)
-        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE apple_refresh_token IS NOT NULL") == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens") == 1)
     }
 
     @Test("A hanging Apple: the exchange fails with 503 and Retry-After; during the cooldown no call is made; other routes answer")
@@ -158,10 +158,10 @@ import Testing
         #expect(first.status == 200 && second.status == 200, "\(first.text) \(second.text)")
         #expect(
             harness.appleCalls("/auth/token").map { $0["client_id"] } == [native.aud, web.aud], "each code exchanged with its token's aud")
-        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE apple_refresh_token IS NOT NULL") == 2)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens") == 2)
 
         // The daily validation of both.
-        _ = try harness.connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
+        _ = try harness.connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
         let jobs = try #require(try harness.jobs())
         #expect(try jobs.runOnce().validated == 2)
         let validations = harness.appleCalls("/auth/token").filter { $0["grant_type"] == "refresh_token" }
@@ -185,6 +185,52 @@ import Testing
             let clientID = try #require(call["client_id"])
             #expect(call["token"]?.hasPrefix("r.\(clientID).") == true && call["token_type_hint"] == "refresh_token")
         }
+    }
+
+    @Test(
+        "One person signed in with the app and on the web holds a token per client id: Apple refusing one ends only its sessions; deletion revokes each with its own client id"
+    )
+    func onePersonTwoClients() throws {
+        let harness = try HandlerHarness()
+        let sub = "001234.both.0001"
+        let nonce = "app-nonce"
+        func signInOnTheWeb(code: String) throws -> [(String, String)] {
+            let (binding, state, nonceHash) = try start(harness)
+            let token = try webToken(harness, sub: sub, nonceHash: nonceHash, code: code)
+            let handle = try #require(
+                callback(harness, state: state, token: token, code: code).header("Location")?.components(separatedBy: "handle=").last)
+            let done = harness.send(
+                "GET", "/auth/web/complete", query: "handle=" + handle, headers: [("cookie", "\(Cookies.binding)=\(binding)")])
+            return [("cookie", "\(Cookies.session)=\(try #require(done.cookie(Cookies.session)))")]
+        }
+        let appToken = try webToken(
+            harness, sub: sub, nonceHash: SHA256.hex(Array(nonce.utf8)), code: "code-app", audience: HandlerHarness.bundleID)
+        let native = harness.signIn(appToken, code: "code-app", at: harness.clock.now(), extra: #""nonce":"\#(nonce)""#)
+        #expect(native.status == 200, "\(native.text)")
+        let access = harness.bearer(try #require(try native.json().string("accessToken")))
+        let web = try signInOnTheWeb(code: "code-web")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 1, "one person")
+        #expect(try harness.count("SELECT COUNT(DISTINCT client_id) FROM apple_tokens") == 2, "the web sign-in kept the app's token")
+
+        // Apple refuses the web's token at the daily validation: only the web session ends.
+        harness.issued.refuseRefreshTokens(of: HandlerHarness.servicesID)
+        _ = try harness.connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
+        let jobs = try #require(try harness.jobs())
+        let summary = try jobs.runOnce()
+        #expect(summary.validated == 1 && summary.consentRevoked == 1, "\(summary)")
+        #expect(harness.send("GET", "/auth/me", headers: web).status == 401, "the web session ended")
+        #expect(harness.send("GET", "/auth/me", headers: access).status == 200, "the app's session goes on")
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens WHERE client_id = '\(HandlerHarness.bundleID)'") == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE consent_state = 'active'") == 1)
+
+        // Signed in on the web again, then the account deleted: both tokens revoked, each with its own client id.
+        _ = try signInOnTheWeb(code: "code-web-2")
+        #expect(harness.send("DELETE", "/auth/account", headers: access).status == 204)
+        #expect(try jobs.runOnce().revoked == 2)
+        let revoked = harness.appleCalls("/auth/revoke").map { "\($0["client_id"] ?? "") \($0["token"] ?? "")" }.sorted()
+        #expect(revoked.count == 2)
+        #expect(revoked.first?.hasPrefix("\(HandlerHarness.bundleID) r.\(HandlerHarness.bundleID).") == true, "\(revoked)")
+        #expect(revoked.last?.hasPrefix("\(HandlerHarness.servicesID) r.\(HandlerHarness.servicesID).") == true, "\(revoked)")
     }
 
     @Test("Concurrent replays of one token, code and nonce on eight worker threads reach Apple once; one signs in")
@@ -229,7 +275,7 @@ import Testing
                 SELECT client_id, token, token_key_id, token_type_hint FROM apple_revocations LIMIT 1
                 """)
         }
-        _ = try harness.connection.execute("UPDATE apple_identities SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
+        _ = try harness.connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND")
 
         harness.issued.hanging.store(true, ordering: .relaxed)
         let summary = try #require(try harness.jobs()).runOnce()

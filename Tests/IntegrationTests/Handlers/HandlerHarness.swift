@@ -106,6 +106,7 @@ final class HandlerHarness {
             ])
             return TestHTTPServer.Response(status: 200, headers: [("Content-Type", "application/json")], body: body)
         case ("/auth/token", "refresh_token"):
+            if issued.refuses(form["refresh_token"]) { return TestHTTPServer.Response(status: 400, body: #"{"error":"invalid_grant"}"#) }
             let body = JSONText.object([
                 ("access_token", .string("a.refreshed")), ("token_type", .string("Bearer")), ("expires_in", .integer(3600)),
                 ("id_token", .string("id.refreshed")),
@@ -165,6 +166,8 @@ final class IssuedTokens: Sendable {
     let count = Atomic<Int>(0)
     /// Whether Apple hangs: each answer comes after 1.5 s, past a 1 s timeout.
     let hanging = Atomic<Bool>(false)
+    /// Client ids whose refresh tokens Apple refuses with `invalid_grant` (consent withdrawn).
+    private let refusedClients = Mutex<Set<String>>([])
     private let owners = Mutex<[String: (subject: String, audience: String)]>([:])
     private let key: RSAPrivateKey
 
@@ -176,6 +179,14 @@ final class IssuedTokens: Sendable {
     }
 
     func owner(of code: String) -> (subject: String, audience: String)? { owners.withLock { $0[code] } }
+
+    /// From now on Apple refuses the refresh tokens it minted for `clientID`.
+    func refuseRefreshTokens(of clientID: String) { refusedClients.withLock { _ = $0.insert(clientID) } }
+
+    /// Whether Apple refuses `refreshToken` (named `r.<client id>.<n>`).
+    func refuses(_ refreshToken: String?) -> Bool {
+        refusedClients.withLock { clients in clients.contains { refreshToken?.hasPrefix("r.\($0).") == true } }
+    }
 
     /// An `id_token` as Apple's token endpoint returns it.
     func idToken(subject: String, audience: String) throws -> String {
