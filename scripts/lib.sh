@@ -3,7 +3,7 @@
 
 SIWA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SIWA_APT_PACKAGES=(libfcgi-dev libssl-dev libmariadb-dev libcurl4-openssl-dev pkg-config
-    mariadb-server nginx openssl curl wrk gcc chromium)
+    mariadb-server nginx openssl curl wrk gcc chromium python3-venv)
 [ -d /opt/swift/usr/bin ] && PATH=/opt/swift/usr/bin:$PATH
 
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
@@ -26,6 +26,20 @@ install_packages() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     [ -n "$created" ] && rm -f $policy
     command -v swift >/dev/null || die "Swift 6 is not installed (expected at /opt/swift; see https://swift.org/install)"
+}
+
+# The project's Python tools (Tests/EndToEnd/requirements.txt, versions pinned) in .venv, installed
+# from PyPI when missing or when the requirements changed. Prints the environment's bin directory.
+python_tools() {
+    local venv=$SIWA_ROOT/.venv requirements=$SIWA_ROOT/Tests/EndToEnd/requirements.txt
+    if ! cmp -s "$requirements" "$venv/requirements.txt" 2>/dev/null; then
+        log "installing the Python tools into $venv"
+        rm -rf "$venv"
+        python3 -m venv "$venv" >&2
+        "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements" >&2 || die "pip install failed"
+        cp "$requirements" "$venv/requirements.txt"
+    fi
+    echo "$venv/bin"
 }
 
 # Prints a free TCP port on the loopback interface.
@@ -210,7 +224,7 @@ render_nginx() {
     [ "$(id -u)" -eq 0 ] && user_line="user root;"
     sed -e "s|@USER_LINE@|$user_line|" -e "s|@PREFIX@|$prefix|g" -e "s|@HTTPS_PORT@|$port|g" \
         -e "s|@SOCKET@|$socket|g" -e "s|@CERT@|$certs/cert.pem|" -e "s|@KEY@|$certs/key.pem|" \
-        -e "s|@AUTH_RATE@|$rate|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" \
+        -e "s|@AUTH_RATE@|$rate|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" -e "s|@DOCS@|$SIWA_ROOT/docs|" \
         -e "s|@LOCATIONS@|$SIWA_ROOT/nginx/siwa-locations.conf|" -e "s|@EXTRA@|$extra|" -e "s|@HTTP_EXTRA@|$http_extra|" \
         "$SIWA_ROOT/nginx/dev.conf.template" >"$prefix/nginx.conf"
     nginx -t -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" || die "nginx configuration is invalid"

@@ -99,7 +99,8 @@ package struct JSONObject: Sendable {
         return JSONParser.numberValue(text[member.value])
     }
 
-    /// The member's value if it is an integer that fits `Int64` (no fraction, no exponent).
+    /// The member's value if it is an integer: digits, or a fraction or exponent with an integral
+    /// value below 2^53 in magnitude (`1.0`, `1e3`).
     /// - Throws: `JSONError.typeMismatch` if it is present but not such a number.
     package func integer(_ name: String) throws(JSONError) -> Int64? {
         guard let member = member(name) else { return nil }
@@ -571,19 +572,35 @@ struct JSONParser {
         bytes.withUnsafeBufferPointer { integerValue($0) }
     }
 
+    /// 2^53: every integer below it has a double of its own (2^53 + 1 reads as 2^53).
+    static let exactIntegers = 9_007_199_254_740_992.0
+
+    /// An integer written in digits (up to 18 of them), or a number with a fraction or an exponent
+    /// whose value is an integer below 2^53 in magnitude (`7923.0`, `1e3`): JSON does not tell integers from
+    /// other numbers, and JSON Schema's `integer` takes both; nil for any other number.
     static func integerValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var index = bytes.startIndex
         let negative = bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }
-        guard bytes.endIndex - index <= 18 else { return nil }
         var value: Int64 = 0
         while index < bytes.endIndex {
             let byte = bytes[index]
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), index - bytes.startIndex < 19 else {
+                return integralValue(bytes)
+            }
             value = value * 10 + Int64(byte - UInt8(ascii: "0"))
             index += 1
         }
         return negative ? -value : value
+    }
+
+    /// A number with a fraction, an exponent or many digits, when its value is an integer that a
+    /// double holds exactly.
+    private static func integralValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard let value = Double(String(decoding: bytes, as: UTF8.self)), value.rounded(.towardZero) == value,
+            abs(value) < exactIntegers
+        else { return nil }
+        return Int64(value)
     }
 }
 

@@ -8,6 +8,7 @@ package struct Router: Sendable {
 
     private struct Route: Sendable {
         let method: String
+        let pattern: String
         let segments: [Substring]
         let handler: Handler
     }
@@ -18,8 +19,11 @@ package struct Router: Sendable {
 
     /// Adds a route. `pattern` such as `/auth/sessions/{id}`.
     package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, segments: pattern.split(separator: "/"), handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), handler: handler))
     }
+
+    /// Every route as its method and pattern, in the order added.
+    package var endpoints: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
 
     /// Finds the handler of `request`. `HEAD` is answered by the `GET` route of the path; nginx
     /// sends the client its headers only (RFC 9110 §9.3.2).

@@ -28,6 +28,22 @@ import Testing
         }
     }
 
+    @Test(
+        "An integer may be written with a fraction or an exponent when its value is integral (JSON Schema's integer), below 2^53",
+        arguments: [
+            ("7923", 7923), ("7923.0", 7923), ("1e3", 1000), ("-2.50e1", -25), ("1.5", nil), ("-0.0", 0),
+            ("123456789012345678", 123_456_789_012_345_678),
+            ("9007199254740991.0", 9_007_199_254_740_991), ("9007199254740993.0", nil), ("1e400", nil), ("12345678901234567890", nil),
+        ] as [(String, Int64?)])
+    func integralNumbers(text: String, expected: Int64?) throws {
+        let object = try JSONObject(parsing: #"{"n":\#(text)}"#)
+        #expect((try? object.integer("n")) == expected)
+        var reader = JSONReader(Array(#"{"n":\#(text)}"#.utf8))
+        try reader.beginObject()
+        _ = try reader.nextMember()
+        #expect(try reader.integer() == expected, "the pull reader agrees")
+    }
+
     @Test("Duplicate member names are rejected, also when one is escaped or nested", arguments: duplicated)
     func duplicates(text: String) {
         #expect(throws: JSONError.self) { try JSONObject(parsing: text) }

@@ -46,8 +46,8 @@ import Testing
     @Test("Values are read in document order, each once, as their kind")
     func reads() throws {
         let text =
-            #" { "s" : "a\"b\u00e9", "n":-17, "f":1.5e3, "big":12345678901234567890, "t":true, "o":{"x":[1,{"y":null}],"e":{}}, "a":["p",false,[]] } "#
-        #expect(try Self.walk(text) == #"{s:'a"bé',n:-17,f:~,big:~,t:true,o:{x:[1,{y:null}],e:{}},a:['p',false,[]]}"#)
+            #" { "s" : "a\"b\u00e9", "n":-17, "f":1.5e3, "g":2.5, "big":12345678901234567890, "t":true, "o":{"x":[1,{"y":null}],"e":{}}, "a":["p",false,[]] } "#
+        #expect(try Self.walk(text) == #"{s:'a"bé',n:-17,f:1500,g:~,big:~,t:true,o:{x:[1,{y:null}],e:{}},a:['p',false,[]]}"#)
         // The same name in sibling objects is no duplicate.
         #expect(try Self.walk(#"{"a":[{"k":1},{"k":2}],"k":{"k":3}}"#) == "{a:[{k:1},{k:2}],k:{k:3}}")
     }

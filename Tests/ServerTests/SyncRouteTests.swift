@@ -76,4 +76,14 @@ import Testing
     func refuses(body: String, message: String) {
         #expect(refusal(body) == message)
     }
+
+    @Test("An integral number written with a fraction or an exponent is an integer, as the document's schema says; 1.5 is not")
+    func integralNumbers() throws {
+        let read = try changes(
+            #"{"progress":[{"beliefSystemId":"b","lessonId":"l","status":"completed","score":7.0,"completedAt":7923.0,"earnedXp":1e3}]}"#)
+        #expect(read.progress.map { [$0.score, $0.completedAt, $0.earnedXP] } == [[7, 7923, 1000]])
+        #expect(
+            refusal(#"{"progress":[{"beliefSystemId":"b","lessonId":"l","status":"completed","score":1.5}]}"#)
+                == "`progress[0].score` must be an integer")
+    }
 }
