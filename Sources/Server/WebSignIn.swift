@@ -63,10 +63,14 @@ package enum WebSignIn {
     }
 
     /// `return_to` as a same-origin path: `/` followed by anything but `/` or `\` (so never
-    /// `//host` or `/\host`), no control characters, at most 512 bytes.
+    /// `//host` or `/\host`), no control characters, at most 512 bytes. Compared byte by byte, not
+    /// by `Character`: `/` followed by a combining mark or an emoji modifier is one `Character`,
+    /// which `hasPrefix("/")` would not match.
     package static func sameSitePath(_ value: String) throws -> String {
+        let bytes = Array(value.utf8.prefix(2))
         let valid =
-            value.hasPrefix("/") && !value.hasPrefix("//") && !value.hasPrefix("/\\") && value.utf8.count <= 512
+            bytes.first == UInt8(ascii: "/") && bytes.dropFirst().first != UInt8(ascii: "/")
+            && bytes.dropFirst().first != UInt8(ascii: "\\") && value.utf8.count <= 512
             && !value.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == " " }
         guard valid else { throw HTTPError.badRequest("`return_to` must be a path on this site, such as /account") }
         return value
