@@ -10,16 +10,28 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "siwa",
-    platforms: [.macOS(.v15)],
+    // SIWAKit's platforms. The server's targets build on Linux (they need libfcgi, OpenSSL,
+    // Connector/C and libcurl); on macOS they would need macOS 15 for `Synchronization`.
+    platforms: [.iOS(.v15), .macOS(.v12), .tvOS(.v15), .watchOS(.v8), .visionOS(.v1)],
     products: [
         .executable(name: "siwa", targets: ["siwa"]),
         .executable(name: "appleid-emulator", targets: ["appleid-emulator"]),
+        // The app's half: sign-in, the session, authenticated requests, sync. Needs none of the server's modules.
+        .library(name: "SIWAKit", type: .static, targets: ["SIWAKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
+        // Sync's merge rules, shared by the server and the app: no dependencies.
+        .target(name: "SyncRules", swiftSettings: swiftSettings),
+        // The app's half. Foundation, swift-crypto (SHA-256 of the nonce) and the merge rules only.
+        .target(
+            name: "SIWAKit", dependencies: ["SyncRules", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings),
+
         // C libraries of the platform, one module map each.
         .systemLibrary(name: "CFastCGI", pkgConfig: "fcgi", providers: [.apt(["libfcgi-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -36,7 +48,7 @@ let package = Package(
         .target(name: "AppleID", dependencies: ["JOSE", "HTTPClient"], swiftSettings: swiftSettings),
 
         // Accounts: users, identities, emails, sessions, sync: the SQL, and the migrations.
-        .target(name: "Accounts", dependencies: ["MariaDB", "JOSE"], swiftSettings: swiftSettings),
+        .target(name: "Accounts", dependencies: ["MariaDB", "JOSE", "SyncRules"], swiftSettings: swiftSettings),
 
         // Use cases: our tokens and the operations of the HTTP contract, without HTTP.
         .target(
@@ -51,7 +63,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "HTTPClient",
+                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "HTTPClient", "SyncRules",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -78,7 +90,7 @@ let package = Package(
         ),
 
         // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
-        .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity"], swiftSettings: swiftSettings),
+        .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity", "SyncRules"], swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.
         .target(
             name: "SIWAFixtures", path: "Tests/Fixtures", exclude: ["PROVENANCE.md"],
@@ -91,7 +103,7 @@ let package = Package(
             name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ServerTests", dependencies: ["Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
+            name: "ServerTests", dependencies: ["Server", "Identity", "Accounts", "SyncRules", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDEmulatorTests",
@@ -99,12 +111,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityTests", dependencies: ["Identity", "Accounts", "JOSE", "SIWATestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "SIWATestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MariaDB", "Server", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport",
+                "MariaDB", "Server", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
                 "SIWAFixtures", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -1,3 +1,4 @@
+import SyncRules
 import Synchronization
 
 /// The synced state of recently active users, kept by one server process so that a sync need

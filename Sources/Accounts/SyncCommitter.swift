@@ -1,3 +1,4 @@
+import SyncRules
 import Dispatch
 import Foundation
 package import MariaDB

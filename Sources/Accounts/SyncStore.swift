@@ -1,3 +1,4 @@
+package import SyncRules
 package import MariaDB
 
 /// What a device sends to `POST /sync`, already validated.
@@ -34,7 +35,7 @@ package struct SyncDelta: Sendable, Equatable {
 /// no write. Otherwise it writes in one transaction that locks the user's row first, so two
 /// devices of one user are merged one after the other and no update is lost; if another sync
 /// got in between (the user's version moved), the state is read again under the lock. Only rows
-/// whose merged state differs are written. The merge rules are `SyncMerge.swift`'s.
+/// whose merged state differs are written. The merge rules are those of the `SyncRules` module.
 package enum SyncStore {
     /// Sizes of `IN (...)` lists, largest first: a list is padded to one of them, so that only a few
     /// statement shapes are ever prepared.

@@ -1,3 +1,4 @@
+import SyncRules
 package import Accounts
 package import FastCGI
 package import Identity

@@ -1,5 +1,6 @@
 import Accounts
 import SIWATestSupport
+import SyncRules
 import Testing
 
 /// The merge rules are a join: commutative, associative, idempotent. Checked on random values and on

@@ -5,6 +5,7 @@ import MariaDB
 import SIWATestSupport
 import Server
 import Synchronization
+import SyncRules
 import Testing
 
 /// Sync against MariaDB: order and repeats do not matter, unchanged data writes nothing, deltas

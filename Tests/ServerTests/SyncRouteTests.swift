@@ -2,6 +2,7 @@ import Accounts
 import FastCGI
 import Identity
 import Server
+import SyncRules
 import Testing
 
 /// Reading a sync's body: every member lands in its field, and each invalid one gets a 400 naming

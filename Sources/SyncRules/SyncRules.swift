@@ -1,12 +1,15 @@
 /// The state a device syncs, and the merge rules that make sync deterministic, commutative and
 /// idempotent: merging the same change twice, or two devices' changes in either order, gives the
 /// same stored state. Every rule is a maximum, a minimum or a "latest wins" on a total order.
-package enum LessonStatus: Int, Sendable, Comparable, CaseIterable {
+///
+/// This module has no dependencies: the server (`Accounts`) stores what these rules merge, and
+/// `SIWAKit` merges a device's local view with the same code, so both reach the same state.
+public enum LessonStatus: Int, Sendable, Comparable, CaseIterable, Codable {
     case notStarted = 0
     case inProgress = 1
     case completed = 2
 
-    package init?(name: String) {
+    public init?(name: String) {
         switch name {
         case "not_started": self = .notStarted
         case "in_progress": self = .inProgress
@@ -15,7 +18,7 @@ package enum LessonStatus: Int, Sendable, Comparable, CaseIterable {
         }
     }
 
-    package var name: String {
+    public var name: String {
         switch self {
         case .notStarted: "not_started"
         case .inProgress: "in_progress"
@@ -23,11 +26,11 @@ package enum LessonStatus: Int, Sendable, Comparable, CaseIterable {
         }
     }
 
-    package static func < (lhs: LessonStatus, rhs: LessonStatus) -> Bool { lhs.rawValue < rhs.rawValue }
+    public static func < (lhs: LessonStatus, rhs: LessonStatus) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// A lesson's progress or an achievement: kept per key, merged by its rules.
-package protocol SyncItem: Sendable, Equatable {
+public protocol SyncItem: Sendable, Equatable {
     associatedtype Key: Hashable & Sendable
     var key: Key { get }
     /// This item and `other` (of the same key) merged.
@@ -35,22 +38,31 @@ package protocol SyncItem: Sendable, Equatable {
 }
 
 /// A lesson's key: its belief system and its own id.
-package struct LessonKey: Hashable, Sendable {
-    let beliefSystemID: String
-    let lessonID: String
+public struct LessonKey: Hashable, Sendable, Comparable {
+    public let beliefSystemID: String
+    public let lessonID: String
+
+    public init(beliefSystemID: String, lessonID: String) {
+        self.beliefSystemID = beliefSystemID
+        self.lessonID = lessonID
+    }
+
+    public static func < (lhs: LessonKey, rhs: LessonKey) -> Bool {
+        (lhs.beliefSystemID, lhs.lessonID) < (rhs.beliefSystemID, rhs.lessonID)
+    }
 }
 
 /// One lesson's progress, identified by (belief system, lesson).
-package struct LessonProgress: SyncItem {
-    package var beliefSystemID: String
-    package var lessonID: String
-    package var status: LessonStatus
-    package var score: Int64
-    package var earnedXP: Int64
+public struct LessonProgress: SyncItem, Codable {
+    public var beliefSystemID: String
+    public var lessonID: String
+    public var status: LessonStatus
+    public var score: Int64
+    public var earnedXP: Int64
     /// Unix milliseconds.
-    package var completedAt: Int64?
+    public var completedAt: Int64?
 
-    package init(beliefSystemID: String, lessonID: String, status: LessonStatus, score: Int64, earnedXP: Int64, completedAt: Int64?) {
+    public init(beliefSystemID: String, lessonID: String, status: LessonStatus, score: Int64, earnedXP: Int64, completedAt: Int64?) {
         self.beliefSystemID = beliefSystemID
         self.lessonID = lessonID
         self.status = status
@@ -59,10 +71,10 @@ package struct LessonProgress: SyncItem {
         self.completedAt = completedAt
     }
 
-    package var key: LessonKey { LessonKey(beliefSystemID: beliefSystemID, lessonID: lessonID) }
+    public var key: LessonKey { LessonKey(beliefSystemID: beliefSystemID, lessonID: lessonID) }
 
     /// Status never goes back; score and XP take the maximum; completed-at the earliest.
-    package func merged(with other: LessonProgress) -> LessonProgress {
+    public func merged(with other: LessonProgress) -> LessonProgress {
         precondition(beliefSystemID == other.beliefSystemID && lessonID == other.lessonID, "merging different lessons")
         return LessonProgress(
             beliefSystemID: beliefSystemID, lessonID: lessonID, status: max(status, other.status), score: max(score, other.score),
@@ -71,24 +83,24 @@ package struct LessonProgress: SyncItem {
 }
 
 /// One achievement's state.
-package struct AchievementProgress: SyncItem {
-    package var achievementID: String
-    package var progress: Int64
-    package var completed: Bool
+public struct AchievementProgress: SyncItem, Codable {
+    public var achievementID: String
+    public var progress: Int64
+    public var completed: Bool
     /// Unix milliseconds.
-    package var completedAt: Int64?
+    public var completedAt: Int64?
 
-    package init(achievementID: String, progress: Int64, completed: Bool, completedAt: Int64?) {
+    public init(achievementID: String, progress: Int64, completed: Bool, completedAt: Int64?) {
         self.achievementID = achievementID
         self.progress = progress
         self.completed = completed
         self.completedAt = completedAt
     }
 
-    package var key: String { achievementID }
+    public var key: String { achievementID }
 
     /// Progress takes the maximum, completed stays completed, completed-at the earliest.
-    package func merged(with other: AchievementProgress) -> AchievementProgress {
+    public func merged(with other: AchievementProgress) -> AchievementProgress {
         precondition(achievementID == other.achievementID, "merging different achievements")
         return AchievementProgress(
             achievementID: achievementID, progress: max(progress, other.progress), completed: completed || other.completed,
@@ -97,14 +109,14 @@ package struct AchievementProgress: SyncItem {
 }
 
 /// The synced profile fields.
-package struct SyncProfile: Sendable, Equatable {
-    package var totalXP: Int64
-    package var currentLevel: Int64
-    package var streakDays: Int64
+public struct SyncProfile: Sendable, Equatable, Codable {
+    public var totalXP: Int64
+    public var currentLevel: Int64
+    public var streakDays: Int64
     /// `YYYY-MM-DD`, which sorts like the date.
-    package var lastActiveDate: String?
+    public var lastActiveDate: String?
 
-    package init(totalXP: Int64 = 0, currentLevel: Int64 = 0, streakDays: Int64 = 0, lastActiveDate: String? = nil) {
+    public init(totalXP: Int64 = 0, currentLevel: Int64 = 0, streakDays: Int64 = 0, lastActiveDate: String? = nil) {
         self.totalXP = totalXP
         self.currentLevel = currentLevel
         self.streakDays = streakDays
@@ -113,7 +125,7 @@ package struct SyncProfile: Sendable, Equatable {
 
     /// Total XP and level take the maximum; the last active date the latest; the streak comes with
     /// the latest active date (the larger one when both name the same day).
-    package func merged(with other: SyncProfile) -> SyncProfile {
+    public func merged(with other: SyncProfile) -> SyncProfile {
         let streak: Int64
         switch (lastActiveDate, other.lastActiveDate) {
         case (let mine?, let theirs?) where mine > theirs: streak = streakDays

@@ -1,0 +1,70 @@
+/// What Apple's authorization gives the app, as `SIWAClient.signIn` needs it. On Apple platforms,
+/// `AppleSignInCredential(_:)` makes one from an `ASAuthorizationAppleIDCredential`.
+public struct AppleSignInCredential: Sendable, Equatable {
+    /// The identity token (a JWS), as UTF-8 text.
+    public var identityToken: String
+    /// The one-time authorization code, as UTF-8 text; the server exchanges it at Apple.
+    public var authorizationCode: String?
+    /// Apple's stable identifier of the person for this team (the token's `sub`).
+    public var user: String
+    /// Given on the first authorization only.
+    public var givenName: String?
+    public var familyName: String?
+
+    public init(identityToken: String, authorizationCode: String?, user: String, givenName: String? = nil, familyName: String? = nil) {
+        self.identityToken = identityToken
+        self.authorizationCode = authorizationCode
+        self.user = user
+        self.givenName = givenName
+        self.familyName = familyName
+    }
+
+    /// Whether the credential carries a name (Apple's first authorization).
+    var hasName: Bool { !(givenName ?? "").isEmpty || !(familyName ?? "").isEmpty }
+}
+
+/// Apple's answer to `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)`.
+public enum AppleCredentialState: Sendable, Equatable {
+    case authorized
+    /// The person stopped using Sign in with Apple with the app.
+    case revoked
+    case notFound
+    /// The app moved to another developer team: the person must be migrated (see the server's docs).
+    case transferred
+}
+
+/// What `SIWAClient.handleCredentialState` did.
+public enum CredentialStateOutcome: Sendable, Equatable {
+    /// Nothing to do: authorized, or nobody signed in.
+    case unchanged
+    /// Revoked or not found: signed out on the server and on the device.
+    case signedOut
+    /// The app was transferred to another team; the app decides what to do.
+    case transferred
+}
+
+#if canImport(AuthenticationServices)
+    public import AuthenticationServices
+    import Foundation
+
+    extension AppleSignInCredential {
+        /// The parts of Apple's credential the server needs; nil when Apple gave no identity token.
+        public init?(_ credential: ASAuthorizationAppleIDCredential) {
+            guard let token = credential.identityToken.flatMap({ String(data: $0, encoding: .utf8) }) else { return nil }
+            self.init(
+                identityToken: token, authorizationCode: credential.authorizationCode.flatMap { String(data: $0, encoding: .utf8) },
+                user: credential.user, givenName: credential.fullName?.givenName, familyName: credential.fullName?.familyName)
+        }
+    }
+
+    extension AppleCredentialState {
+        public init(_ state: ASAuthorizationAppleIDProvider.CredentialState) {
+            switch state {
+            case .authorized: self = .authorized
+            case .revoked: self = .revoked
+            case .transferred: self = .transferred
+            default: self = .notFound
+            }
+        }
+    }
+#endif

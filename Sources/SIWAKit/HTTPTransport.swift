@@ -1,0 +1,41 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// Sends one HTTP request. `URLSessionTransport` in apps; tests may put their own in its place.
+public protocol HTTPTransport: Sendable {
+    /// - Throws: `URLError` when no answer arrived.
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
+}
+
+/// Requests through a `URLSession` (the shared one unless given).
+public struct URLSessionTransport: HTTPTransport {
+    public let session: URLSession
+
+    public init(session: URLSession = .shared) {
+        self.session = session
+    }
+
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        return (data, http)
+    }
+}
+
+extension URLError {
+    /// A connection that broke before the answer arrived: a kept-alive connection the server closed
+    /// (nginx closes idle ones on reload), or a reset. The request may or may not have been handled.
+    var isConnectionBroken: Bool {
+        [.networkConnectionLost, .badServerResponse, .zeroByteResource].contains(code)
+    }
+}
+
+extension URLRequest {
+    /// Methods that mean the same when repeated (RFC 9110 §9.2.2): safe to send again after a broken connection.
+    var isIdempotent: Bool {
+        ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"].contains(httpMethod?.uppercased() ?? "GET")
+    }
+}

@@ -1,0 +1,116 @@
+public import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where the device keeps the session, a name not yet stored by the server, and the sync state:
+/// a few small values by key. A write replaces the value whole or not at all.
+///
+/// `KeychainStorage` on Apple platforms; `FileStorage` and `MemoryStorage` everywhere.
+public protocol KeyValueStorage: Sendable {
+    func read(_ key: String) throws -> Data?
+    func write(_ data: Data, for key: String) throws
+    func delete(_ key: String) throws
+}
+
+/// Values in memory only: gone when the process ends (tests, previews).
+// `@unchecked Sendable`: `values` is only touched with `lock` held.
+public final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [String: Data] = [:]
+
+    public init() {}
+
+    public func read(_ key: String) throws -> Data? {
+        lock.withLock { values[key] }
+    }
+
+    public func write(_ data: Data, for key: String) throws {
+        lock.withLock { values[key] = data }
+    }
+
+    public func delete(_ key: String) throws {
+        lock.withLock { values[key] = nil }
+    }
+}
+
+/// One file per key in a directory of the app's (created with mode 0700), each file mode 0600.
+/// A write goes to a new file that is synced and then renamed over the old one, so a crash
+/// leaves the old value or the new one, never a mix.
+public struct FileStorage: KeyValueStorage {
+    public let directory: URL
+
+    public init(directory: URL) {
+        self.directory = directory
+    }
+
+    public func read(_ key: String) throws -> Data? {
+        let path = try self.path(key)
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw SIWAError.storage("cannot read \(path): \(error)")
+        }
+    }
+
+    public func write(_ data: Data, for key: String) throws {
+        let path = try self.path(key)
+        try FileManager.default.createDirectory(
+            atPath: directory.path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let temporary = path + ".\(UInt32.random(in: .min ... .max)).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw SIWAError.storage("cannot create \(temporary): errno \(errno)") }
+        let written = writeFully(descriptor, data)
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written, synced, rename(temporary, path) == 0 else {
+            let failure = errno
+            unlink(temporary)
+            throw SIWAError.storage("cannot write \(path): errno \(failure)")
+        }
+        syncDirectory()
+    }
+
+    public func delete(_ key: String) throws {
+        let path = try self.path(key)
+        guard unlink(path) == 0 || errno == ENOENT else { throw SIWAError.storage("cannot delete \(path): errno \(errno)") }
+        syncDirectory()
+    }
+
+    /// The file of `key`; keys are names, never paths.
+    private func path(_ key: String) throws -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        guard !key.isEmpty, !key.hasPrefix("."), key.count <= 128, key.allSatisfy(allowed.contains) else {
+            throw SIWAError.storage("not a storage key: \(key)")
+        }
+        return directory.appendingPathComponent(key).path
+    }
+
+    /// Makes a rename or unlink in the directory durable.
+    private func syncDirectory() {
+        let descriptor = open(directory.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+}
+
+/// Writes all of `data` to `descriptor` (outside `FileStorage`, whose `write` would hide `write(2)`).
+private func writeFully(_ descriptor: Int32, _ data: Data) -> Bool {
+    data.withUnsafeBytes { buffer -> Bool in
+        var offset = 0
+        while offset < buffer.count {
+            let count = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return false }
+            offset += count
+        }
+        return true
+    }
+}

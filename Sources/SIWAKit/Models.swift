@@ -1,0 +1,106 @@
+public import Foundation
+
+/// The signed-in person, as the server knows them (`GET /auth/me`).
+public struct User: Sendable, Equatable, Codable {
+    /// The server's id of the user (not Apple's `sub`).
+    public var id: String
+    public var firstName: String?
+    public var lastName: String?
+    public var createdAt: Date
+    public var emails: [Email]
+
+    public struct Email: Sendable, Equatable, Codable {
+        public var address: String
+        /// An address of Apple's private relay (`@privaterelay.appleid.com`).
+        public var isPrivateRelay: Bool
+        /// Whether Apple forwards mail to the relay address (the person can turn it off).
+        public var forwardingEnabled: Bool
+        public var verified: Bool
+    }
+}
+
+/// One session of the user, as `GET /auth/sessions` lists it.
+public struct DeviceSession: Sendable, Equatable, Codable, Identifiable {
+    public var id: String
+    /// The device label given at sign-in.
+    public var device: String?
+    /// `native` (an app) or `web` (the browser sign-in).
+    public var kind: String
+    /// The session this client is using.
+    public var current: Bool
+    public var createdAt: Date
+    public var lastUsedAt: Date
+    public var expiresAt: Date
+}
+
+/// Whether someone is signed in on this device.
+public enum AuthState: Sendable, Equatable {
+    case signedOut(SignOutReason)
+    case signedIn(User)
+
+    public var user: User? {
+        if case .signedIn(let user) = self { user } else { nil }
+    }
+}
+
+/// Why the device is signed out.
+public enum SignOutReason: Sendable, Equatable {
+    /// Nobody signed in on this device yet.
+    case neverSignedIn
+    /// The person signed out, here.
+    case signedOut
+    /// The server ended the session: revoked from another device, expired, or the account is gone.
+    case sessionEnded
+    /// A refresh token was presented twice: the server ended the session as possibly stolen.
+    case refreshTokenReused
+    /// The account was deleted from this device.
+    case accountDeleted
+    /// Apple reports the credential revoked or unknown (the person stopped using Sign in with Apple
+    /// for the app in their Apple ID settings).
+    case appleCredentialRevoked
+}
+
+/// A session as the server grants it (`POST /auth/apple`, `POST /auth/refresh`).
+struct Grant: Decodable {
+    var accessToken: String
+    var expiresIn: Int
+    var refreshToken: String
+    var sessionId: String
+    /// Only in a sign-in's answer.
+    var user: User?
+}
+
+/// The session kept on the device.
+struct StoredSession: Codable, Equatable {
+    var accessToken: String
+    /// When the access token expires, by the device's clock: the time the grant was received plus
+    /// `expiresIn` (the device's clock may differ from the server's).
+    var accessTokenExpiresAt: Date
+    var refreshToken: String
+    var sessionID: String
+    var user: User
+
+    init(grant: Grant, user: User, receivedAt: Date) {
+        accessToken = grant.accessToken
+        accessTokenExpiresAt = receivedAt.addingTimeInterval(TimeInterval(grant.expiresIn))
+        refreshToken = grant.refreshToken
+        sessionID = grant.sessionId
+        self.user = user
+    }
+}
+
+/// The JSON coders of the server's API and of what is stored: times are Unix seconds.
+enum JSONCoding {
+    static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return decoder
+    }
+
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }
+}

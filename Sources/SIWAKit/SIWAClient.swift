@@ -1,0 +1,199 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// The app's client of a siwa server: signs in with Apple's credential, keeps the session, sends
+/// authenticated requests (to siwa or to the app's own API behind it), and manages the account.
+///
+/// ```swift
+/// let client = SIWAClient(baseURL: URL(string: "https://example.com/")!,
+///                         storage: KeychainStorage(service: "com.example.app"))
+/// ```
+public final class SIWAClient: Sendable {
+    /// The session: its state stream and access token.
+    public let session: SessionManager
+    let api: ServerAPI
+    private let storage: any KeyValueStorage
+    private let now: @Sendable () -> Date
+
+    /// - Parameters:
+    ///   - baseURL: the server's origin (and path prefix, if any), ending with `/`.
+    ///   - storage: where the session is kept; `KeychainStorage` in an app.
+    ///   - transport: how requests are sent; a `URLSession` by default.
+    ///   - refreshMargin: an access token with less than this left is refreshed before use.
+    ///   - now: the clock (tests set their own).
+    public init(
+        baseURL: URL, storage: any KeyValueStorage, transport: any HTTPTransport = URLSessionTransport(),
+        refreshMargin: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        api = ServerAPI(baseURL: baseURL, transport: transport)
+        self.storage = storage
+        self.now = now
+        session = SessionManager(api: api, storage: storage, now: now, refreshMargin: refreshMargin)
+    }
+
+    // MARK: Sign-in
+
+    /// Signs in with Apple's credential: `POST /auth/apple`.
+    ///
+    /// Apple gives the name on the first authorization only. It is kept on the device until a
+    /// sign-in that carried it succeeded, and added to later sign-ins of the same Apple user until
+    /// then, so a first exchange that failed does not lose it.
+    /// - Parameters:
+    ///   - nonce: the nonce whose `hashed` value was given to Apple's request.
+    ///   - device: a label for the session list, such as "Jane's iPhone".
+    @discardableResult
+    public func signIn(with credential: AppleSignInCredential, nonce: SignInNonce, device: String? = nil) async throws -> User {
+        var name = PendingName(credential)
+        if name != nil {
+            try PendingName.save(name, in: storage)
+        } else {
+            name = PendingName.load(from: storage).flatMap { $0.user == credential.user ? $0 : nil }
+        }
+        let body = SignInBody(
+            identityToken: credential.identityToken, authorizationCode: credential.authorizationCode, nonce: nonce.value,
+            user: credential.user, fullName: name.map { .init(givenName: $0.givenName, familyName: $0.familyName) }, device: device)
+        let grant: Grant = try await api.call(try api.request("POST", "auth/apple", json: body))
+        guard let user = grant.user else { throw SIWAError.invalidResponse("a sign-in answered without the user") }
+        try await session.begin(grant, user: user, receivedAt: now())
+        if name != nil { try PendingName.save(nil, in: storage) }
+        return user
+    }
+
+    // MARK: Authenticated requests
+
+    /// Sends `request` with the session's access token. After a 401 it refreshes the token and
+    /// sends once more; after a broken connection it sends an idempotent request once more. The
+    /// answer is returned whatever its status.
+    /// - Throws: `SIWAError.signedOut` when there is no session or it ended; `.network`.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let token = try await session.accessToken()
+        let answer = try await api.send(authorized(request, token))
+        guard answer.1.statusCode == 401 else { return answer }
+        let renewed = try await session.accessToken(replacing: token)
+        return try await api.send(authorized(request, renewed))
+    }
+
+    /// Sends a request to the server's `path` and decodes its 2xx JSON answer.
+    func authorizedCall<T: Decodable>(_ method: String, _ path: String, json body: (any Encodable)? = nil) async throws -> T {
+        let (data, response) = try await send(api.request(method, path, json: body))
+        try ServerAPI.check(data, response)
+        do {
+            return try JSONCoding.decoder().decode(T.self, from: data)
+        } catch {
+            throw SIWAError.invalidResponse("\(method) /\(path): \(error)")
+        }
+    }
+
+    private func authorized(_ request: URLRequest, _ token: String) -> URLRequest {
+        var request = request
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        return request
+    }
+
+    // MARK: Account
+
+    /// The signed-in user, fresh from the server (`GET /auth/me`).
+    public func me() async throws -> User {
+        let user: User = try await authorizedCall("GET", "auth/me")
+        try await session.update(user)
+        return user
+    }
+
+    /// The user's sessions, this one marked `current` (`GET /auth/sessions`).
+    public func sessions() async throws -> [DeviceSession] {
+        struct List: Decodable { var sessions: [DeviceSession] }
+        let list: List = try await authorizedCall("GET", "auth/sessions")
+        return list.sessions
+    }
+
+    /// Ends one of the user's sessions (`DELETE /auth/sessions/{id}`); ending this device's own
+    /// session signs it out.
+    public func revokeSession(id: String) async throws {
+        let (data, response) = try await send(api.request("DELETE", "auth/sessions/\(id)"))
+        try ServerAPI.check(data, response)
+        if await session.sessionID == id { await session.end(.signedOut) }
+    }
+
+    /// Signs out: the server ends the session (`POST /auth/logout`) and the device forgets it. The
+    /// device forgets it even when the server cannot be reached.
+    public func signOut() async {
+        await endOnServer()
+        await session.end(.signedOut)
+    }
+
+    /// Deletes the account and everything of it on the server (`DELETE /auth/account`), which
+    /// also revokes the app's Apple tokens; then signs out. The App Store requires apps that offer
+    /// sign-up to offer this.
+    /// - Throws: when the server did not delete it; the session is kept.
+    public func deleteAccount() async throws {
+        let (data, response) = try await send(api.request("DELETE", "auth/account"))
+        try ServerAPI.check(data, response)
+        await session.end(.accountDeleted)
+    }
+
+    /// Acts on Apple's credential state, which the app reads at launch and when it comes to the
+    /// foreground (`ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)`).
+    public func handleCredentialState(_ state: AppleCredentialState) async -> CredentialStateOutcome {
+        guard case .signedIn = await session.state else { return .unchanged }
+        switch state {
+        case .authorized:
+            return .unchanged
+        case .transferred:
+            return .transferred
+        case .revoked, .notFound:
+            await endOnServer()
+            await session.end(.appleCredentialRevoked)
+            return .signedOut
+        }
+    }
+
+    /// `POST /auth/logout`, best effort: the session ends on the device whatever the answer.
+    private func endOnServer() async {
+        guard let request = try? api.request("POST", "auth/logout") else { return }
+        _ = try? await send(request)
+    }
+}
+
+/// The body of `POST /auth/apple`.
+private struct SignInBody: Encodable {
+    struct FullName: Encodable {
+        var givenName: String?
+        var familyName: String?
+    }
+    var identityToken: String
+    var authorizationCode: String?
+    var nonce: String
+    var user: String
+    var fullName: FullName?
+    var device: String?
+}
+
+/// A name Apple gave that the server has not stored yet.
+struct PendingName: Codable, Equatable {
+    static let storageKey = "pending-name"
+    var user: String
+    var givenName: String?
+    var familyName: String?
+
+    init?(_ credential: AppleSignInCredential) {
+        guard credential.hasName else { return nil }
+        user = credential.user
+        givenName = credential.givenName
+        familyName = credential.familyName
+    }
+
+    static func load(from storage: any KeyValueStorage) -> PendingName? {
+        (try? storage.read(storageKey)).flatMap { try? JSONDecoder().decode(PendingName.self, from: $0) }
+    }
+
+    static func save(_ name: PendingName?, in storage: any KeyValueStorage) throws {
+        if let name {
+            try storage.write(try JSONEncoder().encode(name), for: storageKey)
+        } else {
+            try storage.delete(storageKey)
+        }
+    }
+}

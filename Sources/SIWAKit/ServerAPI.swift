@@ -1,0 +1,80 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The server's HTTP API: builds requests, sends them, and turns answers into values or errors.
+struct ServerAPI: Sendable {
+    let baseURL: URL
+    let transport: any HTTPTransport
+
+    /// A request for `path` on the server, with a JSON body when given.
+    func request(_ method: String, _ path: String, json body: (any Encodable)? = nil) throws -> URLRequest {
+        guard let url = URL(string: path, relativeTo: baseURL) else { throw SIWAError.invalidResponse("not a path: \(path)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try JSONCoding.encoder().encode(body)
+        }
+        return request
+    }
+
+    /// Sends `request`, once more after a broken connection when it is idempotent.
+    /// - Throws: `SIWAError.network` when no answer arrived.
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        do {
+            return try await transport.send(request)
+        } catch let error as URLError where error.isConnectionBroken && request.isIdempotent {
+            return try await sendOnce(request)
+        } catch let error as URLError {
+            throw SIWAError.network(error)
+        }
+    }
+
+    private func sendOnce(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        do {
+            return try await transport.send(request)
+        } catch let error as URLError {
+            throw SIWAError.network(error)
+        }
+    }
+
+    /// Sends `request` and decodes a 2xx answer as `T`.
+    /// - Throws: `SIWAError.server` for an error answer.
+    func call<T: Decodable>(_ request: URLRequest, as type: T.Type = T.self) async throws -> T {
+        let (data, response) = try await send(request)
+        try Self.check(data, response)
+        do {
+            return try JSONCoding.decoder().decode(T.self, from: data)
+        } catch {
+            throw SIWAError.invalidResponse("\(request.httpMethod ?? "GET") \(request.url?.path ?? ""): \(error)")
+        }
+    }
+
+    /// Sends `request` and expects a 2xx answer.
+    func call(_ request: URLRequest) async throws {
+        let (data, response) = try await send(request)
+        try Self.check(data, response)
+    }
+
+    /// Throws the server's error for a non-2xx answer.
+    static func check(_ data: Data, _ response: HTTPURLResponse) throws {
+        guard !(200..<300).contains(response.statusCode) else { return }
+        throw SIWAError.server(serverError(data, response))
+    }
+
+    static func serverError(_ data: Data, _ response: HTTPURLResponse) -> ServerError {
+        struct Body: Decodable {
+            var error: String
+            var message: String?
+        }
+        let body = try? JSONDecoder().decode(Body.self, from: data)
+        return ServerError(
+            status: response.statusCode, code: body?.error ?? "http_\(response.statusCode)",
+            message: body?.message ?? HTTPURLResponse.localizedString(forStatusCode: response.statusCode),
+            retryAfter: response.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) })
+    }
+}

@@ -1,0 +1,34 @@
+public import Foundation
+import Crypto
+
+/// The nonce of one sign-in. Apple gets its SHA-256 (`hashed`, in
+/// `ASAuthorizationAppleIDRequest.nonce`) and puts it in the identity token; the server gets the raw
+/// `value` with the token and accepts each nonce once, so a token caught in transit cannot be
+/// replayed.
+public struct SignInNonce: Sendable, Equatable {
+    /// The raw nonce: 32 random bytes, base64url without padding.
+    public let value: String
+
+    /// A new random nonce.
+    public init() {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        self.value = Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// A nonce of the app's own making.
+    public init(value: String) {
+        self.value = value
+    }
+
+    /// The SHA-256 of `value` in lowercase hex: what Apple is given.
+    public var hashed: String {
+        SHA256.hash(data: Data(value.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

@@ -1,0 +1,227 @@
+public import Foundation
+public import SyncRules
+
+/// Syncs the person's profile, lesson progress and achievements with the server (`POST /sync`).
+///
+/// The app records changes here whether online or not; each is merged into the local view by the
+/// server's own merge rules (the `SyncRules` module), queued, and stored at once. `sync()` pushes
+/// the queue in batches and merges what changed on the server since the cursor; `run()` does so
+/// whenever there are changes, backing off exponentially while the server cannot be reached.
+/// Because the merge rules are commutative and idempotent, two devices that synced after their
+/// last changes hold the same state as the server.
+public actor SyncClient {
+    private let client: SIWAClient
+    private let storage: any KeyValueStorage
+    private let storageKey: String
+    private var state: SyncState
+    private var observers: [UUID: AsyncStream<SyncSnapshot>.Continuation] = [:]
+    private var wake: AsyncStream<Void>.Continuation?
+    /// The server's limit on lessons and on achievements per request.
+    static let batchLimit = 500
+
+    /// - Parameters:
+    ///   - storage: where the state is kept (a `FileStorage` in the app's Application Support
+    ///     directory, typically; the Keychain is for secrets).
+    ///   - storageKey: the state's key in `storage`.
+    /// - Throws: `SIWAError.storage` when a stored state exists but cannot be read.
+    public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state") throws {
+        self.client = client
+        self.storage = storage
+        self.storageKey = storageKey
+        if let data = try storage.read(storageKey) {
+            do {
+                state = try JSONCoding.decoder().decode(SyncState.self, from: data)
+            } catch {
+                throw SIWAError.storage("the sync state in \(storageKey) cannot be read: \(error)")
+            }
+        } else {
+            state = SyncState()
+        }
+    }
+
+    /// The local view now.
+    public var snapshot: SyncSnapshot { state.view }
+
+    /// Whether local changes wait for the server.
+    public var hasPendingChanges: Bool { state.hasPending }
+
+    /// The local view now and after every change, local or from the server.
+    public func snapshots() -> AsyncStream<SyncSnapshot> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncSnapshot.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        observers[id] = continuation
+        continuation.yield(state.view)
+        continuation.onTermination = { [weak self] _ in Task { await self?.removeObserver(id) } }
+        return stream
+    }
+
+    // MARK: Local changes
+
+    public func record(profile: SyncProfile) throws {
+        try change { $0.record(profile: profile) }
+    }
+
+    public func record(_ lesson: LessonProgress) throws {
+        try change { $0.record(lesson) }
+    }
+
+    public func record(_ achievement: AchievementProgress) throws {
+        try change { $0.record(achievement) }
+    }
+
+    /// Forgets the local state and queue, for another person signing in on this device.
+    public func reset() throws {
+        try change { $0 = SyncState() }
+    }
+
+    private func change(_ body: (inout SyncState) -> Void) throws {
+        var next = state
+        body(&next)
+        try save(next)
+        wake?.yield()
+    }
+
+    // MARK: Syncing
+
+    /// Pushes every queued change and pulls what changed on the server, in as many requests as
+    /// the queue needs (at least one).
+    /// - Throws: `SIWAError.network` or a temporary `.server` error when the server cannot be
+    ///   reached (the queue is kept); `.signedOut`.
+    public func sync() async throws {
+        repeat {
+            let batch = state.batch(limit: Self.batchLimit)
+            let answer = try await push(batch)
+            var next = state
+            next.apply(answer, to: batch)
+            try save(next)
+        } while state.hasPending
+    }
+
+    /// Syncs now and after every local change until the task is cancelled; after a failure it
+    /// waits 1, 2, 4 ... up to `maximumDelay` seconds (with jitter) before trying again. Stops
+    /// when the device is signed out.
+    public func run(every interval: Duration = .seconds(60), maximumDelay: Double = 300) async {
+        let (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        wake = continuation
+        defer { wake = nil }
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await sync()
+                failures = 0
+                await Self.wait(for: wakes, upTo: interval)
+            } catch SIWAError.signedOut {
+                return
+            } catch {
+                failures += 1
+                let delay = min(maximumDelay, pow(2, Double(min(failures - 1, 20))))
+                try? await Task.sleep(for: .seconds(delay * Double.random(in: 0.8...1.2)))
+            }
+        }
+    }
+
+    /// Returns after a wake-up or `interval`, whichever comes first.
+    private static func wait(for wakes: AsyncStream<Void>, upTo interval: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var iterator = wakes.makeAsyncIterator()
+                _ = await iterator.next()
+            }
+            group.addTask { try? await Task.sleep(for: interval) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func push(_ batch: SyncBatch) async throws -> SyncAnswer {
+        let wire: SyncWire.Answer = try await client.authorizedCall("POST", "sync", json: SyncWire.Request(batch))
+        return try wire.answer()
+    }
+
+    private func save(_ next: SyncState) throws {
+        guard next != state else { return }
+        try storage.write(try JSONCoding.encoder().encode(next), for: storageKey)
+        let viewChanged = next.view != state.view
+        state = next
+        if viewChanged { for observer in observers.values { observer.yield(state.view) } }
+    }
+
+    private func removeObserver(_ id: UUID) {
+        observers[id] = nil
+    }
+}
+
+/// The JSON of `POST /sync`.
+enum SyncWire {
+    struct Profile: Codable {
+        var totalXp: Int64
+        var currentLevel: Int64
+        var streakDays: Int64
+        var lastActiveDate: String?
+    }
+
+    struct Lesson: Codable {
+        var beliefSystemId: String
+        var lessonId: String
+        var status: String
+        var score: Int64
+        var earnedXp: Int64
+        var completedAt: Int64?
+    }
+
+    struct Achievement: Codable {
+        var achievementId: String
+        var progress: Int64
+        var completed: Bool
+        var completedAt: Int64?
+    }
+
+    struct Request: Encodable {
+        var cursor: String?
+        var profile: Profile?
+        var progress: [Lesson]
+        var achievements: [Achievement]
+
+        init(_ batch: SyncBatch) {
+            cursor = batch.cursor
+            profile = batch.profile.map {
+                Profile(totalXp: $0.totalXP, currentLevel: $0.currentLevel, streakDays: $0.streakDays, lastActiveDate: $0.lastActiveDate)
+            }
+            progress = batch.lessons.map {
+                Lesson(
+                    beliefSystemId: $0.beliefSystemID, lessonId: $0.lessonID, status: $0.status.name, score: $0.score,
+                    earnedXp: $0.earnedXP, completedAt: $0.completedAt)
+            }
+            achievements = batch.achievements.map {
+                Achievement(achievementId: $0.achievementID, progress: $0.progress, completed: $0.completed, completedAt: $0.completedAt)
+            }
+        }
+    }
+
+    struct Answer: Decodable {
+        var cursor: String
+        var profile: Profile?
+        var progress: [Lesson]
+        var achievements: [Achievement]
+
+        func answer() throws -> SyncAnswer {
+            let lessons = try progress.map { lesson in
+                guard let status = LessonStatus(name: lesson.status) else {
+                    throw SIWAError.invalidResponse("sync: unknown lesson status \(lesson.status)")
+                }
+                return LessonProgress(
+                    beliefSystemID: lesson.beliefSystemId, lessonID: lesson.lessonId, status: status, score: lesson.score,
+                    earnedXP: lesson.earnedXp, completedAt: lesson.completedAt)
+            }
+            return SyncAnswer(
+                cursor: cursor,
+                profile: profile.map {
+                    SyncProfile(totalXP: $0.totalXp, currentLevel: $0.currentLevel, streakDays: $0.streakDays, lastActiveDate: $0.lastActiveDate)
+                },
+                lessons: lessons,
+                achievements: achievements.map {
+                    AchievementProgress(achievementID: $0.achievementId, progress: $0.progress, completed: $0.completed, completedAt: $0.completedAt)
+                })
+        }
+    }
+}
