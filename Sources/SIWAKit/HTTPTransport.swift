@@ -29,7 +29,7 @@ extension URLError {
     /// A connection that broke before the answer arrived: a kept-alive connection the server closed
     /// (nginx closes idle ones on reload), or a reset. The request may or may not have been handled.
     var isConnectionBroken: Bool {
-        [.networkConnectionLost, .badServerResponse, .zeroByteResource].contains(code)
+        code == .networkConnectionLost
     }
 }
 

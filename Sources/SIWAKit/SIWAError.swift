@@ -23,6 +23,13 @@ public struct ServerError: Error, Sendable, Equatable {
     /// `Retry-After` in seconds, on 429 and 503.
     public var retryAfter: Int?
 
+    public init(status: Int, code: String, message: String, retryAfter: Int? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+
     /// Worth trying again later with the same input: the server was busy or could not reach its
     /// database or Apple.
     public var isTemporary: Bool { status == 429 || status >= 500 }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The session on this device: the access token, refreshed ahead of its expiry with one refresh in
 /// flight however many callers ask; the refresh token kept across launches in the storage; and the

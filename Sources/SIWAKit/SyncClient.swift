@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SyncRules
 
 /// Syncs the person's profile, lesson progress and achievements with the server (`POST /sync`).

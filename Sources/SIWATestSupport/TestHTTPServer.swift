@@ -23,6 +23,15 @@ public final class TestHTTPServer: @unchecked Sendable {
         public var body: [UInt8]
         /// Seconds to wait before answering (to test timeouts).
         public var delay: Double
+        /// Closes the connection with a reset instead of answering.
+        public var resetsConnection = false
+
+        /// No answer: the connection is reset, as by a server that went away mid-request.
+        public static let connectionReset: Response = {
+            var response = Response(status: 0)
+            response.resetsConnection = true
+            return response
+        }()
 
         public init(status: Int, headers: [(String, String)] = [], body: String = "", delay: Double = 0) {
             self.status = status
@@ -120,6 +129,12 @@ public final class TestHTTPServer: @unchecked Sendable {
         received.unlock()
         let response = handler(request)
         if response.delay > 0 { Thread.sleep(forTimeInterval: response.delay) }
+        if response.resetsConnection {
+            // A zero linger time makes close() send RST instead of FIN.
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            return
+        }
         var head = "HTTP/1.1 \(response.status) X\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         let bytes = Array((head + "\r\n").utf8) + response.body

@@ -1,0 +1,108 @@
+import Foundation
+import SIWATestSupport
+import SyncRules
+import Testing
+
+@testable import SIWAKit
+
+/// The sync client: its queue survives failures and restarts, it batches, and devices converge.
+@Suite(.timeLimit(.minutes(1))) struct SyncTests {
+    static let emptyAnswer = #"{"cursor":"41","profile":null,"progress":[],"achievements":[]}"#
+    static let lesson = LessonProgress(beliefSystemID: "stoicism", lessonID: "l1", status: .completed, score: 90, earnedXP: 40, completedAt: 1_795_000_000_000)
+
+    @Test("Changes made offline stay queued through a failed push and a restart, then go with the next sync")
+    func offlineQueue() async throws {
+        let online = Locked(false)
+        let storage = MemoryStorage()
+        let harness = try ClientHarness { request in
+            switch request.path {
+            case "/auth/apple": return Answers.signIn(1)
+            default: return online.value ? Answers.json(200, SyncTests.emptyAnswer) : .connectionReset
+            }
+        }
+        try await harness.signIn()
+        let device = try SyncClient(client: harness.client, storage: storage)
+        try await device.record(Self.lesson)
+        await #expect(throws: SIWAError.self) { try await device.sync() }
+        #expect(await device.hasPendingChanges)
+
+        let restarted = try SyncClient(client: harness.client, storage: storage)
+        #expect(await restarted.hasPendingChanges)
+        #expect(await restarted.snapshot.lessons == [Self.lesson])
+        online.update { $0 = true }
+        try await restarted.sync()
+        #expect(await !restarted.hasPendingChanges)
+        let body = try #require(harness.server.receivedRequests.last?.bodyText)
+        #expect(body.contains(#""beliefSystemId":"stoicism""#) && body.contains(#""status":"completed""#) && body.contains(#""earnedXp":40"#))
+        #expect(try SyncState.stored(in: storage).cursor == "41")
+    }
+
+    @Test("A long queue goes in batches of 500, each with the cursor of the previous answer")
+    func batches() async throws {
+        let answers = Locked(0)
+        let harness = try ClientHarness { request in
+            guard request.path == "/sync" else { return Answers.signIn(1) }
+            let cursor = answers.update { $0 += 1; return $0 }
+            return Answers.json(200, #"{"cursor":"\#(cursor)","profile":null,"progress":[],"achievements":[]}"#)
+        }
+        try await harness.signIn()
+        let device = try SyncClient(client: harness.client, storage: MemoryStorage())
+        for index in 0..<1_200 {
+            try await device.record(LessonProgress(beliefSystemID: "b", lessonID: "l\(index)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil))
+        }
+        try await device.sync()
+        let bodies = harness.server.receivedRequests.filter { $0.path == "/sync" }.map(\.bodyText)
+        #expect(bodies.map { $0.components(separatedBy: "lessonId").count - 1 } == [500, 500, 200])
+        #expect(bodies[0].contains(#""cursor":null"#) || !bodies[0].contains("cursor"))
+        #expect(bodies[1].contains(#""cursor":"1""#) && bodies[2].contains(#""cursor":"2""#))
+    }
+
+    @Test("A change made while its push is in flight stays queued")
+    func changeDuringPush() {
+        var state = SyncState()
+        state.record(Self.lesson)
+        let batch = state.batch(limit: 500)
+        var better = Self.lesson
+        better.score = 95
+        state.record(better)
+        state.apply(SyncAnswer(cursor: "1", profile: nil, lessons: [Self.lesson], achievements: []), to: batch)
+        #expect(state.pendingLessons == [better])
+        #expect(state.view.lessons == [better])
+    }
+
+    @Test("Two devices changing offline in any order converge to the server's merged state", arguments: 0..<100)
+    func convergence(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        var server = SyncState()  // the server's state, merged by the same rules
+        var devices = [SyncState(), SyncState()]
+        func sync(_ index: Int) {
+            let batch = devices[index].batch(limit: 500)
+            if let profile = batch.profile { server.record(profile: profile) }
+            batch.lessons.forEach { server.record($0) }
+            batch.achievements.forEach { server.record($0) }
+            let view = server.view
+            devices[index].apply(SyncAnswer(cursor: "1", profile: view.profile, lessons: view.lessons, achievements: view.achievements), to: batch)
+        }
+        for _ in 0..<Int.random(in: 5...40, using: &random) {
+            let index = Int.random(in: 0...1, using: &random)
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: devices[index].record(RandomChanges.lesson(&random))
+            case 1: devices[index].record(RandomChanges.achievement(&random))
+            case 2: devices[index].record(profile: RandomChanges.profile(&random))
+            default: sync(index)
+            }
+        }
+        sync(0)
+        sync(1)
+        sync(0)
+        #expect(devices[0].view == server.view)
+        #expect(devices[1].view == server.view)
+        #expect(!devices[0].hasPending && !devices[1].hasPending)
+    }
+}
+
+extension SyncState {
+    static func stored(in storage: any KeyValueStorage) throws -> SyncState {
+        try JSONCoding.decoder().decode(SyncState.self, from: try #require(try storage.read("sync-state")))
+    }
+}
