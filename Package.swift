@@ -89,6 +89,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // One device of the SIWAKit end-to-end check (Tests/EndToEnd/08_siwakit.sh).
+        .executableTarget(
+            name: "siwakit-e2e", dependencies: ["SIWAKit", "SyncRules"], path: "Tests/SIWAKitEndToEnd", swiftSettings: swiftSettings),
+
         // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
         .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity", "SyncRules"], swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.

@@ -97,9 +97,10 @@ public final class SIWAClient: Sendable {
 
     /// The signed-in user, fresh from the server (`GET /auth/me`).
     public func me() async throws -> User {
-        let user: User = try await authorizedCall("GET", "auth/me")
-        try await session.update(user)
-        return user
+        struct Me: Decodable { var user: User }
+        let me: Me = try await authorizedCall("GET", "auth/me")
+        try await session.update(me.user)
+        return me.user
     }
 
     /// The user's sessions, this one marked `current` (`GET /auth/sessions`).

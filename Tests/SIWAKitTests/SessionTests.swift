@@ -100,7 +100,7 @@ import Testing
             case ("POST", "/auth/refresh"): Answers.refresh(2)
             default:
                 request.headers["authorization"] == "Bearer access-2"
-                    ? Answers.json(200, Answers.user) : Answers.error(401, "invalid_token")
+                    ? Answers.json(200, Answers.me) : Answers.error(401, "invalid_token")
             }
         }
         try await harness.signIn()
@@ -132,7 +132,7 @@ import Testing
         let harness = try ClientHarness { request in
             if request.path == "/auth/apple" { return Answers.signIn(1) }
             let count = resets.update { $0[request.method, default: 0] += 1; return $0[request.method]! }
-            return count == 1 || request.method == "POST" ? .connectionReset : Answers.json(200, Answers.user)
+            return count == 1 || request.method == "POST" ? .connectionReset : Answers.json(200, Answers.me)
         }
         try await harness.signIn()
         #expect(try await harness.client.me().id == "7")

@@ -53,6 +53,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {  // `value` is only t
 /// Answers of the stand-in, shaped like siwa's.
 enum Answers {
     static let user = #"{"id":"7","firstName":"Jane","createdAt":1800000000,"emails":[]}"#
+    static let me = #"{"user":\#(user),"sessionId":"12"}"#
 
     /// A sign-in grant whose tokens end with `serial`.
     static func signIn(_ serial: Int) -> TestHTTPServer.Response {

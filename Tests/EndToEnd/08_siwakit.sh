@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SIWAKit, the app's half, through nginx and TLS against the Apple ID emulator: two devices of
+# one person (each run of siwakit-e2e is one launch of the app, its session and sync state in its
+# own directory) sign in; both change progress while siwa is stopped, and converge to the server's
+# merged state once it is back; revoking one device's session from the other signs it out at its
+# next call; deleting the account from one signs the other out.
+set -euo pipefail
+. "$(dirname "$0")/assert.sh"
+. "$(dirname "$0")/apple_helpers.sh"
+
+KIT=$(dirname "$E2E_BIN")/siwakit-e2e
+[ -x "$KIT" ] || fail "siwakit-e2e is not built"
+export E2E_CLIENT_ID=com.example.siwa
+PHONE=$E2E_TMP/siwakit/phone IPAD=$E2E_TMP/siwakit/ipad
+# URLSession on Linux trusts the system's CA bundle only. Each launch runs in its own mount
+# namespace (unshare -rm works for root and, where user namespaces are allowed, for others) in
+# which that bundle has the stack's self-signed certificate appended: TLS is verified for real
+# and nothing on the machine changes.
+SYSTEM_CA=/etc/ssl/certs/ca-certificates.crt
+mkdir -p "$E2E_TMP/siwakit"
+cat "$SYSTEM_CA" "$E2E_TMP/tls/cert.pem" >"$E2E_TMP/siwakit/ca.pem"
+kit() {
+    unshare -rm sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$E2E_TMP/siwakit/ca.pem" "$SYSTEM_CA" "$KIT" "$@" \
+        2>"$E2E_TMP/siwakit.err" || fail "siwakit-e2e $*: $(cat "$E2E_TMP/siwakit.err")"
+}
+
+# --- Both devices sign in; the phone gets Apple's first authorization with the name.
+new_apple_user "kit.e2e@example.com" Kit Appleseed
+phone_user=$(kit "$PHONE" sign-in "$APPLE_USER" "Kit's iPhone")
+ipad_user=$(kit "$IPAD" sign-in "$APPLE_USER" "Kit's iPad")
+[ "$phone_user" = "$ipad_user" ] || fail "two devices of one person got two users: $phone_user $ipad_user"
+[ "$(sql "SELECT first_name FROM users WHERE id = $phone_user")" = Kit ] || fail "the first authorization's name was not stored"
+[ "$(stat -c %a "$PHONE/session")" = 600 ] || fail "the session file is not 0600"
+[ "$(kit "$PHONE" me)" = "$phone_user" ] && [ "$(kit "$IPAD" me)" = "$phone_user" ] || fail "me after sign-in"
+pass "two SIWAKit devices sign in as one user (the name stored, the session kept in a 0600 file across launches)"
+
+# --- Changes on both while siwa is stopped; both converge once it is back.
+kit "$PHONE" lesson stoicism l1 in_progress 10 5 >/dev/null
+[ "$(kit "$PHONE" sync)" = synced ] || fail "the first sync"
+stop_pidfile "$E2E_TMP/siwa.pid" 30
+kit "$PHONE" lesson stoicism l1 completed 60 20 1795000000000 >/dev/null
+kit "$PHONE" achievement first-steps 3 false >/dev/null
+kit "$PHONE" profile 100 2 3 2026-11-20 >/dev/null
+kit "$IPAD" lesson stoicism l1 in_progress 80 10 >/dev/null
+kit "$IPAD" lesson zen l2 completed 40 40 1795000500000 >/dev/null
+kit "$IPAD" achievement first-steps 5 true >/dev/null
+kit "$IPAD" profile 90 3 1 2026-11-21 >/dev/null
+[ "$(kit "$PHONE" sync)" = offline ] && [ "$(kit "$IPAD" sync)" = offline ] || fail "a sync while siwa is stopped did not fail as offline"
+start_siwa "$E2E_BIN" "$E2E_ENV" "$E2E_TMP/siwa.log" "$E2E_TMP/siwa.pid"
+for device in "$PHONE" "$IPAD" "$PHONE"; do [ "$(kit "$device" sync)" = synced ] || fail "a sync after siwa is back"; done
+phone=$(kit "$PHONE" snapshot) ipad=$(kit "$IPAD" snapshot) server=$(kit "$PHONE" server-state)
+[ "$phone" = "$ipad" ] || fail "the devices did not converge: phone $phone, iPad $ipad"
+[ "$phone" = "$server" ] || fail "the devices differ from the server: devices $phone, server $server"
+python3 - "$server" <<'PY' || fail "the merged state is not the merge of both devices' changes: $server"
+import json, sys
+state = json.loads(sys.argv[1])
+lessons = {(l["beliefSystemID"], l["lessonID"]): l for l in state["lessons"]}
+l1, l2 = lessons[("stoicism", "l1")], lessons[("zen", "l2")]
+assert (l1["status"], l1["score"], l1["earnedXP"], l1["completedAt"]) == (2, 80, 20, 1795000000000), l1
+assert l2["status"] == 2 and l2["score"] == 40, l2
+[a] = state["achievements"]
+assert (a["progress"], a["completed"]) == (5, True), a
+p = state["profile"]
+assert (p["totalXP"], p["currentLevel"], p["streakDays"], p["lastActiveDate"]) == (100, 3, 1, "2026-11-21"), p
+PY
+pass "changes made on both devices while siwa was stopped converge after it is back: both devices equal the server's merged state"
+
+# --- Revoking the phone's session from the iPad signs the phone out at its next call.
+phone_session=$(kit "$IPAD" sessions | awk '$2 == "other" && $3 == "Kit'"'"'s" && $4 == "iPhone" {print $1}')
+[ -n "$phone_session" ] || fail "the iPad does not list the phone's session: $(kit "$IPAD" sessions)"
+kit "$IPAD" revoke "$phone_session"
+[ "$(kit "$PHONE" me)" = "signed-out sessionEnded" ] || fail "the revoked phone is not signed out"
+[ ! -e "$PHONE/session" ] || fail "the revoked phone kept its session file"
+[ "$(kit "$IPAD" me)" = "$phone_user" ] || fail "the iPad lost its session"
+pass "revoking the phone's session from the iPad signs the phone out at its next call; the iPad stays signed in"
+
+# --- Deleting the account from the phone signs the iPad out.
+[ "$(kit "$PHONE" sign-in "$APPLE_USER" "Kit's iPhone")" = "$phone_user" ] || fail "signing the phone in again"
+[ "$(kit "$PHONE" delete-account)" = "signed-out accountDeleted" ] || fail "delete-account"
+[ "$(kit "$IPAD" me)" = "signed-out sessionEnded" ] || fail "the iPad is still signed in after the account was deleted"
+[ "$(sql "SELECT COUNT(*) FROM users WHERE id = $phone_user")" = 0 ] || fail "the user is still stored"
+pass "deleting the account from the phone signs the iPad out at its next call; the user is gone"

@@ -1,0 +1,139 @@
+// One device of the SIWAKit end-to-end check (Tests/EndToEnd/08_siwakit.sh): each run is one
+// launch of the "app", with its session and sync state kept in a directory as the app keeps them.
+//
+//   siwakit-e2e DIR sign-in APPLE_USER DEVICE     sign in through the emulator; prints the user id
+//   siwakit-e2e DIR lesson BS ID STATUS SCORE XP [COMPLETED_AT_MS]
+//   siwakit-e2e DIR achievement ID PROGRESS true|false
+//   siwakit-e2e DIR profile XP LEVEL STREAK DATE  record a change (no network)
+//   siwakit-e2e DIR sync                          prints "synced" or "offline (N pending)"
+//   siwakit-e2e DIR snapshot                      the local view as JSON
+//   siwakit-e2e DIR server-state                  the server's state for this user, as JSON
+//   siwakit-e2e DIR me                            prints the user id, or "signed-out REASON"
+//   siwakit-e2e DIR sessions                      "ID current|other DEVICE" per session
+//   siwakit-e2e DIR revoke ID | delete-account
+//
+// Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID, and
+// URLSessionCertificateAuthorityInfoFile (the local stack's certificate).
+import Foundation
+import SIWAKit
+import SyncRules
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+func environment(_ name: String) -> String {
+    guard let value = ProcessInfo.processInfo.environment[name] else { fatalError("\(name) is not set") }
+    return value
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("siwakit-e2e: \(message)\n".utf8))
+    exit(1)
+}
+
+/// What the emulator's `POST /admin/sign-in` returns: what the native SDK hands the app.
+struct EmulatorSignIn: Decodable {
+    var identityToken: String
+    var authorizationCode: String?
+    var sub: String
+    /// Apple's `user` JSON, on the first authorization only.
+    var user: String?
+}
+
+func appleCredential(for appleUser: String, nonce: SignInNonce) async throws -> AppleSignInCredential {
+    let secret = try String(contentsOfFile: environment("E2E_APPLE_ADMIN_SECRET_FILE"), encoding: .utf8)
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+    var request = URLRequest(url: URL(string: environment("E2E_APPLE_URL") + "/admin/sign-in")!)
+    request.httpMethod = "POST"
+    request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    // The emulator hashes the raw nonce into the token, as the app gives Apple `nonce.hashed`.
+    request.httpBody = try JSONSerialization.data(withJSONObject: [
+        "userId": appleUser, "clientId": environment("E2E_CLIENT_ID"), "nonce": nonce.value,
+    ])
+    let (data, response) = try await URLSession.shared.data(for: request)
+    guard (response as? HTTPURLResponse)?.statusCode == 200 else { fail("emulator sign-in: \(String(decoding: data, as: UTF8.self))") }
+    let answer = try JSONDecoder().decode(EmulatorSignIn.self, from: data)
+    var credential = AppleSignInCredential(identityToken: answer.identityToken, authorizationCode: answer.authorizationCode, user: answer.sub)
+    if let user = answer.user, let json = try JSONSerialization.jsonObject(with: Data(user.utf8)) as? [String: Any],
+        let name = json["name"] as? [String: Any]
+    {
+        credential.givenName = name["firstName"] as? String
+        credential.familyName = name["lastName"] as? String
+    }
+    return credential
+}
+
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+func signedOutReason(_ client: SIWAClient) async -> String {
+    if case .signedOut(let reason) = await client.session.state { return "signed-out \(reason)" }
+    return "signed-in"
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else { fail("usage: siwakit-e2e DIR COMMAND [ARGS]") }
+let storage = FileStorage(directory: URL(fileURLWithPath: arguments[1]))
+let client = SIWAClient(baseURL: URL(string: environment("E2E_URL") + "/")!, storage: storage)
+let sync = try SyncClient(client: client, storage: storage)
+let rest = Array(arguments.dropFirst(3))
+
+do {
+    switch arguments[2] {
+    case "sign-in":
+        let nonce = SignInNonce()
+        let user = try await client.signIn(with: try await appleCredential(for: rest[0], nonce: nonce), nonce: nonce, device: rest[1])
+        print(user.id)
+    case "lesson":
+        guard let status = LessonStatus(name: rest[2]) else { fail("status \(rest[2])") }
+        try await sync.record(
+            LessonProgress(
+                beliefSystemID: rest[0], lessonID: rest[1], status: status, score: Int64(rest[3])!, earnedXP: Int64(rest[4])!,
+                completedAt: rest.count > 5 ? Int64(rest[5])! : nil))
+    case "achievement":
+        try await sync.record(
+            AchievementProgress(achievementID: rest[0], progress: Int64(rest[1])!, completed: rest[2] == "true", completedAt: nil))
+    case "profile":
+        try await sync.record(
+            profile: SyncProfile(totalXP: Int64(rest[0])!, currentLevel: Int64(rest[1])!, streakDays: Int64(rest[2])!, lastActiveDate: rest[3]))
+    case "sync":
+        do {
+            try await sync.sync()
+            print("synced")
+        } catch SIWAError.network {
+            print("offline")
+        } catch SIWAError.server(let error) where error.isTemporary {
+            print("offline")  // nginx answers 503 while siwa is down
+        }
+    case "snapshot":
+        try printJSON(await sync.snapshot)
+    case "server-state":
+        let fresh = try SyncClient(client: client, storage: MemoryStorage())
+        try await fresh.sync()
+        try printJSON(await fresh.snapshot)
+    case "me":
+        do {
+            print(try await client.me().id)
+        } catch SIWAError.signedOut {
+            print(await signedOutReason(client))
+        }
+    case "sessions":
+        for session in try await client.sessions() {
+            print(session.id, session.current ? "current" : "other", session.device ?? "")
+        }
+    case "revoke":
+        try await client.revokeSession(id: rest[0])
+    case "delete-account":
+        try await client.deleteAccount()
+        print(await signedOutReason(client))
+    default:
+        fail("unknown command \(arguments[2])")
+    }
+} catch {
+    fail("\(arguments[2]): \(error)")
+}
