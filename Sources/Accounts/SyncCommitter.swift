@@ -1,7 +1,7 @@
-import SyncRules
 import Dispatch
 import Foundation
 package import MariaDB
+import SyncRules
 import Synchronization
 
 /// Group commit of sync writes: the changing syncs of several users that arrive together are

@@ -1,5 +1,5 @@
-package import SyncRules
 package import MariaDB
+package import SyncRules
 
 /// What a device sends to `POST /sync`, already validated.
 package struct SyncChanges: Sendable {

@@ -27,15 +27,22 @@ public final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
     public init() {}
 
     public func read(_ key: String) throws -> Data? {
-        lock.withLock { values[key] }
+        locked { values[key] }
     }
 
     public func write(_ data: Data, for key: String) throws {
-        lock.withLock { values[key] = data }
+        locked { values[key] = data }
     }
 
     public func delete(_ key: String) throws {
-        lock.withLock { values[key] = nil }
+        locked { values[key] = nil }
+    }
+
+    // `NSLocking.withLock` needs iOS 16 and macOS 13 on Apple platforms.
+    private func locked<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
     }
 }
 

@@ -1,5 +1,5 @@
-public import Foundation
 import Crypto
+import Foundation
 
 /// The nonce of one sign-in. Apple gets its SHA-256 (`hashed`, in
 /// `ASAuthorizationAppleIDRequest.nonce`) and puts it in the identity token; the server gets the raw

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import SyncRules
 
 /// Syncs the person's profile, lesson progress and achievements with the server (`POST /sync`).
@@ -97,10 +97,11 @@ public actor SyncClient {
         } while state.hasPending
     }
 
-    /// Syncs now and after every local change until the task is cancelled; after a failure it
-    /// waits 1, 2, 4 ... up to `maximumDelay` seconds (with jitter) before trying again. Stops
-    /// when the device is signed out.
-    public func run(every interval: Duration = .seconds(60), maximumDelay: Double = 300) async {
+    /// Syncs now and after every local change, or every `interval` seconds, until the task is
+    /// cancelled. After a failure it waits `initialDelay`, then twice that, and so on up to
+    /// `maximumDelay` seconds (each with 20 % jitter) before trying again. Returns when the device
+    /// is signed out.
+    public func run(every interval: TimeInterval = 60, initialDelay: TimeInterval = 1, maximumDelay: TimeInterval = 300) async {
         let (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         wake = continuation
         defer { wake = nil }
@@ -114,20 +115,20 @@ public actor SyncClient {
                 return
             } catch {
                 failures += 1
-                let delay = min(maximumDelay, pow(2, Double(min(failures - 1, 20))))
-                try? await Task.sleep(for: .seconds(delay * Double.random(in: 0.8...1.2)))
+                let delay = min(maximumDelay, initialDelay * pow(2, Double(min(failures - 1, 30))))
+                try? await Task.sleep(nanoseconds: UInt64(delay * Double.random(in: 0.8...1.2) * 1e9))
             }
         }
     }
 
     /// Returns after a wake-up or `interval`, whichever comes first.
-    private static func wait(for wakes: AsyncStream<Void>, upTo interval: Duration) async {
+    private static func wait(for wakes: AsyncStream<Void>, upTo interval: TimeInterval) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 var iterator = wakes.makeAsyncIterator()
                 _ = await iterator.next()
             }
-            group.addTask { try? await Task.sleep(for: interval) }
+            group.addTask { try? await Task.sleep(nanoseconds: UInt64(interval * 1e9)) }
             await group.next()
             group.cancelAll()
         }
@@ -216,11 +217,13 @@ enum SyncWire {
             return SyncAnswer(
                 cursor: cursor,
                 profile: profile.map {
-                    SyncProfile(totalXP: $0.totalXp, currentLevel: $0.currentLevel, streakDays: $0.streakDays, lastActiveDate: $0.lastActiveDate)
+                    SyncProfile(
+                        totalXP: $0.totalXp, currentLevel: $0.currentLevel, streakDays: $0.streakDays, lastActiveDate: $0.lastActiveDate)
                 },
                 lessons: lessons,
                 achievements: achievements.map {
-                    AchievementProgress(achievementID: $0.achievementId, progress: $0.progress, completed: $0.completed, completedAt: $0.completedAt)
+                    AchievementProgress(
+                        achievementID: $0.achievementId, progress: $0.progress, completed: $0.completed, completedAt: $0.completedAt)
                 })
         }
     }

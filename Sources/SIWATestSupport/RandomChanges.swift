@@ -1,5 +1,4 @@
 package import SyncRules
-package import Accounts
 
 /// A seeded generator, so a failing case can be replayed.
 package struct SplitMix64: RandomNumberGenerator {

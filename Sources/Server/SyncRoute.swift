@@ -1,8 +1,8 @@
-import SyncRules
 package import Accounts
 package import FastCGI
 package import Identity
 import JOSE
+import SyncRules
 
 /// `POST /sync` (Bearer access token, or the web session cookie):
 /// `{cursor, profile, progress[], achievements[]}` → `{cursor, profile, progress[], achievements[]}`

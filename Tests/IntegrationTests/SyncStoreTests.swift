@@ -4,8 +4,8 @@ import Identity
 import MariaDB
 import SIWATestSupport
 import Server
-import Synchronization
 import SyncRules
+import Synchronization
 import Testing
 
 /// Sync against MariaDB: order and repeats do not matter, unchanged data writes nothing, deltas

@@ -55,7 +55,8 @@ func appleCredential(for appleUser: String, nonce: SignInNonce) async throws -> 
     let (data, response) = try await URLSession.shared.data(for: request)
     guard (response as? HTTPURLResponse)?.statusCode == 200 else { fail("emulator sign-in: \(String(decoding: data, as: UTF8.self))") }
     let answer = try JSONDecoder().decode(EmulatorSignIn.self, from: data)
-    var credential = AppleSignInCredential(identityToken: answer.identityToken, authorizationCode: answer.authorizationCode, user: answer.sub)
+    var credential = AppleSignInCredential(
+        identityToken: answer.identityToken, authorizationCode: answer.authorizationCode, user: answer.sub)
     if let user = answer.user, let json = try JSONSerialization.jsonObject(with: Data(user.utf8)) as? [String: Any],
         let name = json["name"] as? [String: Any]
     {
@@ -100,7 +101,8 @@ do {
             AchievementProgress(achievementID: rest[0], progress: Int64(rest[1])!, completed: rest[2] == "true", completedAt: nil))
     case "profile":
         try await sync.record(
-            profile: SyncProfile(totalXP: Int64(rest[0])!, currentLevel: Int64(rest[1])!, streakDays: Int64(rest[2])!, lastActiveDate: rest[3]))
+            profile: SyncProfile(
+                totalXP: Int64(rest[0])!, currentLevel: Int64(rest[1])!, streakDays: Int64(rest[2])!, lastActiveDate: rest[3]))
     case "sync":
         do {
             try await sync.sync()

@@ -13,7 +13,7 @@ import Testing
     func singleFlight() async throws {
         let serial = Locked(0)
         let harness = try ClientHarness { request in
-            let next = serial.update { $0 += 1; return $0 }
+            let next = serial.increment()
             return request.path == "/auth/apple" ? Answers.signIn(next) : Answers.refresh(next, delay: 0.3)
         }
         try await harness.signIn()
@@ -31,7 +31,7 @@ import Testing
     func refreshAhead() async throws {
         let serial = Locked(0)
         let harness = try ClientHarness { request in
-            let next = serial.update { $0 += 1; return $0 }
+            let next = serial.increment()
             return request.path == "/auth/apple" ? Answers.signIn(next) : Answers.refresh(next)
         }
         try await harness.signIn()
@@ -47,7 +47,7 @@ import Testing
         let refreshes = Locked(0)
         let harness = try ClientHarness { request in
             guard request.path == "/auth/refresh" else { return Answers.signIn(1) }
-            return refreshes.update { $0 += 1; return $0 } == 1 ? .connectionReset : Answers.refresh(2)
+            return refreshes.increment() == 1 ? .connectionReset : Answers.refresh(2)
         }
         try await harness.signIn()
         harness.clock.advance(901)
@@ -131,7 +131,10 @@ import Testing
         let resets = Locked(["GET": 0, "POST": 0])
         let harness = try ClientHarness { request in
             if request.path == "/auth/apple" { return Answers.signIn(1) }
-            let count = resets.update { $0[request.method, default: 0] += 1; return $0[request.method]! }
+            let count = resets.update { counts in
+                counts[request.method, default: 0] += 1
+                return counts[request.method]!
+            }
             return count == 1 || request.method == "POST" ? .connectionReset : Answers.json(200, Answers.me)
         }
         try await harness.signIn()
@@ -152,7 +155,7 @@ import Testing
     func nameResent() async throws {
         let attempts = Locked(0)
         let harness = try ClientHarness { _ in
-            attempts.update { $0 += 1; return $0 } == 1 ? Answers.error(503, "unavailable") : Answers.signIn(1)
+            attempts.increment() == 1 ? Answers.error(503, "unavailable") : Answers.signIn(1)
         }
         await #expect(throws: SIWAError.self) { try await harness.signIn(givenName: "Jane") }
         try await harness.signIn()  // Apple gives no name the second time
@@ -168,7 +171,7 @@ import Testing
     func nameOfAnotherUser() async throws {
         let attempts = Locked(0)
         let harness = try ClientHarness { _ in
-            attempts.update { $0 += 1; return $0 } == 1 ? Answers.error(503, "unavailable") : Answers.signIn(1)
+            attempts.increment() == 1 ? Answers.error(503, "unavailable") : Answers.signIn(1)
         }
         await #expect(throws: SIWAError.self) { try await harness.signIn(givenName: "Jane") }
         let other = AppleSignInCredential(identityToken: "h.p.s", authorizationCode: nil, user: "009999.other.0001")
@@ -207,7 +210,7 @@ import Testing
         let deletes = Locked(0)
         let harness = try ClientHarness { request in
             guard request.path == "/auth/account" else { return Answers.signIn(1) }
-            return deletes.update { $0 += 1; return $0 } == 1 ? Answers.error(503, "unavailable") : Answers.json(200, #"{"deleted":true}"#)
+            return deletes.increment() == 1 ? Answers.error(503, "unavailable") : Answers.json(200, #"{"deleted":true}"#)
         }
         try await harness.signIn()
         await #expect(throws: SIWAError.self) { try await harness.client.deleteAccount() }

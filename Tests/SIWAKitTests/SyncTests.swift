@@ -8,7 +8,8 @@ import Testing
 /// The sync client: its queue survives failures and restarts, it batches, and devices converge.
 @Suite(.timeLimit(.minutes(1))) struct SyncTests {
     static let emptyAnswer = #"{"cursor":"41","profile":null,"progress":[],"achievements":[]}"#
-    static let lesson = LessonProgress(beliefSystemID: "stoicism", lessonID: "l1", status: .completed, score: 90, earnedXP: 40, completedAt: 1_795_000_000_000)
+    static let lesson = LessonProgress(
+        beliefSystemID: "stoicism", lessonID: "l1", status: .completed, score: 90, earnedXP: 40, completedAt: 1_795_000_000_000)
 
     @Test("Changes made offline stay queued through a failed push and a restart, then go with the next sync")
     func offlineQueue() async throws {
@@ -33,7 +34,8 @@ import Testing
         try await restarted.sync()
         #expect(await !restarted.hasPendingChanges)
         let body = try #require(harness.server.receivedRequests.last?.bodyText)
-        #expect(body.contains(#""beliefSystemId":"stoicism""#) && body.contains(#""status":"completed""#) && body.contains(#""earnedXp":40"#))
+        #expect(
+            body.contains(#""beliefSystemId":"stoicism""#) && body.contains(#""status":"completed""#) && body.contains(#""earnedXp":40"#))
         #expect(try SyncState.stored(in: storage).cursor == "41")
     }
 
@@ -42,19 +44,50 @@ import Testing
         let answers = Locked(0)
         let harness = try ClientHarness { request in
             guard request.path == "/sync" else { return Answers.signIn(1) }
-            let cursor = answers.update { $0 += 1; return $0 }
+            let cursor = answers.increment()
             return Answers.json(200, #"{"cursor":"\#(cursor)","profile":null,"progress":[],"achievements":[]}"#)
         }
         try await harness.signIn()
         let device = try SyncClient(client: harness.client, storage: MemoryStorage())
         for index in 0..<1_200 {
-            try await device.record(LessonProgress(beliefSystemID: "b", lessonID: "l\(index)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil))
+            try await device.record(
+                LessonProgress(beliefSystemID: "b", lessonID: "l\(index)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil))
         }
         try await device.sync()
         let bodies = harness.server.receivedRequests.filter { $0.path == "/sync" }.map(\.bodyText)
         #expect(bodies.map { $0.components(separatedBy: "lessonId").count - 1 } == [500, 500, 200])
         #expect(bodies[0].contains(#""cursor":null"#) || !bodies[0].contains("cursor"))
         #expect(bodies[1].contains(#""cursor":"1""#) && bodies[2].contains(#""cursor":"2""#))
+    }
+
+    @Test("run() backs off while the server cannot be reached, syncs once it can, and wakes up for a new change")
+    func runLoop() async throws {
+        let syncs = Locked(0)
+        let harness = try ClientHarness { request in
+            guard request.path == "/sync" else { return Answers.signIn(1) }
+            return syncs.increment() <= 2 ? .connectionReset : Answers.json(200, SyncTests.emptyAnswer)
+        }
+        try await harness.signIn()
+        let device = try SyncClient(client: harness.client, storage: MemoryStorage())
+        try await device.record(Self.lesson)
+        let running = Task { await device.run(every: 600, initialDelay: 0.05) }
+        defer { running.cancel() }
+        try await Self.waitUntil { await !device.hasPendingChanges }
+        #expect(syncs.value == 3, "two failures, then the push")
+        var later = Self.lesson
+        later.score = 99
+        try await device.record(later)
+        try await Self.waitUntil { await !device.hasPendingChanges && syncs.value == 4 }
+        #expect(harness.server.receivedRequests.last?.bodyText.contains(#""score":99"#) == true)
+    }
+
+    /// Polls `condition` every 10 ms for up to 10 s.
+    static func waitUntil(_ condition: () async -> Bool) async throws {
+        for _ in 0..<1000 {
+            if await condition() { return }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        Issue.record("the condition did not come true within 10 s")
     }
 
     @Test("A change made while its push is in flight stays queued")
@@ -78,10 +111,11 @@ import Testing
         func sync(_ index: Int) {
             let batch = devices[index].batch(limit: 500)
             if let profile = batch.profile { server.record(profile: profile) }
-            batch.lessons.forEach { server.record($0) }
-            batch.achievements.forEach { server.record($0) }
+            for lesson in batch.lessons { server.record(lesson) }
+            for achievement in batch.achievements { server.record(achievement) }
             let view = server.view
-            devices[index].apply(SyncAnswer(cursor: "1", profile: view.profile, lessons: view.lessons, achievements: view.achievements), to: batch)
+            devices[index].apply(
+                SyncAnswer(cursor: "1", profile: view.profile, lessons: view.lessons, achievements: view.achievements), to: batch)
         }
         for _ in 0..<Int.random(in: 5...40, using: &random) {
             let index = Int.random(in: 0...1, using: &random)

@@ -50,6 +50,16 @@ final class Locked<Value: Sendable>: @unchecked Sendable {  // `value` is only t
     @discardableResult func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&stored) } }
 }
 
+extension Locked where Value == Int {
+    /// Adds one and returns the new count.
+    func increment() -> Int {
+        update { count in
+            count += 1
+            return count
+        }
+    }
+}
+
 /// Answers of the stand-in, shaped like siwa's.
 enum Answers {
     static let user = #"{"id":"7","firstName":"Jane","createdAt":1800000000,"emails":[]}"#
