@@ -79,13 +79,16 @@ struct StoredSession: Codable, Equatable {
     var refreshToken: String
     var sessionID: String
     var user: User
+    /// Apple's identifier of the person (the credential's `user`), for Apple's credential state.
+    var appleUserID: String?
 
-    init(grant: Grant, user: User, receivedAt: Date) {
+    init(grant: Grant, user: User, appleUserID: String?, receivedAt: Date) {
         accessToken = grant.accessToken
         accessTokenExpiresAt = receivedAt.addingTimeInterval(TimeInterval(grant.expiresIn))
         refreshToken = grant.refreshToken
         sessionID = grant.sessionId
         self.user = user
+        self.appleUserID = appleUserID
     }
 }
 

@@ -57,7 +57,7 @@ public final class SIWAClient: Sendable {
             user: credential.user, fullName: name.map { .init(givenName: $0.givenName, familyName: $0.familyName) }, device: device)
         let grant: Grant = try await api.call(try api.request("POST", "auth/apple", json: body))
         guard let user = grant.user else { throw SIWAError.invalidResponse("a sign-in answered without the user") }
-        try await session.begin(grant, user: user, receivedAt: now())
+        try await session.begin(grant, user: user, appleUserID: credential.user, receivedAt: now())
         if name != nil { try PendingName.save(nil, in: storage) }
         return user
     }

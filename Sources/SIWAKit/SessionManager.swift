@@ -49,6 +49,10 @@ public actor SessionManager {
     /// The id of the server's session, when signed in.
     public var sessionID: String? { session?.sessionID }
 
+    /// Apple's identifier of the signed-in person (the credential's `user`): what
+    /// `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)` asks for.
+    public var appleUserID: String? { session?.appleUserID }
+
     /// An access token valid for at least the refresh margin, refreshing it first if needed.
     /// - Throws: `SIWAError.signedOut` when nobody is signed in or the refresh ended the session;
     ///   `.network` or `.server` when the refresh failed and the session is kept.
@@ -89,16 +93,16 @@ public actor SessionManager {
             throw SIWAError.signedOut
         }
         guard session?.sessionID == current.sessionID else { throw SIWAError.signedOut }  // signed out meanwhile
-        let renewed = StoredSession(grant: grant, user: current.user, receivedAt: now())
+        let renewed = StoredSession(grant: grant, user: current.user, appleUserID: current.appleUserID, receivedAt: now())
         try save(renewed)
         return renewed
     }
 
     /// Starts the session of a sign-in's grant.
-    func begin(_ grant: Grant, user: User, receivedAt: Date) throws {
+    func begin(_ grant: Grant, user: User, appleUserID: String, receivedAt: Date) throws {
         refreshing?.cancel()
         refreshing = nil
-        try save(StoredSession(grant: grant, user: user, receivedAt: receivedAt))
+        try save(StoredSession(grant: grant, user: user, appleUserID: appleUserID, receivedAt: receivedAt))
     }
 
     /// Keeps the user the server last answered with.

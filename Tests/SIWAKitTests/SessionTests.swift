@@ -186,6 +186,7 @@ import Testing
         try await first.signIn()
         let relaunched = SIWAClient(baseURL: URL(string: first.server.baseURL + "/")!, storage: storage, now: { first.clock.now })
         #expect(await relaunched.session.state.user?.id == "7")
+        #expect(await relaunched.session.appleUserID == "001234.abc.0001")
         #expect(try await relaunched.session.accessToken() == "access-1")
     }
 
