@@ -22,3 +22,8 @@ status=0
 sed -n '/Examples (in/,$p' "$report.txt" | grep -v '^ *$' | sed 's/^/    /'
 [ "$status" -eq 0 ] || { tail -80 "$report.txt"; fail "schemathesis found failures (report: $report.txt)"; }
 pass "schemathesis: every operation of docs/openapi.yaml as documented, no server error"
+
+(cd "$(dirname "$0")" && "$TOOLS/python" openapi_examples.py "$SIWA_ROOT/docs/openapi.yaml" ${SIWA_TEST_PRINT_EXAMPLES:+--print}) >"$report.examples" 2>&1 \
+    || { cat "$report.examples"; fail "docs/openapi.yaml's examples differ from real answers"; }
+[ -z "${SIWA_TEST_PRINT_EXAMPLES:-}" ] || cat "$report.examples"
+pass "$(tail -1 "$report.examples")"
