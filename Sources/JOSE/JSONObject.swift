@@ -582,10 +582,12 @@ struct JSONParser {
         var index = bytes.startIndex
         let negative = bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }
+        let digits = index
         var value: Int64 = 0
         while index < bytes.endIndex {
             let byte = bytes[index]
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), index - bytes.startIndex < 19 else {
+            // 18 digits always fit in Int64; a 19th could overflow it.
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), index - digits < 18 else {
                 return integralValue(bytes)
             }
             value = value * 10 + Int64(byte - UInt8(ascii: "0"))

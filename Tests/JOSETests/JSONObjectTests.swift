@@ -34,6 +34,10 @@ import Testing
             ("7923", 7923), ("7923.0", 7923), ("1e3", 1000), ("-2.50e1", -25), ("1.5", nil), ("-0.0", 0),
             ("123456789012345678", 123_456_789_012_345_678),
             ("9007199254740991.0", 9_007_199_254_740_991), ("9007199254740993.0", nil), ("1e400", nil), ("12345678901234567890", nil),
+            // 19 nines overflow Int64 (the fuzzers found a trap here), and longer runs of digits.
+            ("999999999999999999", 999_999_999_999_999_999), ("-999999999999999999", -999_999_999_999_999_999),
+            ("9999999999999999999", nil), ("-9999999999999999999", nil), ("99999999999999991649423733", nil),
+            (String(repeating: "9", count: 58) + "0", nil),
         ] as [(String, Int64?)])
     func integralNumbers(text: String, expected: Int64?) throws {
         let object = try JSONObject(parsing: #"{"n":\#(text)}"#)
