@@ -14,11 +14,7 @@ time=$(curl -ks -o /dev/null -w '%{time_total}' --max-time 1 "$E2E_URL/health")
 pass "database stopped: /health is 503 degraded (answered in ${time}s)"
 
 start_mariadb "$E2E_TMP/db"
-for _ in $(seq 50); do
-    request GET /health
-    [ "$STATUS" = 200 ] && break
-    sleep 0.1
-done
+wait_for_health
 expect_status 200 "health after the database restarted"
 expect_body '{"appleKeys":"ok","database":"ok","status":"ok"}' "health after the database restarted"
 [ "$(cat "$E2E_TMP/siwa.pid")" = "$siwa_pid" ] && kill -0 "$siwa_pid" || fail "siwa was restarted"
@@ -44,10 +40,6 @@ for result in "${results[@]}"; do
     [ "$status" = 503 ] || fail "a request with the database frozen: status $status after ${seconds}s (${results[*]})"
     awk -v s="$seconds" 'BEGIN { exit !(s < 3.0) }' || fail "a request with the database frozen took ${seconds}s (${results[*]})"
 done
-for _ in $(seq 50); do
-    request GET /health
-    [ "$STATUS" = 200 ] && break
-    sleep 0.1
-done
+wait_for_health
 expect_status 200 "health after the database was thawed"
 pass "database frozen: /health and a refresh answer 503 within 3 s, twice each (${results[*]}); thawed: 200 again"

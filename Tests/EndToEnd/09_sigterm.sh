@@ -8,7 +8,7 @@ set -euo pipefail
 stop_pidfile "$E2E_TMP/siwa.pid" 30
 (set -a; . "$E2E_TMP/siwa.env"; set +a; exec "$E2E_BIN" serve) >>"$E2E_TMP/siwa.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do request GET /health; [ "$STATUS" = 200 ] && break; sleep 0.1; done
+wait_for_health 100
 expect_status 200 "siwa restarted for the SIGTERM check"
 
 : >"$E2E_TMP/nginx/error.log"

@@ -16,6 +16,17 @@ request() {
     HEADERS=$(tr -d '\r' <"$E2E_TMP/headers")
 }
 
+# wait_for_health [TRIES]: polls GET /health every 0.1 s until it answers 200 (TRIES times at most,
+# 50 by default); STATUS and BODY are those of the last answer.
+wait_for_health() {
+    local tries=${1:-50}
+    for _ in $(seq "$tries"); do
+        request GET /health
+        [ "$STATUS" = 200 ] && return 0
+        sleep 0.1
+    done
+}
+
 expect_status() { [ "$STATUS" = "$1" ] || fail "$2: expected status $1, got $STATUS ($BODY)"; }
 expect_body() { [ "$BODY" = "$1" ] || fail "$2: expected body $1, got $BODY"; }
 expect_header() { grep -qi "^$1" <<<"$HEADERS" || fail "$2: missing header $1 in: $HEADERS"; }
