@@ -224,7 +224,7 @@ render_nginx() {
     [ "$(id -u)" -eq 0 ] && user_line="user root;"
     sed -e "s|@USER_LINE@|$user_line|" -e "s|@PREFIX@|$prefix|g" -e "s|@HTTPS_PORT@|$port|g" \
         -e "s|@SOCKET@|$socket|g" -e "s|@CERT@|$certs/cert.pem|" -e "s|@KEY@|$certs/key.pem|" \
-        -e "s|@AUTH_RATE@|$rate|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" -e "s|@DOCS@|$SIWA_ROOT/docs|" \
+        -e "s|@AUTH_RATE@|$rate|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" -e "s|@DOCS@|$SIWA_ROOT/docs|" -e "s|@PROTECT@|$SIWA_ROOT/nginx/siwa-protect.conf|" \
         -e "s|@LOCATIONS@|$SIWA_ROOT/nginx/siwa-locations.conf|" -e "s|@EXTRA@|$extra|" -e "s|@HTTP_EXTRA@|$http_extra|" \
         "$SIWA_ROOT/nginx/dev.conf.template" >"$prefix/nginx.conf"
     nginx -t -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" || die "nginx configuration is invalid"

@@ -29,6 +29,25 @@ package enum AccountRoutes {
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(body.utf8))
     }
 
+    /// `GET /auth/check`: 204 with the caller's user and session ids in `X-Siwa-User-Id` and
+    /// `X-Siwa-Session-Id` when the access token or cookie belongs to an active session, else 401.
+    /// nginx's `auth_request` sends it for a protected location (nginx/siwa-protect.conf); its
+    /// subrequest is a GET, so the protected request's method comes as `?method=`, for the `Origin`
+    /// rule of cookie-authenticated writes.
+    package static func check(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+        let method = request.queryFields?.last { $0.0 == "method" }?.1
+        if let method, !(1...16).contains(method.utf8.count) || !method.utf8.allSatisfy({ (65...90).contains($0) }) {
+            throw HTTPError.badRequest("`method` must be an HTTP method such as GET or POST")
+        }
+        let principal = try Caller.authenticate(request, operations, method: method)
+        return Response(
+            status: 204,
+            headers: [
+                ("X-Siwa-User-Id", String(principal.userID)), ("X-Siwa-Session-Id", String(principal.sessionID)),
+                ("Cache-Control", "no-store"),
+            ])
+    }
+
     /// `DELETE /auth/sessions/{id}`: ends one of the user's sessions (204), 404 for any other id.
     package static func revokeSession(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
         let principal = try Caller.authenticate(request, operations)

@@ -47,6 +47,7 @@ package final class Application: Sendable {
         router.add("POST", "/auth/refresh", NativeSignIn.refresh)
         router.add("POST", "/auth/logout", AccountRoutes.logout)
         router.add("GET", "/auth/me", AccountRoutes.me)
+        router.add("GET", "/auth/check", AccountRoutes.check)
         router.add("GET", "/auth/sessions", AccountRoutes.sessions)
         router.add("DELETE", "/auth/sessions/{id}", AccountRoutes.revokeSession)
         router.add("DELETE", "/auth/account", AccountRoutes.deleteAccount)

@@ -7,9 +7,11 @@ package import Identity
 /// with requests other sites make it send.
 package enum Caller {
     /// The caller of `request`, with an active session.
-    package static func authenticate(_ request: Request, _ operations: Operations) throws -> Principal {
+    /// - Parameter method: the method the `Origin` rule applies to: the request's own unless it
+    ///   authorizes another request (nginx's `auth_request`).
+    package static func authenticate(_ request: Request, _ operations: Operations, method: String? = nil) throws -> Principal {
         if let token = try bearerToken(request) { return try operations.authenticate(accessToken: token) }
-        return try authenticateCookie(request, operations)
+        return try authenticateCookie(request, operations, method: method ?? request.method)
     }
 
     /// The caller for a route whose own statements check the session (sync): the session of an
@@ -22,7 +24,7 @@ package enum Caller {
             let principal = try operations.authenticateDeferringSessionCheck(accessToken: token)
             return (principal, principal.sessionID)
         }
-        return (try authenticateCookie(request, operations), nil)
+        return (try authenticateCookie(request, operations, method: request.method), nil)
     }
 
     /// The access token of an `Authorization: Bearer` header; nil without the header.
@@ -34,12 +36,12 @@ package enum Caller {
         return String(authorization.dropFirst(7))
     }
 
-    private static func authenticateCookie(_ request: Request, _ operations: Operations) throws -> Principal {
+    private static func authenticateCookie(_ request: Request, _ operations: Operations, method: String) throws -> Principal {
         guard let cookie = Cookies.value(Cookies.session, in: request) else {
             throw unauthorized("An access token (Authorization: Bearer) or a session cookie is required")
         }
         let principal = try operations.authenticate(cookie: cookie)
-        if !["GET", "HEAD"].contains(request.method) {
+        if !["GET", "HEAD"].contains(method) {
             try checkOrigin(request, publicURL: operations.publicURL)
         }
         return principal

@@ -4,6 +4,7 @@
 # started the sign-in, and `return_to` limited to our own paths.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
+. "$(dirname "$0")/apple_helpers.sh"
 
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/lib.sh installs it)"
 python3 "$(dirname "$0")/web_sign_in.py" || fail "the browser sign-in"
@@ -46,3 +47,17 @@ for bad in '//evil.example/' 'https://evil.example/' '/\evil.example' 'account';
     expect_status 400 "return_to $bad"
 done
 pass "return_to other than a path on this site (//host, https://host, /\\host, relative) gets 400"
+
+# The session cookie at a protected location of the app's own backend (08_protected_backend.sh has
+# the Bearer cases): reads pass; a write needs our Origin.
+web_handle
+curl -ks -o /dev/null -b "$jar" -c "$jar" "$COMPLETE"
+request GET /example/whoami -b "$jar"
+expect_status 200 "the session cookie at a protected location"
+[ -n "$(json userId <<<"$BODY")" ] && [ "$(json method <<<"$BODY")" = GET ] || fail "the cookie's ids: $BODY"
+request POST /example/whoami -b "$jar" -H 'Origin: https://evil.example' -d 'x=1'
+expect_status 403 "a cookie write from another origin"
+[ "$(json error <<<"$BODY")" = origin_mismatch ] || fail "a cookie write from another origin: $BODY"
+request POST /example/whoami -b "$jar" -H "Origin: $E2E_URL" -d 'x=1'
+expect_status 200 "a cookie write from our origin"
+pass "a protected location takes the session cookie: GET 200; a write 403 origin_mismatch from another origin, 200 from ours"

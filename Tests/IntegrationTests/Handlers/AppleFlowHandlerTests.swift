@@ -93,6 +93,13 @@ import Testing
         let exchange = try #require(harness.appleCalls("/auth/token").last)
         #expect(exchange["client_id"] == HandlerHarness.servicesID)
         #expect(exchange["redirect_uri"] == HandlerHarness.publicURL + "/auth/callback")
+        // nginx's auth_request check: the cookie's ids; a protected write (`method`) needs our Origin too.
+        let checked = harness.send("GET", "/auth/check", headers: cookie)
+        #expect(checked.status == 204 && checked.header("X-Siwa-User-Id") != nil && checked.header("X-Siwa-Session-Id") != nil)
+        #expect(harness.send("GET", "/auth/check", query: "method=POST", headers: cookie).status == 403)
+        #expect(harness.send("GET", "/auth/check", query: "method=POST", headers: cookie + [("origin", HandlerHarness.publicURL)]).status == 204)
+        #expect(harness.send("GET", "/auth/check", query: "method=post", headers: cookie).status == 400)
+        #expect(harness.send("GET", "/auth/check").status == 401)
         // A cookie-authenticated write from another origin, or none, is refused; ours passes.
         #expect(harness.send("POST", "/auth/logout", headers: cookie).status == 403)
         #expect(harness.send("POST", "/auth/logout", headers: cookie + [("origin", "https://evil.example")]).status == 403)
