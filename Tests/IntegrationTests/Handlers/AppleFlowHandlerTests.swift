@@ -97,7 +97,9 @@ import Testing
         let checked = harness.send("GET", "/auth/check", headers: cookie)
         #expect(checked.status == 204 && checked.header("X-Siwa-User-Id") != nil && checked.header("X-Siwa-Session-Id") != nil)
         #expect(harness.send("GET", "/auth/check", query: "method=POST", headers: cookie).status == 403)
-        #expect(harness.send("GET", "/auth/check", query: "method=POST", headers: cookie + [("origin", HandlerHarness.publicURL)]).status == 204)
+        #expect(
+            harness.send("GET", "/auth/check", query: "method=POST", headers: cookie + [("origin", HandlerHarness.publicURL)]).status == 204
+        )
         #expect(harness.send("GET", "/auth/check", query: "method=post", headers: cookie).status == 400)
         #expect(harness.send("GET", "/auth/check").status == 401)
         // A cookie-authenticated write from another origin, or none, is refused; ours passes.
