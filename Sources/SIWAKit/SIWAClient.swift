@@ -17,20 +17,25 @@ public final class SIWAClient: Sendable {
     let api: ServerAPI
     private let storage: any KeyValueStorage
     private let now: @Sendable () -> Date
+    /// The hosts `send` gives the access token to: the server's, and those the app named.
+    private let tokenHosts: Set<String>
 
     /// - Parameters:
     ///   - baseURL: the server's origin (and path prefix, if any), ending with `/`.
     ///   - storage: where the session is kept; `KeychainStorage` in an app.
     ///   - transport: how requests are sent; a `URLSession` by default.
     ///   - refreshMargin: an access token with less than this left is refreshed before use.
+    ///   - apiHosts: other hosts of the app's own backend that verify our access tokens themselves;
+    ///     `send` gives the token to the server's host and these only.
     ///   - now: the clock (tests set their own).
     public init(
         baseURL: URL, storage: any KeyValueStorage, transport: any HTTPTransport = URLSessionTransport(),
-        refreshMargin: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }
+        refreshMargin: TimeInterval = 60, apiHosts: [String] = [], now: @escaping @Sendable () -> Date = { Date() }
     ) {
         api = ServerAPI(baseURL: baseURL, transport: transport)
         self.storage = storage
         self.now = now
+        tokenHosts = Set(([baseURL.host] + apiHosts).compactMap { $0?.lowercased() })
         session = SessionManager(api: api, storage: storage, now: now, refreshMargin: refreshMargin)
     }
 
@@ -66,9 +71,14 @@ public final class SIWAClient: Sendable {
 
     /// Sends `request` with the session's access token. After a 401 it refreshes the token and
     /// sends once more; after a broken connection it sends an idempotent request once more. The
-    /// answer is returned whatever its status.
-    /// - Throws: `SIWAError.signedOut` when there is no session or it ended; `.network`.
+    /// answer is returned whatever its status. The token goes only to the server's host and the
+    /// `apiHosts` given at init, over HTTPS (or to a loopback host).
+    /// - Throws: `SIWAError.signedOut` when there is no session or it ended; `.network`;
+    ///   `.untrustedHost` for any other destination, before anything is sent.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        guard let url = request.url, let host = url.host?.lowercased(), tokenHosts.contains(host),
+            url.scheme?.lowercased() == "https" || ["localhost", "127.0.0.1", "::1"].contains(host)
+        else { throw SIWAError.untrustedHost(request.url?.absoluteString ?? "") }
         let token = try await session.accessToken()
         let answer = try await api.send(authorized(request, token))
         guard answer.1.statusCode == 401 else { return answer }

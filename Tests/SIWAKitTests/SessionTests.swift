@@ -151,6 +151,21 @@ import Testing
         #expect(harness.count("POST", "/api/lessons") == 1)
     }
 
+    @Test("The access token goes to the server's host and the named API hosts only, over HTTPS")
+    func tokenStaysHome() async throws {
+        let harness = try ClientHarness { _ in Answers.signIn(1) }
+        try await harness.signIn()
+        for url in ["https://tracker.example/collect", "http://api.example.com/x"] {
+            await #expect(throws: SIWAError.untrustedHost(url)) { try await harness.client.send(URLRequest(url: URL(string: url)!)) }
+        }
+        #expect(harness.server.receivedRequests.count == 1, "nothing but the sign-in was sent")
+        let named = SIWAClient(
+            baseURL: URL(string: harness.server.baseURL + "/")!, storage: harness.storage, apiHosts: ["api.example.com"])
+        await #expect(throws: SIWAError.untrustedHost("http://api.example.com/x")) {
+            try await named.send(URLRequest(url: URL(string: "http://api.example.com/x")!))
+        }
+    }
+
     @Test("The name of the first authorization is sent again after a failed first exchange, then forgotten")
     func nameResent() async throws {
         let attempts = Locked(0)
