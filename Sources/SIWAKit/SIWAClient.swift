@@ -88,13 +88,8 @@ public final class SIWAClient: Sendable {
 
     /// Sends a request to the server's `path` and decodes its 2xx JSON answer.
     func authorizedCall<T: Decodable>(_ method: String, _ path: String, json body: (any Encodable)? = nil) async throws -> T {
-        let (data, response) = try await send(api.request(method, path, json: body))
-        try ServerAPI.check(data, response)
-        do {
-            return try JSONCoding.decoder().decode(T.self, from: data)
-        } catch {
-            throw SIWAError.invalidResponse("\(method) /\(path): \(error)")
-        }
+        let request = try api.request(method, path, json: body)
+        return try ServerAPI.decoded(try await send(request), of: request)
     }
 
     private func authorized(_ request: URLRequest, _ token: String) -> URLRequest {

@@ -45,19 +45,18 @@ struct ServerAPI: Sendable {
     /// Sends `request` and decodes a 2xx answer as `T`.
     /// - Throws: `SIWAError.server` for an error answer.
     func call<T: Decodable>(_ request: URLRequest, as type: T.Type = T.self) async throws -> T {
-        let (data, response) = try await send(request)
-        try Self.check(data, response)
+        try Self.decoded(try await send(request), of: request)
+    }
+
+    /// The value of a 2xx answer to `request`.
+    /// - Throws: `SIWAError.server` for an error answer, `.invalidResponse` for one that is not a `T`.
+    static func decoded<T: Decodable>(_ answer: (Data, HTTPURLResponse), of request: URLRequest) throws -> T {
+        try check(answer.0, answer.1)
         do {
-            return try JSONCoding.decoder().decode(T.self, from: data)
+            return try JSONCoding.decoder().decode(T.self, from: answer.0)
         } catch {
             throw SIWAError.invalidResponse("\(request.httpMethod ?? "GET") \(request.url?.path ?? ""): \(error)")
         }
-    }
-
-    /// Sends `request` and expects a 2xx answer.
-    func call(_ request: URLRequest) async throws {
-        let (data, response) = try await send(request)
-        try Self.check(data, response)
     }
 
     /// Throws the server's error for a non-2xx answer.

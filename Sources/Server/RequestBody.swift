@@ -44,11 +44,14 @@ extension Request {
     }
 }
 
-/// Length limits on client input: every string a client sends has one.
-/// - Throws: 400 naming the member when `value` is longer than `maximum` bytes of UTF-8.
+/// Length limits on client input: every string a client sends has one. Counted in code points, as
+/// JSON Schema's `maxLength` in docs/openapi.yaml counts (so at most 4 bytes of UTF-8 each).
+/// - Throws: 400 naming the member when `value` is longer than `maximum` code points.
 package func limited(_ value: String?, _ name: String, maximum: Int) throws -> String? {
     guard let value else { return nil }
-    guard value.utf8.count <= maximum else { throw HTTPError.badRequest("`\(name)` is longer than \(maximum) bytes") }
+    guard value.utf8.count <= maximum || value.unicodeScalars.count <= maximum else {
+        throw HTTPError.badRequest("`\(name)` is longer than \(maximum) characters")
+    }
     return value
 }
 
