@@ -23,18 +23,7 @@ printf '%-44s %10s %9s %9s %9s %7s\n' "POST /auth/apple (new user, fresh token)"
 sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5 >"$TMP/sign_in_failures"
 
 # Refresh tokens to start from: sessions opened with the sign-ins' answers (100 per wrk thread).
-python3 - "$URL" "$TMP/seed_tokens" "$TMP/refresh_tokens" <<'PY'
-import json, ssl, sys, urllib.request
-url, tokens, out = sys.argv[1:]
-tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
-lines = open(tokens).read().split()
-with open(out, "w") as refresh:
-    for token, nonce in zip(lines[0::2], lines[1::2]):
-        body = json.dumps({"identityToken": token, "nonce": nonce, "device": "bench refresh"}).encode()
-        request = urllib.request.Request(url + "/auth/apple", data=body, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, context=tls) as response:
-            refresh.write(json.load(response)["refreshToken"] + "\n")
-PY
+python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/seed_tokens" "$TMP/refresh_tokens" refreshToken "bench refresh"
 read -r r_rps r_p50 r_p99 r_max r_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_tokens" 2)
 printf '%-44s %10s %9s %9s %9s %7s\n' "POST /auth/refresh (rotation)" "$r_rps" "$r_p50" "$r_p99" "$r_max" "$r_err"
 echo

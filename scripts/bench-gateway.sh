@@ -4,18 +4,7 @@
 
 log "signing in 1,000 people for their access tokens"
 "$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count 1000 >"$TMP/identity_tokens"
-python3 - "$URL" "$TMP/identity_tokens" "$TMP/access_tokens" <<'PY'
-import json, ssl, sys, urllib.request
-url, tokens, out = sys.argv[1:]
-tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
-lines = open(tokens).read().split()
-with open(out, "w") as access:
-    for token, nonce in zip(lines[0::2], lines[1::2]):
-        body = json.dumps({"identityToken": token, "nonce": nonce, "device": "bench gateway"}).encode()
-        request = urllib.request.Request(url + "/auth/apple", data=body, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, context=tls) as response:
-            access.write(json.load(response)["accessToken"] + "\n")
-PY
+python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/identity_tokens" "$TMP/access_tokens" accessToken "bench gateway"
 [ "$(wc -l <"$TMP/access_tokens")" -eq 1000 ] || die "the sign-ins did not give 1,000 access tokens"
 head -n 1 "$TMP/access_tokens" >"$TMP/one_token"
 curl -ksf -H "Authorization: Bearer $(cat "$TMP/one_token")" "$URL/example/whoami" >/dev/null || die "/example/whoami refuses a fresh token"
