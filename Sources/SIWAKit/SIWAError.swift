@@ -12,6 +12,9 @@ public enum SIWAError: Error, Sendable, Equatable {
     case invalidResponse(String)
     /// The session or sync state could not be read or written on the device.
     case storage(String)
+    /// A sync change the server would refuse (an id outside `[A-Za-z0-9._:-]{1,128}`, a count or
+    /// time out of range, not a date); it was not recorded.
+    case invalidChange(String)
     /// A request for a host the access token must not go to (not the server's, not one of the
     /// client's `apiHosts`), or over plain HTTP to a host that is not the device itself.
     case untrustedHost(String)

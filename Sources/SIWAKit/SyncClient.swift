@@ -17,7 +17,7 @@ public actor SyncClient {
     private var observers: [UUID: AsyncStream<SyncSnapshot>.Continuation] = [:]
     private var wake: AsyncStream<Void>.Continuation?
     /// The server's limit on lessons and on achievements per request.
-    static let batchLimit = 500
+    static let batchLimit = SyncLimits.maximumItems
 
     /// - Parameters:
     ///   - storage: where the state is kept (a `FileStorage` in the app's Application Support
@@ -57,15 +57,23 @@ public actor SyncClient {
 
     // MARK: Local changes
 
+    /// Records a change of the profile.
+    /// - Throws: `SIWAError.invalidChange` for a value the server would refuse (nothing is
+    ///   recorded: a refused change would hold up every change queued after it); `.storage`.
     public func record(profile: SyncProfile) throws {
+        if let problem = SyncLimits.problem(in: profile) { throw SIWAError.invalidChange(problem) }
         try change { $0.record(profile: profile) }
     }
 
+    /// Records a lesson's progress. Throws like `record(profile:)`.
     public func record(_ lesson: LessonProgress) throws {
+        if let problem = SyncLimits.problem(in: lesson) { throw SIWAError.invalidChange(problem) }
         try change { $0.record(lesson) }
     }
 
+    /// Records an achievement's state. Throws like `record(profile:)`.
     public func record(_ achievement: AchievementProgress) throws {
+        if let problem = SyncLimits.problem(in: achievement) { throw SIWAError.invalidChange(problem) }
         try change { $0.record(achievement) }
     }
 

@@ -10,10 +10,10 @@ import SyncRules
 /// before anything is written (400 naming the field path); the merge is one transaction.
 package enum SyncRoute {
     /// Items per list and request.
-    static let maximumItems = 500
-    static let maximumCount: Int64 = 1_000_000
+    static let maximumItems = SyncLimits.maximumItems
+    static let maximumCount = SyncLimits.maximumCount
     /// 2100-01-01, in Unix milliseconds.
-    static let latestTime: Int64 = 4_102_444_800_000
+    static let latestTime = SyncLimits.latestTime
 
     package static func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
         // The session is checked by the sync's own statements (one round trip less per sync).
@@ -50,9 +50,9 @@ package enum SyncRoute {
 
     static func profile(_ item: Fields) throws -> SyncProfile {
         SyncProfile(
-            totalXP: try count(item, "totalXp", maximum: 1_000_000_000_000),
-            currentLevel: try count(item, "currentLevel", maximum: 100_000),
-            streakDays: try count(item, "streakDays", maximum: 100_000),
+            totalXP: try count(item, "totalXp", maximum: SyncLimits.maximumTotalXP),
+            currentLevel: try count(item, "currentLevel", maximum: SyncLimits.maximumLevel),
+            streakDays: try count(item, "streakDays", maximum: SyncLimits.maximumStreakDays),
             lastActiveDate: try date(item, "lastActiveDate"))
     }
 
@@ -76,21 +76,8 @@ package enum SyncRoute {
 
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`.
     static func identifier(_ item: Fields, _ name: String) throws -> String {
-        var value = try item.requiredString(name)
-        // Over the UTF-8 in place: iterating `utf8` costs several times more.
-        let valid = value.withUTF8 { bytes in
-            (1...128).contains(bytes.count)
-                && bytes.allSatisfy { byte in
-                    switch byte {
-                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                        UInt8(ascii: "0")...UInt8(ascii: "9"),
-                        UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
-                        true
-                    default: false
-                    }
-                }
-        }
-        guard valid else { throw invalid(item.path(name), "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
+        let value = try item.requiredString(name)
+        guard SyncLimits.isIdentifier(value) else { throw invalid(item.path(name), "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
         return value
     }
 
@@ -109,13 +96,7 @@ package enum SyncRoute {
     /// `YYYY-MM-DD`, a real calendar date from 2000 to 2099; nil when absent.
     static func date(_ item: Fields, _ name: String) throws -> String? {
         guard let value = try item.string(name) else { return nil }
-        let parts = value.split(separator: "-", omittingEmptySubsequences: false)
-        guard value.utf8.count == 10, parts.count == 3, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-            (2000...2099).contains(year), (1...12).contains(month)
-        else { throw invalid(item.path(name), "must be a date YYYY-MM-DD") }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-        guard (1...days).contains(day) else { throw invalid(item.path(name), "must be a date YYYY-MM-DD") }
+        guard SyncLimits.isDate(value) else { throw invalid(item.path(name), "must be a date YYYY-MM-DD") }
         return value
     }
 

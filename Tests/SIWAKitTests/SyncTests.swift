@@ -90,6 +90,27 @@ import Testing
         Issue.record("the condition did not come true within 10 s")
     }
 
+    @Test("A change the server would refuse is not recorded, so it cannot hold up the queue")
+    func invalidChanges() async throws {
+        let harness = try ClientHarness { _ in Answers.signIn(1) }
+        let device = try SyncClient(client: harness.client, storage: MemoryStorage())
+        var spaced = Self.lesson
+        spaced.lessonID = "lesson one"
+        var negative = Self.lesson
+        negative.score = -1
+        for lesson in [spaced, negative] {
+            await #expect(throws: SIWAError.self) { try await device.record(lesson) }
+        }
+        await #expect(throws: SIWAError.self) {
+            try await device.record(AchievementProgress(achievementID: "", progress: 1, completed: false, completedAt: nil))
+        }
+        await #expect(throws: SIWAError.self) { try await device.record(profile: SyncProfile(lastActiveDate: "2026-02-30")) }
+        #expect(await !device.hasPendingChanges)
+        #expect(await device.snapshot == SyncSnapshot())
+        try await device.record(Self.lesson)
+        #expect(await device.hasPendingChanges)
+    }
+
     @Test("A change made while its push is in flight stays queued")
     func changeDuringPush() {
         var state = SyncState()
