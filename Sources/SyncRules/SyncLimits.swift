@@ -12,7 +12,7 @@ public enum SyncLimits {
     public static let maximumStreakDays: Int64 = 100_000
 
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`: belief system, lesson and achievement ids.
-    public static func isIdentifier(_ value: String) -> Bool {
+    @inlinable public static func isIdentifier(_ value: String) -> Bool {
         var value = value
         // Over the UTF-8 in place: iterating `utf8` costs several times more.
         return value.withUTF8 { bytes in
@@ -30,7 +30,7 @@ public enum SyncLimits {
     }
 
     /// `YYYY-MM-DD`, a real calendar date from 2000 to 2099.
-    public static func isDate(_ value: String) -> Bool {
+    @inlinable public static func isDate(_ value: String) -> Bool {
         let parts = value.split(separator: "-", omittingEmptySubsequences: false)
         guard value.utf8.count == 10, parts.count == 3, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
             (2000...2099).contains(year), (1...12).contains(month)
