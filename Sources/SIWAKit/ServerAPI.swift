@@ -25,20 +25,14 @@ struct ServerAPI: Sendable {
     /// Sends `request`, once more after a broken connection when it is idempotent.
     /// - Throws: `SIWAError.network` when no answer arrived.
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        do {
-            return try await transport.send(request)
-        } catch let error as URLError where error.isConnectionBroken && request.isIdempotent {
-            return try await sendOnce(request)
-        } catch let error as URLError {
-            throw SIWAError.network(error)
-        }
-    }
-
-    private func sendOnce(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        do {
-            return try await transport.send(request)
-        } catch let error as URLError {
-            throw SIWAError.network(error)
+        var retried = false
+        while true {
+            do {
+                return try await transport.send(request)
+            } catch let error as URLError {
+                guard !retried, error.isConnectionBroken, request.isIdempotent else { throw SIWAError.network(error) }
+                retried = true
+            }
         }
     }
 

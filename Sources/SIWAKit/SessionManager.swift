@@ -61,7 +61,7 @@ public actor SessionManager {
         if session.accessTokenExpiresAt.timeIntervalSince(now()) > refreshMargin, refreshing == nil {
             return session.accessToken
         }
-        return try await refresh(replacing: session.accessToken).accessToken
+        return try await refresh().accessToken
     }
 
     /// A new access token after the server refused `rejected` (401): refreshed unless another caller
@@ -69,11 +69,11 @@ public actor SessionManager {
     func accessToken(replacing rejected: String) async throws -> String {
         guard let session else { throw SIWAError.signedOut }
         if session.accessToken != rejected, refreshing == nil { return session.accessToken }
-        return try await refresh(replacing: session.accessToken).accessToken
+        return try await refresh().accessToken
     }
 
     /// The refresh in flight, or a new one of the current session.
-    private func refresh(replacing token: String) async throws -> StoredSession {
+    private func refresh() async throws -> StoredSession {
         if let refreshing { return try await refreshing.value }
         guard let session else { throw SIWAError.signedOut }
         let task = Task { try await performRefresh(of: session) }
