@@ -125,8 +125,8 @@ package enum AppleValidations {
     /// Apple answered `invalid_grant` for one token: it is erased, and the sessions opened with its
     /// client id (and those of unknown origin) end; the identity is marked revoked once it holds no
     /// token. Sessions of the person's other client ids go on. Must run inside a transaction.
-    /// - Returns: how many sessions ended.
-    package static func tokenRefused(_ validation: DueValidation, on connection: Connection) throws -> UInt64 {
+    /// - Returns: the ids of the sessions that ended.
+    package static func tokenRefused(_ validation: DueValidation, on connection: Connection) throws -> [UInt64] {
         let clientID = validation.token.clientID
         _ = try connection.execute(
             "DELETE FROM apple_tokens WHERE identity_id = ? AND client_id = ?", validation.identityID, clientID)
@@ -140,7 +140,7 @@ package enum AppleValidations {
         try AuditLog.record(
             "apple_consent_revoked", userID: validation.userID,
             detail: JSONText.object([
-                ("source", .string("daily_validation")), ("clientId", .string(clientID)), ("sessionsEnded", .integer(Int64(ended))),
+                ("source", .string("daily_validation")), ("clientId", .string(clientID)), ("sessionsEnded", .integer(Int64(ended.count))),
             ]), on: connection)
         return ended
     }
@@ -148,16 +148,16 @@ package enum AppleValidations {
     /// Consent is gone for the whole app (a `consent-revoked` notification): the identity is marked
     /// revoked, every Apple token of it erased, and every session of the user ends. Must run
     /// inside a transaction.
-    /// - Returns: how many sessions ended.
+    /// - Returns: the ids of the sessions that ended.
     package static func consentRevoked(
         userID: UInt64, identityID: UInt64, source: String, on connection: Connection
-    ) throws -> UInt64 {
+    ) throws -> [UInt64] {
         _ = try connection.execute(
             "UPDATE apple_identities SET consent_state = 'revoked', updated_at = UTC_TIMESTAMP(3) WHERE id = ?", identityID)
         _ = try connection.execute("DELETE FROM apple_tokens WHERE identity_id = ?", identityID)
         let ended = try Sessions.revokeAll(of: userID, reason: "apple_consent_revoked", on: connection)
         try AuditLog.record(
-            "apple_consent_revoked", userID: userID, detail: #"{"source":\#(AuditLog.name(source)),"sessionsEnded":\#(ended)}"#,
+            "apple_consent_revoked", userID: userID, detail: #"{"source":\#(AuditLog.name(source)),"sessionsEnded":\#(ended.count)}"#,
             on: connection)
         return ended
     }

@@ -183,25 +183,34 @@ package enum Sessions {
         ).affectedRows == 1
     }
 
-    /// Revokes every session of `userID`; returns how many were active.
-    package static func revokeAll(of userID: UInt64, reason: String, on connection: Connection) throws -> UInt64 {
-        try connection.execute(
-            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE user_id = ? AND revoked_at IS NULL",
-            reason, userID
-        ).affectedRows
+    /// Revokes every session of `userID`.
+    /// - Returns: the ids of the sessions that were active.
+    package static func revokeAll(of userID: UInt64, reason: String, on connection: Connection) throws -> [UInt64] {
+        try revoke(where: "user_id = ?", [userID], reason: reason, on: connection)
     }
 
     /// Revokes the sessions of `userID` opened with the Apple client id `clientID`, and those whose
     /// client id is unknown (opened before it was recorded).
-    /// - Returns: how many sessions ended.
+    /// - Returns: the ids of the sessions that ended.
     package static func revokeAll(
         of userID: UInt64, openedWith clientID: String, reason: String, on connection: Connection
-    ) throws -> UInt64 {
-        try connection.execute(
-            """
-            UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ?
-            WHERE user_id = ? AND revoked_at IS NULL AND (apple_client_id = ? OR apple_client_id IS NULL)
-            """, reason, userID, clientID
-        ).affectedRows
+    ) throws -> [UInt64] {
+        try revoke(
+            where: "user_id = ? AND (apple_client_id = ? OR apple_client_id IS NULL)", [userID, clientID], reason: reason, on: connection)
+    }
+
+    /// Revokes the not yet revoked sessions that `condition` selects, locking them first so that
+    /// the ids returned are exactly those revoked.
+    private static func revoke(
+        where condition: String, _ binds: [any DatabaseValueConvertible], reason: String, on connection: Connection
+    ) throws -> [UInt64] {
+        let ids: [UInt64] = try connection.query(
+            "SELECT id FROM sessions WHERE \(condition) AND revoked_at IS NULL ORDER BY id FOR UPDATE", binds: binds
+        ).map { try $0.decode(at: 0) }
+        guard !ids.isEmpty else { return [] }
+        _ = try connection.execute(
+            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id IN (\(ids.map(String.init).joined(separator: ",")))",
+            reason)
+        return ids
     }
 }

@@ -4,10 +4,11 @@ package import Logging
 package import MariaDB
 
 /// The work `siwa jobs` does outside requests: send queued revocations to Apple, re-validate
-/// Apple refresh tokens once a day, purge expired nonces and web sign-ins and month-old notification
-/// records. Each pass is bounded: each kind of call to Apple handles at most `batch` rows within
-/// its own half of the pass's time, and stops for the pass once Apple could not be reached, so a
-/// hanging Apple holds neither the pass nor the other kind.
+/// Apple refresh tokens once a day, deliver the lifecycle webhooks, purge expired nonces and web
+/// sign-ins and month-old notification records and webhook events. Each pass is bounded: each kind
+/// of call to Apple handles at most `batch` rows within its own half of the pass's time, and stops
+/// for the pass once Apple could not be reached, so a hanging Apple holds neither the pass nor the
+/// other kind; the webhooks then get at most `batch` deliveries in another half.
 package struct BackgroundJobs {
     /// What one pass did.
     package struct Summary: Sendable, Equatable, CustomStringConvertible {
@@ -16,6 +17,7 @@ package struct BackgroundJobs {
         package var validated = 0
         package var consentRevoked = 0
         package var validationsFailed = 0
+        package var webhooks = WebhookSender.Outcome()
         package var purged: UInt64 = 0
 
         package init() {}
@@ -25,7 +27,8 @@ package struct BackgroundJobs {
 
         package var description: String {
             "revoked=\(revoked) revocationsFailed=\(revocationsFailed) validated=\(validated) "
-                + "consentRevoked=\(consentRevoked) validationsFailed=\(validationsFailed) purged=\(purged)"
+                + "consentRevoked=\(consentRevoked) validationsFailed=\(validationsFailed) webhooksDelivered=\(webhooks.delivered) "
+                + "webhooksFailed=\(webhooks.failed) webhooksGivenUp=\(webhooks.givenUp) purged=\(purged)"
         }
     }
 
@@ -39,10 +42,14 @@ package struct BackgroundJobs {
     /// Seconds one pass may spend calling Apple, half for each kind.
     let passTime: Double
     let clock: any WallClock
+    /// The webhook deliveries; nil when no endpoint is configured.
+    let webhooks: WebhookSender?
+    /// Where events of the jobs' own changes are recorded.
+    let outbox: WebhookOutbox
 
     package init(
-        apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, batch: Int = 100, passTime: Double = 60,
-        clock: any WallClock = SystemClock()
+        apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, webhooks: WebhookSettings? = nil,
+        batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock()
     ) {
         self.apple = apple
         self.settings = settings
@@ -52,6 +59,8 @@ package struct BackgroundJobs {
         self.batch = batch
         self.passTime = passTime
         self.clock = clock
+        self.webhooks = webhooks.map { WebhookSender(settings: $0, database: database, logger: logger, clock: clock) }
+        self.outbox = webhooks?.outbox ?? WebhookOutbox()
     }
 
     /// One pass over everything that is due.
@@ -59,9 +68,10 @@ package struct BackgroundJobs {
         var summary = Summary()
         try sendRevocations(&summary, until: clock.now() + passTime / 2)
         try validateAppleTokens(&summary, until: clock.now() + passTime / 2)
+        if let webhooks { summary.webhooks = try webhooks.deliver(batch: batch, until: clock.now() + passTime / 2) }
         summary.purged =
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
-            + AppleNotifications.purgeOld(on: database)
+            + AppleNotifications.purgeOld(on: database) + WebhookDeliveries.purgeOld(on: database)
         return summary
     }
 
@@ -113,7 +123,14 @@ package struct BackgroundJobs {
                 try AppleValidations.markValid(due, on: database)
                 summary.validated += 1
             } catch let error as AppleAPIError where error.code == .invalidGrant {
-                let ended = try database.transaction { try AppleValidations.tokenRefused(due, on: database) }
+                let ended = try database.transaction {
+                    let ended = try AppleValidations.tokenRefused(due, on: database)
+                    let now = clock.now()
+                    try outbox.record(
+                        .appleConsentRevoked(source: "token_check", clientID: due.token.clientID), userID: due.userID, at: now, on: database)
+                    try outbox.record(.sessionsRevoked(ids: ended, reason: "apple_consent_revoked"), userID: due.userID, at: now, on: database)
+                    return ended.count
+                }
                 logger.notice(
                     "Apple refused a refresh token (consent withdrawn): the sessions of its client id ended",
                     metadata: ["user": "\(due.userID)", "client": "\(due.token.clientID)", "sessions": "\(ended)"])

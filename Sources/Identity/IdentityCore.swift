@@ -15,12 +15,18 @@ package final class IdentityCore: Sendable {
     package let syncCommits: SyncCommitter
     /// The synced state of recently active users, shared by the worker threads.
     package let syncCache = SyncCache()
+    /// Where lifecycle events for the app's backend are recorded (nothing when no endpoint is set).
+    package let webhooks: WebhookOutbox
 
     /// - Parameters:
     ///   - database: where the sync committer opens its own connections.
-    package init(apple: AppleServices?, sessions: SessionSettings?, database: Configuration, clock: any WallClock = SystemClock()) {
+    package init(
+        apple: AppleServices?, sessions: SessionSettings?, database: Configuration, webhooks: WebhookOutbox = WebhookOutbox(),
+        clock: any WallClock = SystemClock()
+    ) {
         self.apple = apple
         self.sessions = sessions
+        self.webhooks = webhooks
         self.clock = clock
         self.syncCommits = SyncCommitter(database: database)
     }
@@ -57,6 +63,18 @@ package final class Operations {
     }
 
     var clock: any WallClock { core.clock }
+
+    /// Records `event` about `userID` in the webhook outbox; runs in the transaction of the change.
+    func report(_ event: LifecycleEvent, userID: UInt64, on connection: Connection) throws {
+        try core.webhooks.record(event, userID: userID, at: clock.now(), on: connection)
+    }
+
+    /// Runs a change that may report lifecycle events: in one transaction when webhooks are on, so
+    /// that the event is committed with the change; otherwise on `database`, where a change of one
+    /// statement commits by itself.
+    func reportingChange<T>(_ body: (Connection) throws -> T) throws -> T {
+        core.webhooks.isEnabled ? try transaction(body) : try body(database)
+    }
 
     /// Seconds a session lives without use (the web session cookie's `Max-Age`).
     package var sessionLifetime: Int { core.sessions?.lifetime ?? 0 }

@@ -41,8 +41,10 @@ extension Operations {
             userID = identity.userID
             switch notification.kind {
             case .consentRevoked:
-                _ = try AppleValidations.consentRevoked(
+                let ended = try AppleValidations.consentRevoked(
                     userID: identity.userID, identityID: identity.identityID, source: "apple_notification", on: connection)
+                try report(.appleConsentRevoked(source: "apple_notification", clientID: nil), userID: identity.userID, on: connection)
+                try report(.sessionsRevoked(ids: ended, reason: "apple_consent_revoked"), userID: identity.userID, on: connection)
                 outcome = .processed
             case .accountDeleted:
                 // The Apple Account is gone, so there is nothing left to revoke at Apple.
@@ -52,10 +54,18 @@ extension Operations {
                     _ = try AccountDeletion.delete(
                         userID: identity.userID, revokeAtApple: false, source: "apple_notification", remoteAddress: nil, on: connection)
                 }
+                try report(
+                    .userDeleted(source: "apple_account_delete", anonymised: apple.anonymiseOnAccountDelete), userID: identity.userID,
+                    on: connection)
                 outcome = .processed
             case .emailDisabled, .emailEnabled:
                 let matched = try AppleNotifications.setForwarding(
                     userID: identity.userID, address: notification.email, enabled: notification.kind == .emailEnabled, on: connection)
+                if matched {
+                    try report(
+                        .emailForwardingChanged(address: notification.email, enabled: notification.kind == .emailEnabled),
+                        userID: identity.userID, on: connection)
+                }
                 outcome = matched ? .processed : .unknownAddress
             case .other:
                 outcome = .ignored

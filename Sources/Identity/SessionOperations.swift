@@ -56,9 +56,13 @@ extension Operations {
         let next = try OpaqueToken()
         let rotation = try retryingConflicts {
             try transaction { connection in
-                try Sessions.rotate(
+                let rotation = try Sessions.rotate(
                     presentedHash: presentedHash, nextHash: next.hash, lifetime: settings.lifetime,
                     reuseInterval: settings.refreshReuseInterval, remoteAddress: remoteAddress, on: connection)
+                if case .reused(let session) = rotation {
+                    try report(.sessionsRevoked(ids: [session.sessionID], reason: "refresh_token_reuse"), userID: session.userID, on: connection)
+                }
+                return rotation
             }
         }
         switch rotation {
@@ -82,14 +86,23 @@ extension Operations {
 
     /// Ends the caller's own session.
     package func signOut(_ principal: Principal) throws {
-        _ = try Sessions.revoke(principal.sessionID, reason: "logout", on: database)
+        _ = try revoke(principal.sessionID, of: principal.userID, reason: "logout")
     }
 
     /// Ends one of the caller's sessions.
     /// - Throws: `IdentityError(.notFound)` for a session that is not the caller's or not active.
     package func revokeSession(_ sessionID: UInt64, of principal: Principal) throws {
-        guard try Sessions.revoke(sessionID, of: principal.userID, reason: "revoked_by_user", on: database) else {
-            throw IdentityError(.notFound)
+        guard try revoke(sessionID, of: principal.userID, reason: "revoked_by_user") else { throw IdentityError(.notFound) }
+    }
+
+    /// Ends `userID`'s session `sessionID` and reports it; false when it was not theirs or not active.
+    private func revoke(_ sessionID: UInt64, of userID: UInt64, reason: String) throws -> Bool {
+        try retryingConflicts {
+            try reportingChange { connection in
+                guard try Sessions.revoke(sessionID, of: userID, reason: reason, on: connection) else { return false }
+                try report(.sessionsRevoked(ids: [sessionID], reason: reason), userID: userID, on: connection)
+                return true
+            }
         }
     }
 
@@ -109,8 +122,12 @@ extension Operations {
     /// Apple waits in the outbox for the background jobs, so this never waits on Apple.
     /// - Throws: `IdentityError(.notFound)` when the account is already gone.
     package func deleteAccount(of principal: Principal, remoteAddress: String?) throws {
-        let deleted = try transaction { connection in
-            try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: connection)
+        let deleted = try retryingConflicts {
+            try transaction { connection in
+                guard try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: connection) else { return false }
+                try report(.userDeleted(source: "user", anonymised: false), userID: principal.userID, on: connection)
+                return true
+            }
         }
         guard deleted else { throw IdentityError(.notFound) }
         logger.notice("account deleted", metadata: ["user": "\(principal.userID)"])

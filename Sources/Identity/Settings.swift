@@ -1,3 +1,4 @@
+package import Accounts
 package import AppleID
 package import HTTPClient
 package import JOSE
@@ -92,4 +93,27 @@ package struct SessionSettings: Sendable {
 
     /// The web sign-in's `redirect_uri` (registered at Apple for the Services ID).
     package var callbackURL: String { publicURL + "/auth/callback" }
+}
+
+/// The lifecycle webhooks of the app's backend: where events go and how deliveries are signed.
+package struct WebhookSettings: Sendable {
+    /// The endpoint URLs; every event goes to each.
+    package var endpoints: [String]
+    /// The signing secrets. Each one signs every delivery (one `v1=` each), so that a receiver can
+    /// move to a new secret while the old one is still listed.
+    package var secrets: [[UInt8]]
+    package var http: HTTPClientConfiguration
+    /// Hours a delivery is retried before it is given up (at least 72).
+    package var retryHours: Int
+
+    package init(endpoints: [String], secrets: [[UInt8]], http: HTTPClientConfiguration = HTTPClientConfiguration(), retryHours: Int = 72)
+    {
+        self.endpoints = endpoints
+        self.secrets = secrets
+        self.http = http
+        self.retryHours = retryHours
+    }
+
+    /// Where the operations record events for these endpoints.
+    package var outbox: WebhookOutbox { WebhookOutbox(endpoints: endpoints) }
 }

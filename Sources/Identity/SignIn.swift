@@ -67,6 +67,7 @@ extension Operations {
                 try AuditLog.record(
                     "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
                     detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
+                try reportIfCreated(account, verified.signIn, flow: "native", on: connection)
                 return (account, sessionID)
             }
         }
@@ -167,6 +168,14 @@ extension Operations {
                 throw IdentityError(.appleRefusedCredentials, "Apple refused the server's credentials")
             }
         }
+    }
+
+    /// Reports `user.created` when the sign-in created the account; runs in its transaction.
+    func reportIfCreated(_ account: SignedInAccount, _ signIn: AppleSignIn, flow: String, on connection: Connection) throws {
+        guard account.isNewUser else { return }
+        try report(
+            .userCreated(flow: flow, email: signIn.email, firstName: signIn.firstName, lastName: signIn.lastName), userID: account.userID,
+            on: connection)
     }
 
     /// A new access token for the session, with `refreshToken` as its refresh token.

@@ -1,0 +1,95 @@
+import JOSE
+package import MariaDB
+
+/// A change in a user's life the app's own backend hears about through its webhooks.
+package enum LifecycleEvent: Sendable, Equatable {
+    /// A sign-in created the user (`flow`: `native` or `web`), with what Apple gave about them.
+    case userCreated(flow: String, email: String?, firstName: String?, lastName: String?)
+    /// The user is gone (`source`: `user`, `apple_account_delete` or `operator`); anonymised
+    /// rather than deleted when the server is set to keep the row. Every session ended with it.
+    case userDeleted(source: String, anonymised: Bool)
+    /// Sessions ended (`reason`: `logout`, `revoked_by_user`, `refresh_token_reuse`,
+    /// `apple_consent_revoked`).
+    case sessionsRevoked(ids: [UInt64], reason: String)
+    /// The person withdrew the app's access to their Apple Account (`source`:
+    /// `apple_notification`, or `token_check` for the daily check at Apple, which names the client id).
+    case appleConsentRevoked(source: String, clientID: String?)
+    /// Mail forwarding of a relay address (of all of them when nil) was turned off or on.
+    case emailForwardingChanged(address: String?, enabled: Bool)
+
+    /// The `type` receivers switch on.
+    package var type: String {
+        switch self {
+        case .userCreated: "user.created"
+        case .userDeleted: "user.deleted"
+        case .sessionsRevoked: "session.revoked"
+        case .appleConsentRevoked: "apple.consent_revoked"
+        case .emailForwardingChanged: "email.forwarding_changed"
+        }
+    }
+
+    /// The event's own fields, as a JSON object.
+    package var data: String {
+        switch self {
+        case .userCreated(let flow, let email, let firstName, let lastName):
+            JSONText.object([
+                ("flow", .string(flow)), ("email", email.map { .string($0) }), ("firstName", firstName.map { .string($0) }),
+                ("lastName", lastName.map { .string($0) }),
+            ])
+        case .userDeleted(let source, let anonymised):
+            JSONText.object([("source", .string(source)), ("anonymised", .bool(anonymised))])
+        case .sessionsRevoked(let ids, let reason):
+            JSONText.object([
+                ("sessionIds", .raw("[" + ids.map { JSONText.quoted(String($0)) }.joined(separator: ",") + "]")),
+                ("reason", .string(reason)),
+            ])
+        case .appleConsentRevoked(let source, let clientID):
+            JSONText.object([("source", .string(source)), ("clientId", clientID.map { .string($0) })])
+        case .emailForwardingChanged(let address, let enabled):
+            JSONText.object([("email", address.map { .string($0) }), ("forwardingEnabled", .bool(enabled))])
+        }
+    }
+
+    /// Whether there is anything to report (a revocation that ended no session is not).
+    var isEmpty: Bool {
+        if case .sessionsRevoked(let ids, _) = self { return ids.isEmpty }
+        return false
+    }
+}
+
+/// The outbox of lifecycle events: each event is written in the transaction of the change it
+/// reports, with one delivery per configured endpoint, so that it is sent exactly when the change
+/// is committed. `siwa jobs` delivers them (`WebhookDeliveries`). With no endpoint, nothing is
+/// written.
+package struct WebhookOutbox: Sendable {
+    /// The endpoint URLs every new event goes to.
+    package let endpoints: [String]
+
+    package init(endpoints: [String] = []) {
+        self.endpoints = endpoints
+    }
+
+    /// Whether events are recorded at all.
+    package var isEnabled: Bool { !endpoints.isEmpty }
+
+    /// Records `event` about `userID`, created at `time` (Unix seconds). Must run inside the
+    /// transaction of the change it reports.
+    /// - Returns: the event id, or nil when nothing was recorded.
+    @discardableResult
+    package func record(_ event: LifecycleEvent, userID: UInt64, at time: Double, on connection: Connection) throws -> String? {
+        guard isEnabled, !event.isEmpty else { return nil }
+        let publicID = "evt_" + hexString(try SecureRandom.bytes(count: 16))
+        let body = JSONText.object([
+            ("id", .string(publicID)), ("type", .string(event.type)), ("createdAt", .integer(Int64(time))),
+            ("userId", .string(String(userID))), ("data", .raw(event.data)),
+        ])
+        let row = try connection.execute(
+            "INSERT INTO webhook_events (public_id, event_type, user_id, body) VALUES (?, ?, ?, ?)", publicID, event.type, userID, body
+        ).lastInsertID
+        let placeholders = Array(repeating: "(?, ?, ?)", count: endpoints.count).joined(separator: ", ")
+        _ = try connection.execute(
+            "INSERT INTO webhook_deliveries (event_id, endpoint, user_id) VALUES \(placeholders)",
+            binds: endpoints.flatMap { [row, $0, userID] as [any DatabaseValueConvertible] })
+        return publicID
+    }
+}

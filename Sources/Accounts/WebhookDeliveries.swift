@@ -1,0 +1,216 @@
+package import MariaDB
+
+/// A delivery claimed for an attempt: the event's body, exactly as recorded, for one endpoint.
+package struct DueDelivery: Sendable, Equatable {
+    /// The event's row.
+    package var eventRow: UInt64
+    /// The event id receivers see (`evt_…`).
+    package var eventID: String
+    package var type: String
+    package var userID: UInt64
+    package var endpoint: String
+    package var body: String
+    /// This attempt's number, from 1.
+    package var attempt: Int
+}
+
+/// One attempt in the delivery log.
+package struct DeliveryAttempt: Sendable, Equatable {
+    package var time: Int64
+    package var eventID: String
+    package var type: String
+    package var userID: UInt64
+    package var endpoint: String
+    /// The endpoint's HTTP status; nil when it could not be reached.
+    package var status: Int?
+    package var error: String?
+    package var milliseconds: Int
+}
+
+/// How many deliveries an endpoint has in one state.
+package struct DeliveryCount: Sendable, Equatable {
+    package var endpoint: String
+    package var state: String
+    package var count: Int
+    /// When the oldest of them was recorded (Unix seconds).
+    package var oldest: Int64
+}
+
+/// The deliveries of the webhook outbox: claimed one at a time by `siwa jobs`, retried with
+/// growing delays, every attempt logged. Events of one user reach one endpoint in the order they
+/// were recorded: a delivery is not claimed while an earlier one of the same user to the same
+/// endpoint is pending.
+package enum WebhookDeliveries {
+    /// The longest wait between two attempts, in seconds.
+    package static let maximumDelay = 3600
+    /// The wait after the first failed attempt, doubled after each further one.
+    package static let firstDelay = 10
+
+    /// Claims the oldest due delivery to one of `endpoints` that no earlier pending delivery of the
+    /// same user to the same endpoint holds back. Its next attempt is pushed `lease` seconds away
+    /// first, so that a sender that stops half way retries later, and two senders never claim it
+    /// both.
+    package static func claimNext(endpoints: [String], lease: Int, on connection: Connection) throws -> DueDelivery? {
+        guard !endpoints.isEmpty else { return nil }
+        let placeholders = Array(repeating: "?", count: endpoints.count).joined(separator: ", ")
+        let candidates = try connection.query(
+            """
+            SELECT d.event_id, e.public_id, e.event_type, d.user_id, d.endpoint, e.body, d.attempts
+            FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+            WHERE d.state = 'pending' AND d.next_attempt_at <= UTC_TIMESTAMP(3) AND d.endpoint IN (\(placeholders))
+                AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries p
+                    WHERE p.endpoint = d.endpoint AND p.user_id = d.user_id AND p.state = 'pending' AND p.event_id < d.event_id)
+            ORDER BY d.event_id LIMIT 4
+            """, binds: endpoints)
+        for row in candidates {
+            var due = DueDelivery(
+                eventRow: try row.decode(at: 0), eventID: try row.decode(at: 1), type: try row.decode(at: 2),
+                userID: try row.decode(at: 3), endpoint: try row.decode(at: 4), body: try row.decode(at: 5), attempt: try row.decode(at: 6))
+            let won =
+                try connection.execute(
+                    """
+                    UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
+                    WHERE event_id = ? AND endpoint = ? AND state = 'pending' AND attempts = ? AND next_attempt_at <= UTC_TIMESTAMP(3)
+                    """, lease, due.eventRow, due.endpoint, due.attempt
+                ).affectedRows == 1
+            guard won else { continue }
+            due.attempt += 1
+            return due
+        }
+        return nil
+    }
+
+    /// The endpoint answered 2xx.
+    package static func markDelivered(_ delivery: DueDelivery, status: Int, milliseconds: Int, on connection: Connection) throws {
+        try connection.transaction {
+            _ = try connection.execute(
+                """
+                UPDATE webhook_deliveries SET state = 'delivered', delivered_at = UTC_TIMESTAMP(3), last_status = ?, last_error = NULL
+                WHERE event_id = ? AND endpoint = ?
+                """, status, delivery.eventRow, delivery.endpoint)
+            try log(delivery, status: status, error: nil, milliseconds: milliseconds, on: connection)
+        }
+    }
+
+    /// The attempt failed: the next one waits 10 s doubled per attempt, at most an hour; once the
+    /// delivery has been pending for `retryHours`, it is marked failed and the user's later events
+    /// go ahead (`redeliver` sends it again).
+    /// - Parameters:
+    ///   - status: the endpoint's HTTP status; nil when it could not be reached.
+    ///   - error: a description without secrets.
+    /// - Returns: true when the delivery was given up.
+    @discardableResult
+    package static func markFailed(
+        _ delivery: DueDelivery, status: Int?, error: String, milliseconds: Int, retryHours: Int, on connection: Connection
+    ) throws -> Bool {
+        try connection.transaction {
+            _ = try connection.execute(
+                """
+                UPDATE webhook_deliveries
+                SET state = IF(pending_since < UTC_TIMESTAMP(3) - INTERVAL ? HOUR, 'failed', 'pending'),
+                    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, ? * POW(2, LEAST(attempts - 1, 20))) SECOND,
+                    last_status = ?, last_error = ?
+                WHERE event_id = ? AND endpoint = ?
+                """, retryHours, maximumDelay, firstDelay, status, ColumnText.fitted(error, maximum: 255), delivery.eventRow,
+                delivery.endpoint)
+            try log(delivery, status: status, error: error, milliseconds: milliseconds, on: connection)
+            return try connection.query(
+                "SELECT state = 'failed' FROM webhook_deliveries WHERE event_id = ? AND endpoint = ?", delivery.eventRow,
+                delivery.endpoint
+            ).first?.decode(at: 0) ?? false
+        }
+    }
+
+    private static func log(_ delivery: DueDelivery, status: Int?, error: String?, milliseconds: Int, on connection: Connection) throws {
+        _ = try connection.execute(
+            "INSERT INTO webhook_attempts (event_id, endpoint, status, error, duration_ms) VALUES (?, ?, ?, ?, ?)", delivery.eventRow,
+            delivery.endpoint, status, error.map { ColumnText.fitted($0, maximum: 255) }, max(0, milliseconds))
+    }
+
+    /// The delivery log, newest first: every attempt, or those of one event or one user.
+    package static func attempts(eventID: String? = nil, userID: UInt64? = nil, limit: Int, on connection: Connection) throws
+        -> [DeliveryAttempt]
+    {
+        try connection.query(
+            """
+            SELECT CAST(UNIX_TIMESTAMP(a.attempted_at) AS SIGNED), e.public_id, e.event_type, e.user_id, a.endpoint, a.status, a.error, a.duration_ms
+            FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id
+            WHERE e.public_id = COALESCE(?, e.public_id) AND e.user_id = COALESCE(?, e.user_id)
+            ORDER BY a.id DESC LIMIT ?
+            """, eventID, userID, limit
+        ).map { row in
+            DeliveryAttempt(
+                time: try row.decode(at: 0), eventID: try row.decode(at: 1), type: try row.decode(at: 2),
+                userID: try row.decode(at: 3), endpoint: try row.decode(at: 4), status: try row.decode(at: 5), error: try row.decode(at: 6),
+                milliseconds: try row.decode(at: 7))
+        }
+    }
+
+    /// How many deliveries each endpoint has pending, delivered and failed.
+    package static func counts(on connection: Connection) throws -> [DeliveryCount] {
+        try connection.query(
+            """
+            SELECT d.endpoint, CAST(d.state AS CHAR), COUNT(*), CAST(UNIX_TIMESTAMP(MIN(e.created_at)) AS SIGNED)
+            FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+            GROUP BY d.endpoint, d.state ORDER BY d.endpoint, d.state
+            """
+        ).map { row in
+            DeliveryCount(
+                endpoint: try row.decode(at: 0), state: try row.decode(at: 1), count: try row.decode(at: 2),
+                oldest: try row.decode(at: 3))
+        }
+    }
+
+    /// Sends events again to `endpoints`: those named by id, or every failed delivery when `ids`
+    /// is nil. A delivered or failed one becomes pending again and is due at once, with a new
+    /// retry window; an endpoint added since the event was recorded gets a delivery too.
+    /// - Returns: how many deliveries were queued.
+    package static func redeliver(eventIDs ids: [String]?, to endpoints: [String], on connection: Connection) throws -> Int {
+        guard !endpoints.isEmpty else { return 0 }
+        let endpointList = Array(repeating: "?", count: endpoints.count).joined(separator: ", ")
+        return try connection.transaction {
+            guard let ids else {
+                return Int(
+                    try connection.execute(
+                        """
+                        UPDATE webhook_deliveries
+                        SET state = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(3), pending_since = UTC_TIMESTAMP(3)
+                        WHERE state = 'failed' AND endpoint IN (\(endpointList))
+                        """, binds: endpoints
+                    ).affectedRows)
+            }
+            var queued = 0
+            for id in ids {
+                guard let row = try connection.query("SELECT id, user_id FROM webhook_events WHERE public_id = ?", id).first else {
+                    continue
+                }
+                let eventRow: UInt64 = try row.decode(at: 0)
+                let userID: UInt64 = try row.decode(at: 1)
+                for endpoint in endpoints {
+                    _ = try connection.execute(
+                        """
+                        INSERT INTO webhook_deliveries (event_id, endpoint, user_id) VALUES (?, ?, ?)
+                        ON DUPLICATE KEY UPDATE state = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(3),
+                            pending_since = UTC_TIMESTAMP(3), delivered_at = NULL
+                        """, eventRow, endpoint, userID)
+                    queued += 1
+                }
+            }
+            return queued
+        }
+    }
+
+    /// Deletes events recorded more than 30 days ago that no delivery still waits for, with their
+    /// deliveries and log; returns how many events.
+    package static func purgeOld(on connection: Connection) throws -> UInt64 {
+        try connection.execute(
+            """
+            DELETE FROM webhook_events
+            WHERE created_at < UTC_TIMESTAMP(3) - INTERVAL 30 DAY
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.state = 'pending')
+            LIMIT 10000
+            """
+        ).affectedRows
+    }
+}
