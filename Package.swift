@@ -107,7 +107,8 @@ let package = Package(
             name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ServerTests", dependencies: ["Server", "Identity", "Accounts", "SyncRules", "FastCGI", "MariaDB", "JOSE", "SIWATestSupport"],
+            name: "ServerTests",
+            dependencies: ["Server", "Identity", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDEmulatorTests",

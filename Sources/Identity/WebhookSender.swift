@@ -39,6 +39,8 @@ package struct WebhookSender {
         package var failed = 0
         /// Deliveries given up after the retry window.
         package var givenUp = 0
+
+        package init() {}
     }
 
     /// Sends up to `batch` due deliveries, one at a time, until `deadline`. An endpoint that cannot

@@ -47,6 +47,8 @@ package struct AppConfig: Sendable {
     package var sessions: SessionSettings?
     /// The type of the access-token signing keys that `siwa keys rotate` makes.
     package var accessTokenAlgorithm: AccessTokenAlgorithm
+    /// The lifecycle webhooks of the app's backend; nil when no endpoint is set.
+    package var webhooks: WebhookSettings?
 
     /// One documented configuration key.
     package struct Key: Sendable {
@@ -148,6 +150,16 @@ package struct AppConfig: Sendable {
             summary:
                 "the refresh token rotated last, presented again this soon (a retry whose answer was lost), gets a new pair instead of ending the session; 0 turns it off"
         ),
+        Key(
+            name: "SIWA_WEBHOOK_URLS", type: "URLs, comma-separated", defaultValue: "(none)",
+            summary: "the app backend's webhook endpoints; every lifecycle event goes to each (https, or http to a loopback address)"),
+        Key(
+            name: "SIWA_WEBHOOK_SECRET_FILE", type: "path", defaultValue: nil,
+            summary: "the webhook signing secrets, one per line (at least 32 characters each); each signs every delivery"),
+        Key(name: "SIWA_WEBHOOK_TIMEOUT", type: "seconds 1...60", defaultValue: "10", summary: "total timeout of one webhook delivery"),
+        Key(
+            name: "SIWA_WEBHOOK_RETRY_HOURS", type: "hours 72...720", defaultValue: "72",
+            summary: "a delivery that keeps failing is retried this long, then given up (`siwa webhooks redeliver` sends it again)"),
     ]
 
     /// Reads and validates the configuration.
@@ -190,6 +202,7 @@ package struct AppConfig: Sendable {
         apple = reader.appleSettings(workerThreads: workerThreads)
         sessions = reader.sessionSettings(clock: clock)
         accessTokenAlgorithm = reader.accessTokenAlgorithm()
+        webhooks = reader.webhookSettings()
         reader.rejectUnknownKeys()
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
@@ -307,6 +320,43 @@ extension EnvironmentReader {
         guard let tokens, let keys else { return nil }
         return SessionSettings(
             publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime, refreshReuseInterval: reuseInterval)
+    }
+
+    /// The webhook settings; nil (and no problem) when no endpoint is set, or when a problem was
+    /// recorded.
+    mutating func webhookSettings() -> WebhookSettings? {
+        let endpoints = (optionalString("SIWA_WEBHOOK_URLS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let timeout = integer("SIWA_WEBHOOK_TIMEOUT", in: 1...60)
+        let retryHours = integer("SIWA_WEBHOOK_RETRY_HOURS", in: 72...720)
+        guard !endpoints.isEmpty else {
+            if optionalString("SIWA_WEBHOOK_SECRET_FILE") != nil { problem("SIWA_WEBHOOK_SECRET_FILE: set without SIWA_WEBHOOK_URLS") }
+            return nil
+        }
+        for endpoint in endpoints {
+            let url = URL(string: endpoint)
+            let loopback = ["127.0.0.1", "localhost", "::1"].contains(url?.host ?? "")
+            if url?.host == nil || !(url?.scheme == "https" || (url?.scheme == "http" && loopback)) || endpoint.utf8.count > 255
+                || !endpoint.allSatisfy(\.isASCII)
+            {
+                problem("SIWA_WEBHOOK_URLS: \(endpoint) is not an https URL (http only to a loopback address) of at most 255 characters")
+            }
+        }
+        if Set(endpoints).count != endpoints.count { problem("SIWA_WEBHOOK_URLS: an endpoint is listed twice") }
+        var secrets: [[UInt8]] = []
+        if let secret = secret("SIWA_WEBHOOK_SECRET_FILE") {
+            secrets = secret.value.split(whereSeparator: \.isNewline).map { Array($0.trimmingCharacters(in: .whitespaces).utf8) }
+                .filter { !$0.isEmpty }
+            if secrets.isEmpty || secrets.contains(where: { $0.count < 32 }) {
+                problem("SIWA_WEBHOOK_SECRET_FILE: expected one secret of at least 32 characters per line (openssl rand -hex 32)")
+            }
+        } else if optionalString("SIWA_WEBHOOK_SECRET_FILE") == nil {
+            problem("SIWA_WEBHOOK_SECRET_FILE: required with SIWA_WEBHOOK_URLS")
+        }
+        guard problems.isEmpty else { return nil }
+        return WebhookSettings(
+            endpoints: endpoints, secrets: secrets, http: HTTPClientConfiguration(connectTimeout: 3, timeout: Double(timeout)),
+            retryHours: retryHours)
     }
 
     /// The type of the access-token keys `siwa keys rotate` makes.

@@ -33,7 +33,7 @@ package final class Application: Sendable {
         self.core = IdentityCore(
             apple: config.apple.map { AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger) },
             sessions: config.sessions,
-            database: config.database, clock: clock)
+            database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox(), clock: clock)
         var router = Application.routes
         extraRoutes(&router)
         self.router = router

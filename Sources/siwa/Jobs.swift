@@ -10,7 +10,7 @@ import Synchronization
 
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send queued revocations to Apple, re-validate Apple tokens daily, purge expired state.",
+        abstract: "Send queued revocations to Apple, re-validate Apple tokens daily, deliver webhooks, purge expired state.",
         discussion: "Runs a pass every --interval seconds until SIGTERM or SIGINT; with --once, one pass and exit.")
 
     @Flag(help: "Run one pass and exit (status 0 even when Apple could not be reached; the work stays queued).")
@@ -36,7 +36,8 @@ struct Jobs: ParsableCommand {
         let database = Connection(configuration: config.database)
         defer { database.close() }
         let jobs = BackgroundJobs(
-            apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger)
+            apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger,
+            webhooks: config.webhooks)
         // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
         let stop = Atomic<Bool>(false)
         if !once {

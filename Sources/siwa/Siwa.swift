@@ -9,7 +9,8 @@ struct Siwa: ParsableCommand {
         commandName: "siwa",
         abstract: "A Sign in with Apple backend: a FastCGI application behind nginx.",
         subcommands: [
-            Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, VerifyToken.self, ClientSecret.self, BenchVerify.self,
+            Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, Webhooks.self, VerifyToken.self, ClientSecret.self,
+            BenchVerify.self,
         ]
     )
 }

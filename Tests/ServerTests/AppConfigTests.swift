@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import Identity
 import JOSE
 import MariaDB
@@ -158,6 +159,34 @@ import Testing
         let sessions = try #require(config.sessions)
         #expect(sessions.publicURL == "https://auth.example.com" && sessions.callbackURL == "https://auth.example.com/auth/callback")
         #expect(sessions.lifetime == 7_776_000 && sessions.dataKeys.currentKeyID == "k1")
+    }
+
+    @Test("Webhooks: URLs (https, http only to loopback) with a secret file of one secret of 32+ characters per line; none without URLs")
+    func webhooks() throws {
+        #expect(try AppConfig(environment: Self.minimal).webhooks == nil)
+        let secrets = try temporaryFile(
+            contents: String(repeating: "a", count: 32) + "\n" + String(repeating: "b", count: 40) + "\n", mode: 0o600)
+        let config = try AppConfig(
+            environment: Self.minimal.merging([
+                "SIWA_WEBHOOK_URLS": "https://api.example.com/hooks, http://127.0.0.1:8080/siwa", "SIWA_WEBHOOK_SECRET_FILE": secrets,
+                "SIWA_WEBHOOK_TIMEOUT": "5",
+            ]) { $1 })
+        let webhooks = try #require(config.webhooks)
+        #expect(webhooks.endpoints == ["https://api.example.com/hooks", "http://127.0.0.1:8080/siwa"])
+        #expect(webhooks.secrets.map(\.count) == [32, 40])
+        #expect(webhooks.http.timeout == 5 && webhooks.retryHours == 72)
+        let short = try temporaryFile(contents: "too-short\n", mode: 0o600)
+        let cases: [[String: String]] = [
+            ["SIWA_WEBHOOK_URLS": "http://api.example.com/hooks", "SIWA_WEBHOOK_SECRET_FILE": secrets],
+            ["SIWA_WEBHOOK_URLS": "https://api.example.com/hooks"],
+            ["SIWA_WEBHOOK_URLS": "https://api.example.com/hooks", "SIWA_WEBHOOK_SECRET_FILE": short],
+            ["SIWA_WEBHOOK_URLS": "https://a.example.com/h,https://a.example.com/h", "SIWA_WEBHOOK_SECRET_FILE": secrets],
+            ["SIWA_WEBHOOK_SECRET_FILE": secrets],
+            ["SIWA_WEBHOOK_URLS": "https://api.example.com/hooks", "SIWA_WEBHOOK_SECRET_FILE": secrets, "SIWA_WEBHOOK_RETRY_HOURS": "24"],
+        ]
+        for extra in cases {
+            #expect(throws: ConfigurationError.self, "\(extra)") { try AppConfig(environment: Self.minimal.merging(extra) { $1 }) }
+        }
     }
 
     private func temporaryFile(contents: String, mode: Int) throws -> String {

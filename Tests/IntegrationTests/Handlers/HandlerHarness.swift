@@ -129,7 +129,9 @@ final class HandlerHarness {
     /// The background jobs on the harness's database and Apple.
     func jobs() throws -> BackgroundJobs? {
         guard let apple = application.apple, let sessions = application.config.sessions else { return nil }
-        return BackgroundJobs(apple: apple, settings: sessions, database: connection, logger: Logger(label: "handler-tests-jobs"))
+        return BackgroundJobs(
+            apple: apple, settings: sessions, database: connection, logger: Logger(label: "handler-tests-jobs"),
+            webhooks: application.config.webhooks, clock: clock)
     }
 
     // MARK: - Requests
