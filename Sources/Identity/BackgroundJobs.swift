@@ -127,8 +127,10 @@ package struct BackgroundJobs {
                     let ended = try AppleValidations.tokenRefused(due, on: database)
                     let now = clock.now()
                     try outbox.record(
-                        .appleConsentRevoked(source: "token_check", clientID: due.token.clientID), userID: due.userID, at: now, on: database)
-                    try outbox.record(.sessionsRevoked(ids: ended, reason: "apple_consent_revoked"), userID: due.userID, at: now, on: database)
+                        .appleConsentRevoked(source: "token_check", clientID: due.token.clientID), userID: due.userID, at: now, on: database
+                    )
+                    try outbox.record(
+                        .sessionsRevoked(ids: ended, reason: "apple_consent_revoked"), userID: due.userID, at: now, on: database)
                     return ended.count
                 }
                 logger.notice(

@@ -60,7 +60,8 @@ extension Operations {
                     presentedHash: presentedHash, nextHash: next.hash, lifetime: settings.lifetime,
                     reuseInterval: settings.refreshReuseInterval, remoteAddress: remoteAddress, on: connection)
                 if case .reused(let session) = rotation {
-                    try report(.sessionsRevoked(ids: [session.sessionID], reason: "refresh_token_reuse"), userID: session.userID, on: connection)
+                    try report(
+                        .sessionsRevoked(ids: [session.sessionID], reason: "refresh_token_reuse"), userID: session.userID, on: connection)
                 }
                 return rotation
             }
@@ -124,7 +125,9 @@ extension Operations {
     package func deleteAccount(of principal: Principal, remoteAddress: String?) throws {
         let deleted = try retryingConflicts {
             try transaction { connection in
-                guard try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: connection) else { return false }
+                guard try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: connection) else {
+                    return false
+                }
                 try report(.userDeleted(source: "user", anonymised: false), userID: principal.userID, on: connection)
                 return true
             }

@@ -106,8 +106,7 @@ package struct WebhookSettings: Sendable {
     /// Hours a delivery is retried before it is given up (at least 72).
     package var retryHours: Int
 
-    package init(endpoints: [String], secrets: [[UInt8]], http: HTTPClientConfiguration = HTTPClientConfiguration(), retryHours: Int = 72)
-    {
+    package init(endpoints: [String], secrets: [[UInt8]], http: HTTPClientConfiguration = HTTPClientConfiguration(), retryHours: Int = 72) {
         self.endpoints = endpoints
         self.secrets = secrets
         self.http = http

@@ -198,7 +198,8 @@ import Testing
         _ = try Sessions.create(
             userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(3), cookieHash: nil, lifetime: 3600, on: connection)
         let refused = try #require(due.first { $0.token == web })
-        #expect(try connection.transaction { try AppleValidations.tokenRefused(refused, on: connection) }.count == 2, "web and unknown origin")
+        #expect(
+            try connection.transaction { try AppleValidations.tokenRefused(refused, on: connection) }.count == 2, "web and unknown origin")
         #expect(try Sessions.list(userID: userID, on: connection).map(\.id) == [appSession])
         #expect(try count("SELECT COUNT(*) FROM apple_tokens WHERE client_id = 'com.example.app'") == 1)
         #expect(try count("SELECT COUNT(*) FROM apple_identities WHERE consent_state = 'active'") == 1, "the app's token is still good")
