@@ -43,3 +43,18 @@ sign_in() { # sign_in BODY_JSON: POST /auth/apple; sets ACCESS and REFRESH on 20
         remember "$ACCESS" "$REFRESH"
     fi
 }
+
+notify() { # notify TYPE APPLE_USER [EXTRA_JSON]: the emulator signs and delivers; sets JTI
+    apple POST /admin/notifications -H "$ADMIN" -d "{\"type\":\"$1\",\"userId\":\"$2\"${3:+,$3}}"
+    [ "$APPLE_STATUS" = 200 ] || fail "emulator notification: $APPLE_STATUS $APPLE_BODY"
+    [ "$(json deliveredStatus <<<"$APPLE_BODY")" = 200 ] || fail "$1 was not answered 200: $APPLE_BODY"
+    JTI=$(json jti <<<"$APPLE_BODY")
+}
+signed_in_user() { # signed_in_user NAME [EXTRA_JSON]: a new Apple user signed in to siwa; sets APPLE_USER USER_ID ACCESS REFRESH
+    local nonce="nonce-$1-$RANDOM$RANDOM"
+    new_apple_user "$1.notify@example.com" "$1" Tester
+    apple_sign_in "$APPLE_USER" com.example.siwa "$nonce" "${2:-}"
+    sign_in "{\"identityToken\":\"$TOKEN\",\"nonce\":\"$nonce\"}"
+    expect_status 200 "signing in $1"
+    USER_ID=$(json user.id <<<"$BODY")
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Lifecycle webhooks end to end: siwa restarted with two endpoints, a receiver holding the right
+# secret that answers 500 for its first minute (an outage) and one holding a wrong secret. A
+# scripted sequence (a new user, a session revoked, Apple's consent-revoked, Apple's account-delete;
+# a second user who signs out) is delivered by `siwa jobs`: after the outage every event arrives at
+# the right receiver exactly once, in order per user, signed; the wrong receiver rejects every
+# delivery. Then the operator's commands: status, log, redeliver. siwa is restarted as it was.
+set -euo pipefail
+. "$(dirname "$0")/assert.sh"
+. "$(dirname "$0")/apple_helpers.sh"
+
+DIR=$E2E_TMP/webhooks
+OUTAGE=60
+mkdir -p "$DIR"
+rm -f "$DIR"/*.jsonl
+(umask 077; openssl rand -hex 32 >"$DIR/secret"; openssl rand -hex 32 >"$DIR/wrong_secret")
+remember "$(cat "$DIR/secret")" "$(cat "$DIR/wrong_secret")"
+
+start_receiver() { # start_receiver NAME SECRET_FILE FAIL_SECONDS: sets PORT
+    PORT=$(free_port)
+    python3 "$(dirname "$0")/webhook_receiver.py" "$PORT" "$2" "$3" "$DIR/$1.jsonl" &
+    echo $! >"$DIR/$1.pid"
+    for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0; sleep 0.1; done
+    fail "the $1 receiver did not start"
+}
+start_receiver good "$DIR/secret" "$OUTAGE"
+GOOD=http://127.0.0.1:$PORT/siwa-events
+start_receiver wrong "$DIR/wrong_secret" 0
+WRONG=http://127.0.0.1:$PORT/siwa-events
+
+cp "$E2E_ENV" "$DIR/siwa.env"
+cat >>"$DIR/siwa.env" <<ENV
+SIWA_WEBHOOK_URLS=$GOOD,$WRONG
+SIWA_WEBHOOK_SECRET_FILE=$DIR/secret
+ENV
+restart_siwa() { # restart_siwa ENV_FILE
+    stop_pidfile "$E2E_TMP/siwa.pid" 30
+    start_siwa "$E2E_BIN" "$1" "$E2E_TMP/siwa.log" "$E2E_TMP/siwa.pid"
+    wait_for_health 100
+    expect_status 200 "siwa restarted"
+}
+cleanup() {
+    stop_pidfile "$DIR/jobs.pid" 10
+    stop_pidfile "$DIR/good.pid" 5
+    stop_pidfile "$DIR/wrong.pid" 5
+}
+trap cleanup EXIT
+restart_siwa "$DIR/siwa.env"
+webhooks() { siwa_with_env "$E2E_BIN" "$DIR/siwa.env" webhooks "$@"; }
+
+# --- The scripted sequence.
+signed_in_user WebhookA
+A_USER=$USER_ID A_APPLE=$APPLE_USER
+FIRST_SESSION=$(json sessionId <<<"$BODY")
+apple_sign_in "$A_APPLE" com.example.siwa nonce-webhook-a2
+sign_in '{"identityToken":"'"$TOKEN"'","nonce":"nonce-webhook-a2"}'
+expect_status 200 "a second sign-in of A"
+request DELETE "/auth/sessions/$FIRST_SESSION" -H "$(bearer "$ACCESS")"
+expect_status 204 "A revokes the first session"
+notify consent-revoked "$A_APPLE"
+notify account-delete "$A_APPLE"
+signed_in_user WebhookB
+B_USER=$USER_ID
+request POST /auth/logout -H "$(bearer "$ACCESS")"
+expect_status 204 "B signs out"
+
+recorded() { sql "SELECT user_id, event_type FROM webhook_events WHERE user_id = $1 ORDER BY id" | awk '{print $2}' | tr '\n' ' '; }
+[ "$(recorded "$A_USER")" = "user.created session.revoked apple.consent_revoked session.revoked user.deleted " ] \
+    || fail "A's events: $(recorded "$A_USER")"
+[ "$(recorded "$B_USER")" = "user.created session.revoked " ] || fail "B's events: $(recorded "$B_USER")"
+sql "SELECT public_id, user_id FROM webhook_events ORDER BY id" >"$DIR/expected.tsv"
+[ "$(sql "SELECT COUNT(*) FROM webhook_deliveries")" = 14 ] || fail "not one delivery per event and endpoint"
+pass "the sequence recorded 7 events with the changes: A created, a session revoked, consent revoked and its session, deleted; B created, signed out"
+
+# --- Delivery through the outage.
+# The background job becomes siwa (exec), so that the pid file names it.
+(clear_siwa_variables; set -a; . "$DIR/siwa.env"; set +a; exec "$E2E_BIN" jobs --interval 1) >>"$DIR/jobs.log" 2>&1 &
+echo $! >"$DIR/jobs.pid"
+delivered() { python3 - "$DIR/good.jsonl" <<'PY'
+import json, sys
+try: lines = [json.loads(l) for l in open(sys.argv[1])]
+except FileNotFoundError: lines = []
+print(len({l["id"] for l in lines if l["status"] == 200}))
+PY
+}
+started=$(date +%s)
+until [ "$(delivered)" = 7 ]; do
+    [ $(($(date +%s) - started)) -lt 180 ] || fail "after 180 s, $(delivered) of 7 events delivered; jobs log: $(tail -5 "$DIR/jobs.log")"
+    sleep 1
+done
+took=$(($(date +%s) - started))
+python3 - "$DIR/good.jsonl" "$DIR/wrong.jsonl" "$DIR/expected.tsv" <<'PY'
+import collections, json, sys
+good = [json.loads(l) for l in open(sys.argv[1])]
+wrong = [json.loads(l) for l in open(sys.argv[2])]
+expected = [line.split("\t") for line in open(sys.argv[3]).read().split("\n") if line]
+def fail(text):
+    print("FAIL: " + text, file=sys.stderr)
+    sys.exit(1)
+if not all(l["verified"] for l in good): fail("a delivery to the right receiver did not verify")
+if not any(l["status"] == 500 for l in good): fail("no delivery met the outage")
+accepted = [l for l in good if l["status"] == 200]
+counts = collections.Counter(l["id"] for l in accepted)
+if any(n != 1 for n in counts.values()): fail(f"an event was accepted twice: {counts}")
+if sorted(counts) != sorted(i for i, _ in expected): fail(f"accepted {sorted(counts)}, expected {expected}")
+if any(l["headerId"] != l["id"] for l in good): fail("Siwa-Event-Id differs from the body's id")
+for user in {u for _, u in expected}:
+    order = [l["id"] for l in accepted if l["user"] == user]
+    if order != [i for i, u in expected if u == user]: fail(f"user {user}: received {order}")
+if not wrong: fail("the wrong receiver got nothing")
+if any(l["verified"] or l["status"] != 400 for l in wrong): fail("the wrong receiver accepted a delivery")
+print(f"  ok: after a {len([l for l in good if l['status'] == 500])}-attempt outage every event arrived once, in order per user, "
+      f"each signature verified; the wrong secret's receiver rejected all {len(wrong)} deliveries it got")
+PY
+pass "the 7 events were delivered $took s after the jobs started (the receiver was down for its first $OUTAGE s)"
+
+# --- The operator's view: status, the log, a redelivery.
+status=$(webhooks status)
+grep -A3 "^$GOOD" <<<"$status" | grep -q "delivered: 7" || fail "status: $status"
+grep -A1 "^$WRONG" <<<"$status" | grep -q "pending: 7" || fail "status: $status"
+first=$(head -1 "$DIR/expected.tsv" | cut -f1)
+log=$(webhooks log --event "$first")
+grep -q "$GOOD HTTP 500" <<<"$log" && grep -q "$GOOD HTTP 200" <<<"$log" && grep -q "$WRONG HTTP 400" <<<"$log" \
+    || fail "the log of $first: $log"
+stop_pidfile "$DIR/jobs.pid" 10
+webhooks redeliver "$first" --endpoint "$GOOD" | grep -q "queued 1 deliveries" || fail "redeliver"
+webhooks redeliver evt_unknown >/dev/null 2>&1 && fail "redelivering an unknown event succeeded"
+siwa_with_env "$E2E_BIN" "$DIR/siwa.env" jobs --once >/dev/null
+[ "$(grep -c "\"id\": \"$first\", .*\"status\": 200" "$DIR/good.jsonl")" = 2 ] || fail "the redelivery did not arrive"
+pass "siwa webhooks status counts delivered and pending per endpoint; log shows each attempt's answer; redeliver sends an event again"
+
+trap - EXIT
+cleanup
+restart_siwa "$E2E_ENV"
+pass "siwa restarted without webhooks"
