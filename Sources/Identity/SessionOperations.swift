@@ -123,17 +123,24 @@ extension Operations {
     /// Apple waits in the outbox for the background jobs, so this never waits on Apple.
     /// - Throws: `IdentityError(.notFound)` when the account is already gone.
     package func deleteAccount(of principal: Principal, remoteAddress: String?) throws {
+        guard try deleteUser(principal.userID, source: "user", remoteAddress: remoteAddress) else { throw IdentityError(.notFound) }
+    }
+
+    /// Deletes `userID` and everything theirs in one transaction (their Apple tokens queued for
+    /// revocation), and reports `user.deleted` with `source` (`user`, `operator`).
+    /// - Returns: false when there was no such user.
+    package func deleteUser(_ userID: UInt64, source: String, remoteAddress: String?) throws -> Bool {
         let deleted = try retryingConflicts {
             try transaction { connection in
-                guard try AccountDeletion.delete(userID: principal.userID, remoteAddress: remoteAddress, on: connection) else {
+                guard try AccountDeletion.delete(userID: userID, source: source, remoteAddress: remoteAddress, on: connection) else {
                     return false
                 }
-                try report(.userDeleted(source: "user", anonymised: false), userID: principal.userID, on: connection)
+                try report(.userDeleted(source: source, anonymised: false), userID: userID, on: connection)
                 return true
             }
         }
-        guard deleted else { throw IdentityError(.notFound) }
-        logger.notice("account deleted", metadata: ["user": "\(principal.userID)"])
+        if deleted { logger.notice("account deleted", metadata: ["user": "\(userID)", "source": "\(source)"]) }
+        return deleted
     }
 
     /// Whether this thread reaches the database (a ping, which also reconnects a lost connection),

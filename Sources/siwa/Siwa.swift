@@ -9,7 +9,7 @@ struct Siwa: ParsableCommand {
         commandName: "siwa",
         abstract: "A Sign in with Apple backend: a FastCGI application behind nginx.",
         subcommands: [
-            Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, Webhooks.self, VerifyToken.self, ClientSecret.self,
+            Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, Webhooks.self, Users.self, VerifyToken.self, ClientSecret.self,
             BenchVerify.self,
         ]
     )

@@ -2,9 +2,10 @@
 # Lifecycle webhooks end to end: siwa restarted with two endpoints, a receiver holding the right
 # secret that answers 500 for its first minute (an outage) and one holding a wrong secret. A
 # scripted sequence (a new user, a session revoked, Apple's consent-revoked, Apple's account-delete;
-# a second user who signs out) is delivered by `siwa jobs`: after the outage every event arrives at
-# the right receiver exactly once, in order per user, signed; the wrong receiver rejects every
-# delivery. Then the operator's commands: status, log, redeliver. siwa is restarted as it was.
+# a second user who signs out; a third deleted by an operator) is delivered by `siwa jobs`: after the
+# outage every event arrives at the right receiver exactly once, in order per user, signed; the wrong
+# receiver rejects every delivery. Then the operator's commands (status, log, redeliver) and the
+# README's verification snippets in Python, Node and PHP. siwa is restarted as it was.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -63,14 +64,24 @@ signed_in_user WebhookB
 B_USER=$USER_ID
 request POST /auth/logout -H "$(bearer "$ACCESS")"
 expect_status 204 "B signs out"
+signed_in_user WebhookC
+C_USER=$USER_ID
+siwa_with_env "$E2E_BIN" "$DIR/siwa.env" users delete "$C_USER" | grep -q "deleted user $C_USER" || fail "siwa users delete"
+siwa_with_env "$E2E_BIN" "$DIR/siwa.env" users delete "$C_USER" 2>/dev/null && fail "deleting a deleted user succeeded"
+request GET /auth/me -H "$(bearer "$ACCESS")"
+expect_status 401 "C's access token after the operator deleted C"
 
 recorded() { sql "SELECT user_id, event_type FROM webhook_events WHERE user_id = $1 ORDER BY id" | awk '{print $2}' | tr '\n' ' '; }
 [ "$(recorded "$A_USER")" = "user.created session.revoked apple.consent_revoked session.revoked user.deleted " ] \
     || fail "A's events: $(recorded "$A_USER")"
 [ "$(recorded "$B_USER")" = "user.created session.revoked " ] || fail "B's events: $(recorded "$B_USER")"
+[ "$(recorded "$C_USER")" = "user.created user.deleted " ] || fail "C's events: $(recorded "$C_USER")"
+[ "$(sql "SELECT JSON_VALUE(body, '$.data.source') FROM webhook_events WHERE event_type = 'user.deleted' ORDER BY id" | tr '\n' ' ')" \
+    = "apple_account_delete operator " ] || fail "the sources of user.deleted"
 sql "SELECT public_id, user_id FROM webhook_events ORDER BY id" >"$DIR/expected.tsv"
-[ "$(sql "SELECT COUNT(*) FROM webhook_deliveries")" = 14 ] || fail "not one delivery per event and endpoint"
-pass "the sequence recorded 7 events with the changes: A created, a session revoked, consent revoked and its session, deleted; B created, signed out"
+EVENTS=$(wc -l <"$DIR/expected.tsv")
+[ "$EVENTS" = 9 ] && [ "$(sql "SELECT COUNT(*) FROM webhook_deliveries")" = 18 ] || fail "not one delivery per event and endpoint"
+pass "the sequence recorded 9 events with the changes: A created, a session revoked, consent revoked and its session, deleted by Apple; B created, signed out; C created, deleted by an operator"
 
 # --- Delivery through the outage.
 # The background job becomes siwa (exec), so that the pid file names it.
@@ -84,8 +95,8 @@ print(len({l["id"] for l in lines if l["status"] == 200}))
 PY
 }
 started=$(date +%s)
-until [ "$(delivered)" = 7 ]; do
-    [ $(($(date +%s) - started)) -lt 180 ] || fail "after 180 s, $(delivered) of 7 events delivered; jobs log: $(tail -5 "$DIR/jobs.log")"
+until [ "$(delivered)" = "$EVENTS" ]; do
+    [ $(($(date +%s) - started)) -lt 180 ] || fail "after 180 s, $(delivered) of $EVENTS events delivered; jobs log: $(tail -5 "$DIR/jobs.log")"
     sleep 1
 done
 took=$(($(date +%s) - started))
@@ -112,12 +123,12 @@ if any(l["verified"] or l["status"] != 400 for l in wrong): fail("the wrong rece
 print(f"  ok: after a {len([l for l in good if l['status'] == 500])}-attempt outage every event arrived once, in order per user, "
       f"each signature verified; the wrong secret's receiver rejected all {len(wrong)} deliveries it got")
 PY
-pass "the 7 events were delivered $took s after the jobs started (the receiver was down for its first $OUTAGE s)"
+pass "the $EVENTS events were delivered $took s after the jobs started (the receiver was down for its first $OUTAGE s)"
 
 # --- The operator's view: status, the log, a redelivery.
 status=$(webhooks status)
-grep -A3 "^$GOOD" <<<"$status" | grep -q "delivered: 7" || fail "status: $status"
-grep -A1 "^$WRONG" <<<"$status" | grep -q "pending: 7" || fail "status: $status"
+grep -A3 "^$GOOD" <<<"$status" | grep -q "delivered: $EVENTS" || fail "status: $status"
+grep -A1 "^$WRONG" <<<"$status" | grep -q "pending: $EVENTS" || fail "status: $status"
 first=$(head -1 "$DIR/expected.tsv" | cut -f1)
 log=$(webhooks log --event "$first")
 grep -q "$GOOD HTTP 500" <<<"$log" && grep -q "$GOOD HTTP 200" <<<"$log" && grep -q "$WRONG HTTP 400" <<<"$log" \
@@ -128,6 +139,10 @@ webhooks redeliver evt_unknown >/dev/null 2>&1 && fail "redelivering an unknown 
 siwa_with_env "$E2E_BIN" "$DIR/siwa.env" jobs --once >/dev/null
 [ "$(grep -c "\"id\": \"$first\", .*\"status\": 200" "$DIR/good.jsonl")" = 2 ] || fail "the redelivery did not arrive"
 pass "siwa webhooks status counts delivered and pending per endpoint; log shows each attempt's answer; redeliver sends an event again"
+
+# --- The README's verification snippets, run against a real delivery.
+python3 "$(dirname "$0")/webhook_snippets.py" "$(dirname "$0")/../../README.md" "$DIR/good.jsonl.sample.json" "$DIR/secret" "$DIR" \
+    || fail "a README snippet"
 
 trap - EXIT
 cleanup

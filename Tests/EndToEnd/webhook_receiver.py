@@ -7,12 +7,15 @@ Listens on 127.0.0.1:PORT. Every POST is checked the documented way: the `Siwa-S
 "<t>.<raw body>" under the secret, with `t` within five minutes of now. A bad signature gets 400.
 For its first FAIL_SECONDS the receiver answers 500 to every signed delivery (an outage); then 200.
 Each attempt is appended to LOG_FILE as one JSON line: the event id, type, user, the answer and
-whether the signature verified.
+whether the signature verified. The first verified delivery is also kept whole, its signature header
+and raw body, in LOG_FILE.sample.json (to check the README's snippets against).
 """
 
+import base64
 import hashlib
 import hmac
 import json
+import os
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +43,10 @@ class Receiver(BaseHTTPRequestHandler):
         ok = verified(self.headers.get("Siwa-Signature"), body)
         status = 400 if not ok else (500 if time.time() < FAIL_UNTIL else 200)
         event = json.loads(body) if ok else {}
+        sample = LOG + ".sample.json"
+        if ok and not os.path.exists(sample):
+            with open(sample, "w") as out:
+                json.dump({"header": self.headers.get("Siwa-Signature"), "body": base64.b64encode(body).decode()}, out)
         with open(LOG, "a") as log:
             log.write(json.dumps({
                 "id": event.get("id") or self.headers.get("Siwa-Event-Id"), "type": event.get("type"),
