@@ -2,7 +2,7 @@
 # Lifecycle webhooks end to end: siwa restarted with two endpoints, a receiver holding the right
 # secret that answers 500 for its first minute (an outage) and one holding a wrong secret. A
 # scripted sequence (a new user, a session revoked, Apple's consent-revoked, Apple's account-delete;
-# a second user who signs out; a third deleted by an operator) is delivered by `siwa jobs`: after the
+# a second user whose relay forwarding Apple turns off and who signs out; a third deleted by an operator) is delivered by `siwa jobs`: after the
 # outage every event arrives at the right receiver exactly once, in order per user, signed; the wrong
 # receiver rejects every delivery. Then the operator's commands (status, log, redeliver) and the
 # README's verification snippets in Python, Node and PHP. siwa is restarted as it was.
@@ -60,8 +60,9 @@ request DELETE "/auth/sessions/$FIRST_SESSION" -H "$(bearer "$ACCESS")"
 expect_status 204 "A revokes the first session"
 notify consent-revoked "$A_APPLE"
 notify account-delete "$A_APPLE"
-signed_in_user WebhookB
+signed_in_user WebhookB '"hideEmail":true'
 B_USER=$USER_ID
+notify email-disabled "$APPLE_USER"
 request POST /auth/logout -H "$(bearer "$ACCESS")"
 expect_status 204 "B signs out"
 signed_in_user WebhookC
@@ -74,14 +75,14 @@ expect_status 401 "C's access token after the operator deleted C"
 recorded() { sql "SELECT user_id, event_type FROM webhook_events WHERE user_id = $1 ORDER BY id" | awk '{print $2}' | tr '\n' ' '; }
 [ "$(recorded "$A_USER")" = "user.created session.revoked apple.consent_revoked session.revoked user.deleted " ] \
     || fail "A's events: $(recorded "$A_USER")"
-[ "$(recorded "$B_USER")" = "user.created session.revoked " ] || fail "B's events: $(recorded "$B_USER")"
+[ "$(recorded "$B_USER")" = "user.created email.forwarding_changed session.revoked " ] || fail "B's events: $(recorded "$B_USER")"
 [ "$(recorded "$C_USER")" = "user.created user.deleted " ] || fail "C's events: $(recorded "$C_USER")"
 [ "$(sql "SELECT JSON_VALUE(body, '$.data.source') FROM webhook_events WHERE event_type = 'user.deleted' ORDER BY id" | tr '\n' ' ')" \
     = "apple_account_delete operator " ] || fail "the sources of user.deleted"
 sql "SELECT public_id, user_id FROM webhook_events ORDER BY id" >"$DIR/expected.tsv"
 EVENTS=$(wc -l <"$DIR/expected.tsv")
-[ "$EVENTS" = 9 ] && [ "$(sql "SELECT COUNT(*) FROM webhook_deliveries")" = 18 ] || fail "not one delivery per event and endpoint"
-pass "the sequence recorded 9 events with the changes: A created, a session revoked, consent revoked and its session, deleted by Apple; B created, signed out; C created, deleted by an operator"
+[ "$EVENTS" = 10 ] && [ "$(sql "SELECT COUNT(*) FROM webhook_deliveries")" = 20 ] || fail "not one delivery per event and endpoint"
+pass "the sequence recorded 10 events with the changes: A created, a session revoked, consent revoked and its session, deleted by Apple; B created, relay forwarding off, signed out; C created, deleted by an operator"
 
 # --- Delivery through the outage.
 # The background job becomes siwa (exec), so that the pid file names it.
