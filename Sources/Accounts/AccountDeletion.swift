@@ -25,6 +25,7 @@ package enum AccountDeletion {
                 """, userID
             ).affectedRows
         _ = try connection.execute("DELETE FROM users WHERE id = ?", userID)
+        try SessionRevocations.record(userID: userID, sessionID: nil, on: connection)
         try AuditLog.record(
             "account_deleted", userID: userID, remoteAddress: remoteAddress,
             detail: #"{"source":\#(AuditLog.name(source)),"appleRevocationsQueued":\#(queued)}"#, on: connection)

@@ -122,7 +122,16 @@ package enum Sessions {
 
     /// The session `sessionID` of `userID` when it is active (for access tokens, which name both).
     package static func isActive(sessionID: UInt64, userID: UInt64, on connection: Connection) throws -> Bool {
-        try !connection.query("SELECT 1 FROM sessions s WHERE s.id = ? AND s.user_id = ? AND \(activeCondition)", sessionID, userID).isEmpty
+        try secondsLeft(sessionID: sessionID, userID: userID, on: connection) != nil
+    }
+
+    /// The seconds until the session `sessionID` of `userID` expires, by the database's clock; nil
+    /// when it is not active.
+    package static func secondsLeft(sessionID: UInt64, userID: UInt64, on connection: Connection) throws -> Int? {
+        try connection.query(
+            "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), s.expires_at) FROM sessions s WHERE s.id = ? AND s.user_id = ? AND \(activeCondition)",
+            sessionID, userID
+        ).first?.decode(at: 0)
     }
 
     /// Which of `sessions` are active, read with shared locks that keep them so (a revocation waits)
@@ -172,21 +181,26 @@ package enum Sessions {
         }
     }
 
-    /// Revokes one session (only if it is `userID`'s, when given: a user revokes only their own);
-    /// false when there is no such active session.
+    /// Revokes one session (only if it is `userID`'s, when given: a user revokes only their own)
+    /// and logs the revocation (`SessionRevocations`); false when there is no such active session.
+    /// Must run inside a transaction.
     package static func revoke(_ sessionID: UInt64, of userID: UInt64? = nil, reason: String, on connection: Connection) throws -> Bool {
-        try connection.execute(
-            """
-            UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ?
-            WHERE id = ? AND user_id = COALESCE(?, user_id) AND revoked_at IS NULL
-            """, reason, sessionID, userID
-        ).affectedRows == 1
+        guard
+            let owner: UInt64 = try connection.query(
+                "SELECT user_id FROM sessions WHERE id = ? AND user_id = COALESCE(?, user_id) AND revoked_at IS NULL FOR UPDATE",
+                sessionID, userID
+            ).first?.decode(at: 0)
+        else { return false }
+        _ = try connection.execute(
+            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id = ?", reason, sessionID)
+        try SessionRevocations.record(userID: owner, sessionID: sessionID, on: connection)
+        return true
     }
 
     /// Revokes every session of `userID`.
     /// - Returns: the ids of the sessions that were active.
     package static func revokeAll(of userID: UInt64, reason: String, on connection: Connection) throws -> [UInt64] {
-        try revoke(where: "user_id = ?", [userID], reason: reason, on: connection)
+        try revoke(of: userID, where: "", [], reason: reason, on: connection)
     }
 
     /// Revokes the sessions of `userID` opened with the Apple client id `clientID`, and those whose
@@ -195,22 +209,23 @@ package enum Sessions {
     package static func revokeAll(
         of userID: UInt64, openedWith clientID: String, reason: String, on connection: Connection
     ) throws -> [UInt64] {
-        try revoke(
-            where: "user_id = ? AND (apple_client_id = ? OR apple_client_id IS NULL)", [userID, clientID], reason: reason, on: connection)
+        try revoke(of: userID, where: " AND (apple_client_id = ? OR apple_client_id IS NULL)", [clientID], reason: reason, on: connection)
     }
 
-    /// Revokes the not yet revoked sessions that `condition` selects, locking them first so that
-    /// the ids returned are exactly those revoked.
+    /// Revokes the not yet revoked sessions of `userID` that `condition` (`AND ...`, or empty)
+    /// selects, locking them first so that the ids returned are exactly those revoked, and logs the
+    /// revocation for every session of the user (`SessionRevocations`).
     private static func revoke(
-        where condition: String, _ binds: [any DatabaseValueConvertible], reason: String, on connection: Connection
+        of userID: UInt64, where condition: String, _ binds: [any DatabaseValueConvertible], reason: String, on connection: Connection
     ) throws -> [UInt64] {
         let ids: [UInt64] = try connection.query(
-            "SELECT id FROM sessions WHERE \(condition) AND revoked_at IS NULL ORDER BY id FOR UPDATE", binds: binds
+            "SELECT id FROM sessions WHERE user_id = ?\(condition) AND revoked_at IS NULL ORDER BY id FOR UPDATE", binds: [userID] + binds
         ).map { try $0.decode(at: 0) }
         guard !ids.isEmpty else { return [] }
         _ = try connection.execute(
             "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id IN (\(ids.map(String.init).joined(separator: ",")))",
             reason)
+        try SessionRevocations.record(userID: userID, sessionID: nil, on: connection)
         return ids
     }
 }

@@ -72,6 +72,7 @@ package struct BackgroundJobs {
         summary.purged =
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
             + AppleNotifications.purgeOld(on: database) + WebhookDeliveries.purgeOld(on: database)
+            + SessionRevocations.purgeOld(on: database)
         return summary
     }
 

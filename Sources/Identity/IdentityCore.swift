@@ -15,6 +15,8 @@ package final class IdentityCore: Sendable {
     package let syncCommits: SyncCommitter
     /// The synced state of recently active users, shared by the worker threads.
     package let syncCache = SyncCache()
+    /// The sessions seen active recently, behind the database (see `SessionCache`).
+    package let sessionCache: SessionCache
     /// Where lifecycle events for the app's backend are recorded (nothing when no endpoint is set).
     package let webhooks: WebhookOutbox
 
@@ -29,6 +31,7 @@ package final class IdentityCore: Sendable {
         self.webhooks = webhooks
         self.clock = clock
         self.syncCommits = SyncCommitter(database: database)
+        self.sessionCache = SessionCache(database: database)
     }
 }
 
@@ -69,12 +72,6 @@ package final class Operations {
         try core.webhooks.record(event, userID: userID, at: clock.now(), on: connection)
     }
 
-    /// Runs a change that may report lifecycle events: in one transaction when webhooks are on, so
-    /// that the event is committed with the change; otherwise on `database`, where a change of one
-    /// statement commits by itself.
-    func reportingChange<T>(_ body: (Connection) throws -> T) throws -> T {
-        core.webhooks.isEnabled ? try transaction(body) : try body(database)
-    }
 
     /// Seconds a session lives without use (the web session cookie's `Max-Age`).
     package var sessionLifetime: Int { core.sessions?.lifetime ?? 0 }

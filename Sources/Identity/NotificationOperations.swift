@@ -19,22 +19,25 @@ extension Operations {
             logger.warning("Apple notification refused", metadata: ["reason": "\(error.code.rawValue)"])
             throw error
         }
-        let outcome = try retryingConflicts {
+        let (outcome, userID) = try retryingConflicts {
             try transaction { connection in try apply(notification, apple: apple.settings, on: connection) }
         }
+        // Consent revoked or the account deleted: its sessions ended.
+        if let userID, outcome == .processed { core.sessionCache.forget(userID: userID) }
         logger.info("Apple notification", metadata: ["type": "\(notification.kind.name)", "outcome": "\(outcome.rawValue)"])
         return outcome
     }
 
     /// Records the notification and applies its effect; runs inside a transaction.
+    /// - Returns: what was done, and to which user.
     private func apply(
         _ notification: ServerNotification, apple: AppleSettings, on connection: Connection
-    ) throws -> AppleNotifications.Outcome {
+    ) throws -> (AppleNotifications.Outcome, UInt64?) {
         guard
             try AppleNotifications.record(
                 jti: notification.jti, type: notification.kind.name, subjectHash: SHA256.hash(Array(notification.subject.utf8)),
                 audience: notification.audience, eventTime: notification.eventTime, on: connection)
-        else { return .duplicate }
+        else { return (.duplicate, nil) }
         let outcome: AppleNotifications.Outcome
         var userID: UInt64?
         if let identity = try AppleNotifications.identity(teamID: apple.teamID, subject: notification.subject, on: connection) {
@@ -79,7 +82,7 @@ extension Operations {
             detail: JSONText.object([
                 ("jti", .string(notification.jti)), ("type", .string(notification.kind.name)), ("outcome", .string(outcome.rawValue)),
             ]), on: connection)
-        return outcome
+        return (outcome, userID)
     }
 
     /// Merges a device's changes into the user's synced state and returns what changed since the

@@ -22,13 +22,18 @@ package struct Principal: Sendable, Equatable {
 /// account deletion. Every session check reads the database, so a revoked session or a deleted
 /// account stops working at once, not when its access token expires.
 extension Operations {
-    /// The caller of an access token whose session is still active.
+    /// The caller of an access token whose session is still active: known active to the session
+    /// cache, or read from the database (and then remembered).
     /// - Throws: `IdentityError(.accessTokenRefused)` or `(.sessionEnded)`.
     package func authenticate(accessToken: String) throws -> Principal {
         let principal = try authenticateDeferringSessionCheck(accessToken: accessToken)
-        guard try Sessions.isActive(sessionID: principal.sessionID, userID: principal.userID, on: database) else {
+        let cache = core.sessionCache
+        if cache.isKnownActive(userID: principal.userID, sessionID: principal.sessionID) { return principal }
+        let readStartedAt = SessionCache.now()
+        guard let secondsLeft = try Sessions.secondsLeft(sessionID: principal.sessionID, userID: principal.userID, on: database) else {
             throw IdentityError(.sessionEnded)
         }
+        cache.remember(userID: principal.userID, sessionID: principal.sessionID, secondsLeft: secondsLeft, readStartedAt: readStartedAt)
         return principal
     }
 
@@ -74,6 +79,7 @@ extension Operations {
         case .inactive:
             throw IdentityError(.sessionEnded)
         case .reused(let session):
+            core.sessionCache.forget(userID: session.userID, sessionID: session.sessionID)
             logger.warning(
                 "refresh token reused: session revoked", metadata: ["user": "\(session.userID)", "session": "\(session.sessionID)"])
             throw IdentityError(.refreshTokenReused)
@@ -98,13 +104,15 @@ extension Operations {
 
     /// Ends `userID`'s session `sessionID` and reports it; false when it was not theirs or not active.
     private func revoke(_ sessionID: UInt64, of userID: UInt64, reason: String) throws -> Bool {
-        try retryingConflicts {
-            try reportingChange { connection in
+        let revoked = try retryingConflicts {
+            try transaction { connection in
                 guard try Sessions.revoke(sessionID, of: userID, reason: reason, on: connection) else { return false }
                 try report(.sessionsRevoked(ids: [sessionID], reason: reason), userID: userID, on: connection)
                 return true
             }
         }
+        if revoked { core.sessionCache.forget(userID: userID, sessionID: sessionID) }
+        return revoked
     }
 
     /// The caller's active sessions.
@@ -139,7 +147,10 @@ extension Operations {
                 return true
             }
         }
-        if deleted { logger.notice("account deleted", metadata: ["user": "\(userID)", "source": "\(source)"]) }
+        if deleted {
+            core.sessionCache.forget(userID: userID)
+            logger.notice("account deleted", metadata: ["user": "\(userID)", "source": "\(source)"])
+        }
         return deleted
     }
 

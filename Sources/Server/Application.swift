@@ -78,9 +78,11 @@ package final class Application: Sendable {
         return Worker(router: router, operations: operations)
     }
 
-    /// Stops the sync committer threads, which close their connections. Call after the workers stopped.
+    /// Stops the sync committer threads and the session cache's poller, which close their
+    /// connections. Call after the workers stopped.
     package func stop() {
         core.syncCommits.stop()
+        core.sessionCache.stop()
     }
 }
 

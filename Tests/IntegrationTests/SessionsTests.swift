@@ -266,3 +266,60 @@ import Testing
         #expect(try connection.transaction { try AccountDeletion.anonymise(userID: 999_999, source: "x", on: connection) } == false)
     }
 }
+
+/// The session cache stays behind the database: what another process ends is forgotten by the
+/// next poll of the revocation log, and without a recent poll the cache answers nothing.
+@Suite final class SessionCacheTests {
+    let database: TestDatabase
+
+    init() throws { database = try TestDatabase.migrated() }
+
+    deinit { database.drop() }
+
+    /// Polls `condition` every 10 ms for at most `seconds`; whether it became true.
+    func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = SessionCache.now() + seconds
+        while SessionCache.now() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return condition()
+    }
+
+    @Test("A remembered session answers after the first poll; revoked by another connection it is forgotten within a poll; stopped, nothing answers")
+    func behindTheDatabase() throws {
+        let connection = try database.connect()
+        defer { connection.close() }
+        let userID = try connection.transaction {
+            try AppleAccounts.signIn(AppleSignIn(teamID: "TEAM", sub: "cache", audience: "com.example.app"), on: connection)
+        }.userID
+        let sessions = try (0..<3).map { _ in
+            try Sessions.create(
+                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
+        }
+        let cache = SessionCache(database: database.configuration)
+        defer { cache.stop() }
+        for session in sessions {
+            let left = try #require(try Sessions.secondsLeft(sessionID: session, userID: userID, on: connection))
+            #expect((3590...3600).contains(left))
+            cache.remember(userID: userID, sessionID: session, secondsLeft: left, readStartedAt: SessionCache.now())
+        }
+        #expect(eventually(within: 2) { cache.isKnownActive(userID: userID, sessionID: sessions[0]) }, "known once the poller ran")
+        #expect(!cache.isKnownActive(userID: userID + 1, sessionID: sessions[0]), "another user's id with the session")
+        // Revoked by "another process": only the revocation log tells this cache.
+        _ = try connection.transaction { try Sessions.revoke(sessions[0], reason: "logout", on: connection) }
+        #expect(eventually(within: 1) { !cache.isKnownActive(userID: userID, sessionID: sessions[0]) })
+        #expect(cache.isKnownActive(userID: userID, sessionID: sessions[1]), "the user's other sessions stay")
+        _ = try connection.transaction { try Sessions.revokeAll(of: userID, reason: "apple_consent_revoked", on: connection) }
+        #expect(eventually(within: 1) { !cache.isKnownActive(userID: userID, sessionID: sessions[1]) })
+        // A read that began before the last revocations could have been answered before them.
+        cache.remember(userID: userID, sessionID: sessions[2], secondsLeft: 3600, readStartedAt: SessionCache.now() - 2)
+        #expect(!cache.isKnownActive(userID: userID, sessionID: sessions[2]))
+        cache.remember(userID: userID, sessionID: sessions[2], secondsLeft: 3600, readStartedAt: SessionCache.now())
+        #expect(cache.isKnownActive(userID: userID, sessionID: sessions[2]), "within the revocations' window it is forgotten again")
+        #expect(eventually(within: 1) { !cache.isKnownActive(userID: userID, sessionID: sessions[2]) })
+        cache.remember(userID: userID, sessionID: 999, secondsLeft: 3600, readStartedAt: SessionCache.now())
+        cache.stop()
+        #expect(!cache.isKnownActive(userID: userID, sessionID: 999), "a stopped cache answers nothing")
+    }
+}

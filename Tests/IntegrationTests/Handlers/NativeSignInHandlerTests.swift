@@ -1,3 +1,4 @@
+import Accounts
 import FastCGI
 import Foundation
 import Identity
@@ -163,6 +164,26 @@ import Testing
         #expect(jwks.status == 200 && jwks.text.contains(#""kty":"EC""#) && jwks.text.contains(#""alg":"ES256""#))
         #expect(harness.send("GET", "/auth/me").status == 401, "no credentials")
         #expect(harness.send("GET", "/auth/me", headers: [("authorization", "Basic eDp5")]).status == 401)
+    }
+
+    @Test("Bearer checks are answered from the session cache; a session ended by another process is refused within a poll")
+    func sessionCache() throws {
+        let harness = try HandlerHarness()
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let grant = try harness.signIn(real.token, at: real.suggested_fixed_clock).json()
+        let access = try #require(try grant.string("accessToken"))
+        let session = try #require(try grant.string("sessionId").flatMap(UInt64.init))
+        for _ in 0..<20 { #expect(harness.send("GET", "/auth/check", headers: harness.bearer(access)).status == 204) }
+        #expect(harness.application.core.sessionCache.hitCount > 0, "checks after the first come from the cache")
+        // Ended by another process (siwa jobs, siwa users, another host): only the revocation log tells.
+        _ = try harness.connection.transaction { try Sessions.revoke(session, reason: "logout", on: harness.connection) }
+        let deadline = Date().addingTimeInterval(1)
+        var status = 204
+        while status == 204 && Date() < deadline {
+            status = harness.send("GET", "/auth/check", headers: harness.bearer(access)).status
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(status == 401, "refused within a second (a poll is every 50 ms)")
     }
 
     @Test("Health reports the database and Apple's keys")
