@@ -72,7 +72,6 @@ package final class Operations {
         try core.webhooks.record(event, userID: userID, at: clock.now(), on: connection)
     }
 
-
     /// Seconds a session lives without use (the web session cookie's `Max-Age`).
     package var sessionLifetime: Int { core.sessions?.lifetime ?? 0 }
 

@@ -286,7 +286,7 @@ import Testing
         return condition()
     }
 
-    @Test("A remembered session answers after the first poll; revoked by another connection it is forgotten within a poll; stopped, nothing answers")
+    @Test("A remembered session answers after a poll; revoked elsewhere it is forgotten within a poll; stopped, nothing answers")
     func behindTheDatabase() throws {
         let connection = try database.connect()
         defer { connection.close() }
