@@ -138,14 +138,20 @@ struct WebhookTests {
         return (try #require(try grant.object("user")?.string("id")), try #require(try grant.string("accessToken")))
     }
 
-    @Test("Deliveries are signed, in order per user; a failing user's later events wait while other users' go; retries back off")
-    func delivery() throws {
-        let receiver = try Receiver()
-        defer { receiver.server.stop() }
+    /// A harness whose webhooks go to `receiver`, its jobs, and Alice, who signed in and out.
+    static func aliceSignedInAndOut(_ receiver: Receiver) throws -> (HandlerHarness, BackgroundJobs, (userID: String, access: String)) {
         let harness = try WebhookTests.harness(endpoints: [receiver.server.baseURL + "/hooks"])
         let jobs = try #require(try harness.jobs())
         let alice = try WebhookTests.signIn(harness, "fqauth-YuyXoY-2022-signup")
         #expect(harness.send("POST", "/auth/logout", headers: harness.bearer(alice.access)).status == 204)
+        return (harness, jobs, alice)
+    }
+
+    @Test("Deliveries are signed, in order per user; a failing user's later events wait while other users' go; retries back off")
+    func delivery() throws {
+        let receiver = try Receiver()
+        defer { receiver.server.stop() }
+        let (harness, jobs, alice) = try WebhookTests.aliceSignedInAndOut(receiver)
         let bob = try WebhookTests.signIn(harness, "gameroasters-YuyXoY-2021")
         receiver.failing.withLock { $0 = [alice.userID] }
 
@@ -185,10 +191,7 @@ struct WebhookTests {
     func givenUpAndRedelivered() throws {
         let receiver = try Receiver()
         defer { receiver.server.stop() }
-        let harness = try WebhookTests.harness(endpoints: [receiver.server.baseURL + "/hooks"])
-        let jobs = try #require(try harness.jobs())
-        let alice = try WebhookTests.signIn(harness, "fqauth-YuyXoY-2022-signup")
-        #expect(harness.send("POST", "/auth/logout", headers: harness.bearer(alice.access)).status == 204)
+        let (harness, jobs, alice) = try WebhookTests.aliceSignedInAndOut(receiver)
         receiver.failing.withLock { $0 = [alice.userID] }
         #expect(try jobs.runOnce().webhooks.failed == 1)
         _ = try harness.connection.execute(
