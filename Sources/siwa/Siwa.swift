@@ -8,6 +8,7 @@ struct Siwa: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "siwa",
         abstract: "A Sign in with Apple backend: a FastCGI application behind nginx.",
+        version: siwaVersion,
         subcommands: [
             Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, Webhooks.self, Users.self, VerifyToken.self, ClientSecret.self,
             BenchVerify.self,

@@ -87,3 +87,6 @@ sleep 1
 request GET /health
 expect_status 200 "health is not rate limited"
 pass "/auth is rate limited with a JSON 429 ($limited of 200 concurrent requests limited); /health is not"
+
+"$E2E_BIN" --version | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$' || fail "siwa --version: $("$E2E_BIN" --version 2>&1)"
+pass "siwa --version prints $("$E2E_BIN" --version)"
