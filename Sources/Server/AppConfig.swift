@@ -207,6 +207,25 @@ package struct AppConfig: Sendable {
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
 
+    /// Every key as a commented example line with its meaning, type and default: the text of
+    /// `siwa config --example` and of the package's `/etc/siwa/siwa.env.example`.
+    package static var example: String {
+        var text = """
+            # The configuration of `siwa serve` and `siwa jobs`: SIWA_* lines, read once at start.
+            # `siwa setup` writes /etc/siwa/siwa.env; or copy this file there (root:siwa, mode 0640) and
+            # set at least the required keys. Secrets are files (the *_FILE keys) readable by siwa only.
+            # `siwa config` checks the result and prints it with secrets redacted.
+
+            """
+        for key in keys {
+            let required = key.defaultValue == nil ? ", required" : ""
+            text += "\n# \(key.summary) (\(key.type)\(required))\n"
+            let value = key.defaultValue.map { $0.hasPrefix("(") ? "" : $0 } ?? ""
+            text += "#\(key.name)=\(value)\n"
+        }
+        return text
+    }
+
     /// The configuration as `KEY=value` lines, secrets redacted (for `siwa config`).
     package func redactedSummary(environment: [String: String]) -> String {
         AppConfig.keys.map { key in

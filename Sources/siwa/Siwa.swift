@@ -38,7 +38,14 @@ struct ShowConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config", abstract: "Validate the configuration and print it, secrets redacted.")
 
+    @Flag(help: "Print a commented example of every key instead (the package's /etc/siwa/siwa.env.example).")
+    var example = false
+
     func run() throws {
+        if example {
+            print(AppConfig.example, terminator: "")
+            return
+        }
         let config = try loadConfiguration()
         print(config.redactedSummary(environment: ProcessInfo.processInfo.environment))
     }
