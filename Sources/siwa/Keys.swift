@@ -45,8 +45,17 @@ struct Keys: ParsableCommand {
         func run() throws {
             guard retention >= Double(AccessTokens.lifetime) else { throw ValidationError("--retention must be at least 900") }
             let directory = try options.directory()
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ValidationError("cannot create \(directory) as this user: install -d -o siwa -g siwa -m 0700 \(directory)")
+            }
+            guard FileManager.default.isWritableFile(atPath: directory) else {
+                throw ValidationError(
+                    "cannot write to \(directory): run this as the user who owns it (runuser -u siwa -- siwa keys rotate ...), "
+                        + "or make it theirs: install -d -o siwa -g siwa -m 0700 \(directory)")
+            }
             let algorithm = try options.keyAlgorithm()
             let removed = try AccessTokenKeyFiles.prune(in: directory, retention: retention, now: Date())
             let keyID = try AccessTokenKeyFiles.add(algorithm, to: directory, now: Date())
