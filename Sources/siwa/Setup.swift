@@ -26,7 +26,7 @@ struct Setup: ParsableCommand {
     @Option(help: "Apple Team ID (10 characters).") var teamID: String?
     @Option(help: "Key ID of the Sign in with Apple key (10 characters).") var keyID: String?
     @Option(help: "The .p8 file downloaded from Apple.") var p8: String?
-    @Option(help: "The app's bundle ids, comma-separated.") var bundleIDs: String?
+    @Option(name: .customLong("bundle-ids"), help: "The app's bundle ids, comma-separated.") var bundleIDs: String?
     @Option(help: "The Services ID of the web sign-in.") var servicesID: String?
     @Option(help: "MariaDB's unix socket.") var dbSocket = "/run/mysqld/mysqld.sock"
     @Option(help: "The database name.") var dbName = "siwa"
@@ -34,7 +34,8 @@ struct Setup: ParsableCommand {
     @Option(help: "Create the database and its user through this socket as MariaDB's root (unix-socket authentication).")
     var dbAdminSocket: String?
     @Option(help: "Apple's base URL (only for the Apple ID emulator).") var appleBaseURL: String?
-    @Option(help: "CA file trusted for Apple's base URL (only for the emulator).") var appleCAFile: String?
+    @Option(name: .customLong("apple-ca-file"), help: "CA file trusted for Apple's base URL (only for the emulator).")
+    var appleCAFile: String?
     @Option(help: "The migrations directory.") var migrationsDir = "/usr/share/siwa/sql"
     @Option(help: "The FastCGI socket nginx connects to.") var socketPath = "/run/siwa/siwa.sock"
 

@@ -5,11 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
-python3 - "$(dirname "$0")/../../README.md" >"$E2E_TMP/walkthrough.sh" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read().split("**The native flow with curl.**", 1)[1]
-print(re.search(r"```sh\n(.*?)```", text, re.S).group(1))
-PY
+readme_walkthrough "$E2E_TMP/walkthrough.sh"
 for run in 1 2; do
     out=$(cd "$E2E_TMP" && SIWA=$E2E_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FILE=$E2E_APPLE_ADMIN_SECRET_FILE \
         bash "$E2E_TMP/walkthrough.sh" 2>&1) || fail "run $run exited with an error: $out"

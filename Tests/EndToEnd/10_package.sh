@@ -4,21 +4,29 @@
 # creates the siwa user, /etc/siwa (root:siwa 0750) and /var/lib/siwa, the units, the nginx files and
 # an example configuration naming every key, which `siwa config` accepts once the required keys
 # are set; the installed binary, run as the siwa user the way the unit runs it, reads a
-# configuration in /etc/siwa and reaches the database; purging removes what the package made.
-# Needs root (dpkg -i); runs after 09_sigterm, on no server of the stack.
+# configuration in /etc/siwa and reaches the database; siwa setup writes /etc/siwa and the database
+# (twice: the second run changes nothing); the installed binary, run as the unit runs it, serves
+# the README's curl walkthrough through nginx; purging removes what the package made.
+# Needs root (dpkg -i); runs after 09_sigterm stopped the stack's siwa, and takes its socket.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
 [ "$(id -u)" -eq 0 ] || { echo "  skipped: installing a package needs root"; exit 0; }
-if dpkg-query -W -f='${Status}' siwa 2>/dev/null | grep -q 'install ok installed'; then
-    fail "a siwa package is already installed on this machine; not touching it"
+if dpkg-query -W -f='${Status}' siwa 2>/dev/null | grep -q 'install ok installed' || [ -e /etc/siwa ]; then
+    fail "a siwa package or /etc/siwa is already on this machine; not touching it"
 fi
 DEB=$(bash "$(dirname "$0")/../../scripts/package" "$E2E_TMP/package" 2>"$E2E_TMP/package.log" | tail -1) \
     || fail "scripts/package: $(tail -20 "$E2E_TMP/package.log")"
 [ -f "$DEB" ] || fail "no package was built: $(tail -5 "$E2E_TMP/package.log")"
 pass "scripts/package built $(basename "$DEB") ($(du -h "$DEB" | cut -f1)); lintian: no error ($(grep -c '^W: ' "$E2E_TMP/package.log" || true) warnings)"
 
-cleanup() { dpkg --purge siwa >/dev/null 2>&1 || true; }
+# What setup writes, then the package: a failed run leaves the machine as it found it.
+SETUP_FILES="/etc/siwa/siwa.env /etc/siwa/db_password /etc/siwa/data_keys /etc/siwa/access_keys /etc/siwa/apple.p8"
+cleanup() {
+    stop_pidfile "$E2E_TMP/siwa.pid" 10
+    rm -rf $SETUP_FILES
+    dpkg --purge siwa >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 dpkg -i "$DEB" >"$E2E_TMP/dpkg.log" 2>&1 || fail "dpkg -i: $(cat "$E2E_TMP/dpkg.log")"
 ldd /usr/bin/siwa | grep -i swift && fail "the packaged binary links a Swift library"
@@ -39,25 +47,60 @@ PY
 done
 pass "dpkg -i: siwa $version runs with no Swift library (ldd) and no toolchain; the siwa user, /etc/siwa root:siwa 0750, /var/lib/siwa, units, nginx files, every key in siwa.env.example"
 
-# The way the unit runs it: as siwa, with the configuration of /etc/siwa, from /usr/share/siwa.
+# siwa setup, non-interactive, with the emulator's values and the test MariaDB (as its root), then
+# again: the second run keeps every file as it is.
 . "$(dirname "$0")/apple_helpers.sh"
-install -o root -g siwa -m 0640 "$E2E_TMP/db_password" /etc/siwa/db_password
-{
-    grep -E '^SIWA_DB_(SOCKET|NAME|USER)=' "$E2E_ENV"
-    echo "SIWA_DB_PASSWORD_FILE=/etc/siwa/db_password"
-} >/etc/siwa/siwa.env
-chmod 0640 /etc/siwa/siwa.env
-chgrp siwa /etc/siwa/siwa.env
-chmod o+x "$E2E_TMP" "$E2E_TMP/db" 2>/dev/null || true
-status=$(cd /usr/share/siwa && runuser -u siwa -- env -i PATH=/usr/bin:/bin sh -c 'set -a; . /etc/siwa/siwa.env; set +a; exec /usr/bin/siwa migrate --status' 2>&1) \
-    || fail "siwa migrate --status as the siwa user: $status"
-grep -q "0010_session_revocations.sql" <<<"$status" || fail "siwa migrate --status: $status"
-pass "run as the siwa user from /etc/siwa/siwa.env in /usr/share/siwa (as the unit does): it reads its configuration and reaches MariaDB"
+env_value() { sed -n "s/^$1=//p" "$E2E_ENV"; }
+# The siwa user reaches the test's sockets and the emulator's CA certificate, as it would /run/mysqld.
+chmod o+x "$E2E_TMP" "$E2E_TMP/db" "$(dirname "$(env_value SIWA_APPLE_CA_FILE)")"
+chmod o+r "$(env_value SIWA_APPLE_CA_FILE)"
+# The socket in a directory of the siwa user (the unit's RuntimeDirectory), where nginx looks for it.
+install -d -o siwa -g siwa -m 0755 "$E2E_TMP/run"
+setup() {
+    siwa_with_env /usr/bin/siwa /dev/null setup --public-url "$E2E_URL" --team-id "$(env_value SIWA_APPLE_TEAM_ID)" \
+        --key-id "$(env_value SIWA_APPLE_KEY_ID)" --p8 "$(env_value SIWA_APPLE_PRIVATE_KEY_FILE)" \
+        --bundle-ids "$(env_value SIWA_APPLE_BUNDLE_IDS)" --services-id "$(env_value SIWA_APPLE_SERVICES_ID)" \
+        --db-socket "$E2E_TMP/db/mysql.sock" --db-name siwa_package --db-user siwa_package --db-admin-socket "$E2E_TMP/db/mysql.sock" \
+        --apple-base-url "$(env_value SIWA_APPLE_BASE_URL)" --apple-ca-file "$(env_value SIWA_APPLE_CA_FILE)" \
+        --socket-path "$E2E_TMP/run/siwa.sock" </dev/null
+}
+first=$(setup 2>&1) || fail "siwa setup: $first"
+snapshot() { find /etc/siwa -type f -printf '%p %U:%G %m ' -exec md5sum {} \; | sort; }
+before=$(snapshot)
+second=$(setup 2>&1) || fail "siwa setup again: $second"
+[ "$(snapshot)" = "$before" ] || fail "the second siwa setup changed files: $second"
+grep -q ": kept" <<<"$second" && ! grep -q ": written\|: copied\|key .* written" <<<"$second" || fail "the second siwa setup wrote: $second"
+grep -q "return URL $E2E_URL/auth/callback" <<<"$first" || fail "siwa setup did not print the values for Apple: $first"
+[ "$(stat -c '%U:%G %a' /etc/siwa/access_keys)" = "siwa:siwa 700" ] && [ "$(stat -c '%U:%G %a' /etc/siwa/data_keys)" = "root:siwa 640" ] \
+    || fail "key owners: $(ls -la /etc/siwa)"
+bad=$(siwa_with_env /usr/bin/siwa /dev/null setup --public-url http://x --team-id short --key-id KEYID00001 \
+    --p8 /etc/hostname --bundle-ids com.example.siwa </dev/null 2>&1) && fail "siwa setup accepted bad values"
+grep -q -- "--team-id" <<<"$bad" && grep -q -- "--p8" <<<"$bad" && grep -q -- "--public-url" <<<"$bad" || fail "the refusal: $bad"
+pass "siwa setup wrote /etc/siwa (keys owned right), created the database and its user, migrated, printed Apple's values; a second run kept everything; bad values are named and nothing written"
 
-rm -f /etc/siwa/siwa.env /etc/siwa/db_password
+# The installed binary as the unit runs it (as siwa, /etc/siwa/siwa.env, in /usr/share/siwa) behind the
+# test's nginx: the README's curl walkthrough signs in against the emulator through it.
+stop_pidfile "$E2E_TMP/siwa.pid" 30
+ln -sfn "$E2E_TMP/run/siwa.sock" "$E2E_TMP/siwa.sock"
+readme_walkthrough "$E2E_TMP/walkthrough.sh"
+(cd /usr/share/siwa && exec runuser -u siwa -- env -i PATH=/usr/bin:/bin sh -c 'set -a; . /etc/siwa/siwa.env; set +a; exec /usr/bin/siwa serve') \
+    >>"$E2E_TMP/siwa-package.log" 2>&1 &
+echo $! >"$E2E_TMP/siwa.pid"
+wait_for_health 100
+expect_status 200 "the installed siwa through nginx"
+out=$(cd "$E2E_TMP" && SIWA=$E2E_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FILE=$E2E_APPLE_ADMIN_SECRET_FILE \
+    bash "$E2E_TMP/walkthrough.sh" 2>&1) || fail "the walkthrough against the installed siwa: $out"
+grep -q '"isNewUser":true' <<<"$out" && grep -q "delete: 204" <<<"$out" || fail "the walkthrough against the installed siwa: $out"
+[ "$(mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_package -e 'SELECT COUNT(*) FROM audit_events')" -gt 0 ] \
+    || fail "the installed siwa wrote nothing to its database"
+stop_pidfile "$E2E_TMP/siwa.pid" 30
+pass "the installed siwa, run as the unit runs it, serves the native sign-in flow through nginx (the README walkthrough)"
+
+rm -rf $SETUP_FILES
 dpkg --purge siwa >"$E2E_TMP/dpkg.log" 2>&1 || fail "dpkg --purge: $(cat "$E2E_TMP/dpkg.log")"
 trap - EXIT
 [ ! -e /etc/siwa ] && [ ! -e /var/lib/siwa ] && [ ! -e /usr/bin/siwa ] || fail "purging left /etc/siwa, /var/lib/siwa or /usr/bin/siwa"
 getent passwd siwa >/dev/null && fail "purging left the siwa user"
-[ "$(sql "SELECT COUNT(*) FROM schema_migrations")" -ge 10 ] || fail "the database was touched by the purge"
+[ "$(mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_package -e 'SELECT COUNT(*) FROM schema_migrations')" -ge 10 ] \
+    || fail "the purge touched the database"
 pass "dpkg --purge removes the files, /etc/siwa, /var/lib/siwa and the siwa user; the database stays"
