@@ -93,8 +93,27 @@ out=$(cd "$E2E_TMP" && SIWA=$E2E_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FIL
 grep -q '"isNewUser":true' <<<"$out" && grep -q "delete: 204" <<<"$out" || fail "the walkthrough against the installed siwa: $out"
 [ "$(mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_package -e 'SELECT COUNT(*) FROM audit_events')" -gt 0 ] \
     || fail "the installed siwa wrote nothing to its database"
-stop_pidfile "$E2E_TMP/siwa.pid" 30
 pass "the installed siwa, run as the unit runs it, serves the native sign-in flow through nginx (the README walkthrough)"
+
+# siwa doctor, as the siwa user with the unit's configuration: the placeholder domain-association
+# file fails with its fix; with a real one every check passes (Apple being the emulator).
+doctor() {
+    (cd /usr/share/siwa && runuser -u siwa -- env -i PATH=/usr/bin:/bin sh -c 'set -a; . /etc/siwa/siwa.env; set +a
+        exec /usr/bin/siwa doctor --nginx-user root --public-ca-file "$0"' "$(env_value SIWA_APPLE_CA_FILE)")
+}
+placeholder=$(doctor 2>&1) && fail "siwa doctor passed with the placeholder domain-association file: $placeholder"
+grep -q "^FAIL  domain association: .* placeholder" <<<"$placeholder" && grep -q "fix: replace it" <<<"$placeholder" \
+    || fail "siwa doctor on the placeholder: $placeholder"
+echo "a-domain-association-file-from-apple" >/usr/share/siwa/public/.well-known/apple-developer-domain-association.txt
+report=$(doctor 2>&1) || fail "siwa doctor: $report"
+for check in configuration database socket keys "apple keys" clock "client secret" "domain association" "public URL"; do
+    grep -q "^ok    $check:" <<<"$report" || fail "siwa doctor has no passing $check line: $report"
+done
+[ "$(grep -c '^ok    client secret:' <<<"$report")" = 2 ] || fail "not one client-secret line per client id: $report"
+stop_pidfile "$E2E_TMP/siwa.pid" 30
+down=$(doctor 2>&1) && fail "siwa doctor passed with siwa stopped"
+grep -q "^FAIL  socket:" <<<"$down" || fail "siwa doctor with siwa stopped: $down"
+pass "siwa doctor: $(grep -c '^ok' <<<"$report") checks pass (configuration, database, socket, keys, Apple's keys, clock, the client secret per client id, domain association, TLS); the placeholder and a stopped siwa fail with their fix"
 
 rm -rf $SETUP_FILES
 dpkg --purge siwa >"$E2E_TMP/dpkg.log" 2>&1 || fail "dpkg --purge: $(cat "$E2E_TMP/dpkg.log")"
