@@ -29,9 +29,15 @@ function notice(text) {
   $("notice").hidden = !text;
 }
 
-function item(text, tags = []) {
+function item(text, tags = [], detail = "") {
   const li = document.createElement("li");
   li.textContent = text;
+  if (detail) {
+    const small = document.createElement("span");
+    small.className = "detail";
+    small.textContent = detail;
+    li.append(small);
+  }
   for (const tag of tags) {
     const span = document.createElement("span");
     span.className = "tag";
@@ -45,16 +51,25 @@ async function render() {
   const me = await api("GET", "/auth/me");
   $("signed-out").hidden = me !== null;
   $("signed-in").hidden = me === null;
-  if (me === null) return;
+  if (me === null) {
+    document.title = "Sign in";
+    return;
+  }
   const user = me.user;
-  $("user-name").textContent = [user.firstName, user.lastName].filter(Boolean).join(" ") || "Signed in";
+  const name = [user.firstName, user.lastName].filter(Boolean).join(" ");
+  $("user-name").textContent = name || "Your account";
+  document.title = name ? `${name}: account` : "Your account";
   $("emails").replaceChildren(...user.emails.map((email) => item(email.address, [
     email.isPrivateRelay ? "Hide My Email" : null,
     email.isPrivateRelay ? (email.forwardingEnabled ? "forwarding" : "forwarding off") : null,
     email.verified ? "verified" : "not verified",
   ].filter(Boolean))));
   const synced = await api("POST", "/sync", { cursor: null });
-  if (synced !== null) {
+  // Progress only for an app that syncs it: nothing synced yet shows nothing.
+  const hasProgress = synced !== null && (synced.progress.length > 0 || synced.achievements.length > 0
+    || (synced.profile !== null && (synced.profile.totalXp > 0 || synced.profile.currentLevel > 0 || synced.profile.streakDays > 0)));
+  $("progress").hidden = !hasProgress;
+  if (hasProgress) {
     const profile = synced.profile || {};
     const completed = synced.progress.filter((lesson) => lesson.status === "completed").length;
     const achieved = synced.achievements.filter((achievement) => achievement.completed).length;
@@ -64,7 +79,9 @@ async function render() {
   const { sessions } = await api("GET", "/auth/sessions");
   $("sessions").replaceChildren(...sessions.map((session) => {
     const last = new Date(session.lastUsedAt * 1000).toLocaleString();
-    const li = item(`${session.device || "Unknown device"} (${session.kind}), last used ${last}`, session.current ? ["this browser"] : []);
+    const device = session.device || (session.kind === "web" ? "Web browser" : "Device");
+    const kind = session.kind === "web" ? "signed in on the web" : "signed in with the app";
+    const li = item(device, session.current ? ["this browser"] : [], `${kind}, last used ${last}`);
     li.dataset.sessionId = session.id;
     if (!session.current) {
       const button = document.createElement("button");
@@ -95,10 +112,18 @@ document.addEventListener("DOMContentLoaded", () => {
     history.replaceState(null, "", location.pathname);
   }
   $("sign-out").addEventListener("click", () => act(() => api("POST", "/auth/logout"), "Signed out."));
-  $("delete-account").addEventListener("click", () => { $("confirm-delete").hidden = false; });
+  $("delete-account").addEventListener("click", () => {
+    $("delete-confirmation").hidden = false;
+    $("delete-account").hidden = true;
+  });
+  const closeConfirmation = () => {
+    $("delete-confirmation").hidden = true;
+    $("delete-account").hidden = false;
+  };
+  $("cancel-delete").addEventListener("click", closeConfirmation);
   $("confirm-delete").addEventListener("click", () => act(async () => {
     await api("DELETE", "/auth/account");
-    $("confirm-delete").hidden = true;
+    closeConfirmation();
   }, "Your account and all its data were deleted."));
   render().catch((failure) => notice(failure.message));
 });

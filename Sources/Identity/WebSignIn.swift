@@ -142,8 +142,9 @@ extension Operations {
     }
 
     /// Redeems a completed web sign-in's handle in the browser whose binding cookie is `binding`,
-    /// opening a cookie session when it signed someone in. The handle is spent whatever follows.
-    package func redeemWebSignIn(handle: String, binding: String?, remoteAddress: String?) throws -> WebRedemption {
+    /// opening a cookie session labelled `device` (the browser, for the device list) when it signed
+    /// someone in. The handle is spent whatever follows.
+    package func redeemWebSignIn(handle: String, binding: String?, device: String, remoteAddress: String?) throws -> WebRedemption {
         let settings = try requireSessions()
         // Web sign-ins are verified for the Services ID only: their sessions depend on its token.
         let servicesID = try requireApple().settings.servicesID
@@ -157,7 +158,7 @@ extension Operations {
                 return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
             }
             let sessionID = try Sessions.create(
-                userID: userID, appleClientID: servicesID, device: "Web browser", refreshTokenHash: nil, cookieHash: cookie.hash,
+                userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
                 lifetime: settings.lifetime,
                 on: connection)
             try AuditLog.record(

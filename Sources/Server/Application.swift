@@ -16,7 +16,7 @@ package final class Application: Sendable {
     /// The request headers the handlers read (`Caller`, `Cookies`); only these are copied out of
     /// the FastCGI parameters. `content-type` and `x-request-id` are filled from nginx's
     /// `CONTENT_TYPE` and `REQUEST_ID` parameters instead, never from a header the client sent.
-    package static let headerNames = ["authorization", "cookie", "origin"]
+    package static let headerNames = ["authorization", "cookie", "origin", "user-agent"]
 
     /// - Parameters:
     ///   - config: the validated configuration.
@@ -101,7 +101,8 @@ package final class Worker: RequestHandler {
             let (handler, parameters) = try router.match(request)
             return try handler(request, parameters, operations)
         } catch {
-            return ErrorResponses.response(for: error, request: request, logger: operations.logger)
+            let response = ErrorResponses.response(for: error, request: request, logger: operations.logger)
+            return WebSignIn.isBrowserPath(request.path) ? WebSignIn.page(showing: response) : response
         }
     }
 

@@ -2,6 +2,7 @@ package import FastCGI
 import Foundation
 import HTTPClient
 package import Identity
+import JOSE
 
 /// The browser's half of the web flow (see `Operations.startWebSignIn` for the steps): redirects,
 /// cookies and the small pages a browser is shown.
@@ -41,7 +42,8 @@ package enum WebSignIn {
             return page(400, "This sign-in link is not valid. Please start again.")
         }
         let redemption = try operations.redeemWebSignIn(
-            handle: handle, binding: Cookies.value(Cookies.binding, in: request), remoteAddress: request.remoteAddress)
+            handle: handle, binding: Cookies.value(Cookies.binding, in: request),
+            device: BrowserLabel.label(userAgent: request.headers["user-agent"]), remoteAddress: request.remoteAddress)
         switch redemption {
         case .unknown:
             return page(400, "This sign-in link has expired or was already used. Please start again.")
@@ -76,13 +78,26 @@ package enum WebSignIn {
         return value
     }
 
-    /// A small HTML page for the browser.
+    /// Whether `path` is one a browser lands on in the web flow: its errors are pages, not JSON.
+    static func isBrowserPath(_ path: String) -> Bool { path.hasPrefix("/auth/web/") || path == "/auth/callback" }
+
+    /// An error answer (JSON) as the page a browser is shown, with the same status and its
+    /// `Retry-After` or `Allow`.
+    static func page(showing response: Response) -> Response {
+        let message = (try? JSONObject(parsing: String(decoding: response.body, as: UTF8.self)).string("message")) ?? nil
+        return page(
+            response.status, message ?? "Something went wrong. Please try again.",
+            headers: response.headers.filter { ["Retry-After", "Allow"].contains($0.name) }.map { ($0.name, $0.value) })
+    }
+
+    /// A small HTML page for the browser, styled like the account page.
     static func page(_ status: Int, _ message: String, headers: [(String, String)] = []) -> Response {
         let escaped = message.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
         let html = """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title>
-            <meta name="viewport" content="width=device-width, initial-scale=1"></head>
-            <body><main><h1>Sign in with Apple</h1><p id="message">\(escaped)</p><p><a href="/">Back</a></p></main></body></html>
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in did not complete</title>
+            <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="stylesheet" href="/app.css"></head>
+            <body><main><h1>Sign-in did not complete</h1><p id="message">\(escaped)</p>
+            <p><a class="button" href="/">Back to the account page</a></p></main></body></html>
             """
         return Response(
             status: status, contentType: "text/html; charset=utf-8", headers: headers + [("Cache-Control", "no-store")],

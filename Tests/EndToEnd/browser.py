@@ -135,3 +135,15 @@ class Browser:
 
     def cookies(self):
         return self.send("Storage.getCookies")["cookies"]
+
+    def set_viewport(self, width, height):
+        """Emulates a screen of width × height CSS pixels (a phone when narrow)."""
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}, session=True)
+
+    def screenshot(self, path):
+        """Saves a PNG of the page."""
+        import base64
+        data = self.send("Page.captureScreenshot", {"format": "png"}, session=True)["data"]
+        with open(path, "wb") as out:
+            out.write(base64.b64decode(data))

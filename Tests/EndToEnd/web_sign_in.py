@@ -47,6 +47,25 @@ def http(method, url, body=None, headers=None):
         return status, text
 
 
+VIEWPORTS = [(390, 844), (1280, 800)]
+SCREENS = os.path.join(os.environ["E2E_TMP"], "screenshots")
+
+
+def looks_finished(browser, name, ready="document.readyState === 'complete'"):
+    """At a phone's and a laptop's size, the page `name` is no wider than the screen and is not raw
+    JSON; a screenshot of a failure is kept in E2E_TMP/screenshots."""
+    for width, height in VIEWPORTS:
+        browser.set_viewport(width, height)
+        browser.wait_for(ready, f"{name} at {width}px")
+        wide = browser.evaluate("document.documentElement.scrollWidth")
+        raw = browser.evaluate("document.body ? document.body.innerText.trim().startsWith('{') : true")
+        if wide > width or raw:
+            os.makedirs(SCREENS, exist_ok=True)
+            shot = os.path.join(SCREENS, f"{name.replace(' ', '_')}-{width}.png")
+            browser.screenshot(shot)
+            fail(f"{name} at {width}x{height}: " + (f"{wide}px wide" if wide > width else "raw JSON") + f" (see {shot})")
+
+
 def text(browser, element_id):
     return browser.evaluate(f"document.getElementById('{element_id}').textContent")
 
@@ -98,9 +117,13 @@ with Browser() as browser:
         fail(f"the name from the first authorization's user JSON: {text(browser, 'user-name')!r}")
     if "web.e2e@example.com" not in text(browser, "emails"):
         fail(f"the email: {text(browser, 'emails')}")
-    if "Web browser" not in text(browser, "sessions"):
-        fail(f"the device list: {text(browser, 'sessions')}")
-    browser.wait_for("document.getElementById('progress').textContent.startsWith('Level')", "the progress line (POST /sync with the cookie)")
+    if "Chrome on Linux" not in text(browser, "sessions") or "signed in on the web" not in text(browser, "sessions"):
+        fail(f"the device list (the browser named from its User-Agent): {text(browser, 'sessions')}")
+    if browser.evaluate("document.getElementById('progress').hidden") is not True:
+        fail("the progress line shows for a user who never synced anything")
+    if not browser.evaluate("document.title").startswith("Web Browser"):
+        fail(f"the signed-in page's title: {browser.evaluate('document.title')}")
+    looks_finished(browser, "the signed-in page", "!document.getElementById('signed-in').hidden")
     cookies = {cookie["name"]: cookie for cookie in browser.cookies()}
     session = cookies.get("__Host-siwa_session")
     if not session or not session["httpOnly"] or not session["secure"] or session.get("sameSite") != "Lax" or session["path"] != "/":
@@ -127,8 +150,16 @@ with Browser() as browser:
     status, native = http("POST", BASE + "/auth/apple", {"identityToken": grant["identityToken"], "nonce": "web-e2e-native", "device": "Web's iPhone"})
     if status != 200 or native["user"]["firstName"] != "Web":
         fail(f"the native sign-in of the same person: {status} {native}")
+    status, _ = http("POST", BASE + "/sync", {"cursor": None, "profile": {"totalXp": 120, "currentLevel": 2, "streakDays": 1,
+                     "lastActiveDate": "2026-11-20"}}, {"Authorization": f"Bearer {native['accessToken']}"})
+    if status != 200:
+        fail(f"a sync from the second device: {status}")
     browser.evaluate("location.reload()")
     browser.wait_for("document.querySelectorAll('#sessions li').length === 2", "two devices")
+    browser.wait_for("document.getElementById('progress').textContent.startsWith('Level 2 · 120 XP')",
+                     "the progress line once the app synced (POST /sync with the cookie)")
+    if "Web's iPhone" not in text(browser, "sessions") or "signed in with the app" not in text(browser, "sessions"):
+        fail(f"the app's device in the list: {text(browser, 'sessions')}")
     browser.evaluate("document.querySelector('#sessions button.revoke').click()")
     browser.wait_for("document.querySelectorAll('#sessions li').length === 1", "one device after revoking")
     status, _ = http("GET", BASE + "/auth/me", headers={"Authorization": f"Bearer {native['accessToken']}"})
@@ -178,10 +209,39 @@ with Browser() as browser:
     signed_in(browser)
     cookie = "__Host-siwa_session=" + {c["name"]: c for c in browser.cookies()}["__Host-siwa_session"]["value"]
     browser.evaluate("document.getElementById('delete-account').click()")
+    if not browser.evaluate("!document.getElementById('delete-confirmation').hidden"
+                            " && document.getElementById('delete-confirmation').textContent.includes('cannot be undone')"):
+        fail("Delete account… shows no explanation")
+    looks_finished(browser, "the deletion confirmation")
+    browser.evaluate("document.getElementById('cancel-delete').click()")
+    if not browser.evaluate("document.getElementById('delete-confirmation').hidden"):
+        fail("Cancel left the deletion confirmation open")
+    status, _ = http("GET", BASE + "/auth/me", headers={"Cookie": cookie})
+    if status != 200:
+        fail(f"the account after Cancel: {status}")
+    browser.evaluate("document.getElementById('delete-account').click()")
     browser.evaluate("document.getElementById('confirm-delete').click()")
     browser.wait_for("!document.getElementById('signed-out').hidden && document.getElementById('notice').textContent.includes('deleted')",
                      "the deleted message")
     status, _ = http("GET", BASE + "/auth/me", headers={"Cookie": cookie})
     if status != 401:
         fail(f"the deleted account's cookie: {status}")
-    ok("Delete account on the page: the account is gone and the page is signed out")
+    ok("Delete account on the page explains and can be cancelled (the account stays); confirmed, the account is gone and the page is signed out")
+
+    # --- Every page a browser can land on, at a phone's and a laptop's size: no sideways scrolling, no raw JSON.
+    looks_finished(browser, "the signed-out page", "!document.getElementById('signed-out').hidden")
+    if browser.evaluate("document.title") != "Sign in":
+        fail(f"the signed-out page's title: {browser.evaluate('document.title')}")
+    for name, path, status_wanted in [
+        ("a wrong path", "/no-such-page", 404),
+        ("a bad return_to", "/auth/web/start?return_to=//evil.example", 400),
+        ("an unknown completion handle", "/auth/web/complete?handle=unknown", 400),
+        ("a completion without a handle", "/auth/web/complete", 400),
+    ]:
+        status, body = http("GET", BASE + path)
+        if status != status_wanted or not isinstance(body, str) or "<html" not in body or "app.css" not in body:
+            fail(f"{name} ({path}): {status} {str(body)[:200]}")
+        browser.navigate(BASE + path)
+        looks_finished(browser, name, f"location.pathname === '{path.split('?')[0]}' && document.readyState === 'complete'")
+    ok("the account page (signed out, signed in, the deletion confirmation), 404, a bad return_to and the completion errors: "
+       "styled HTML, no wider than 390 px and 1280 px screens")

@@ -154,6 +154,21 @@ import Testing
         #expect(third.status == 200, "\(third.text)")
     }
 
+    @Test("The web flow's errors are styled pages for the browser, never JSON: a bad return_to, an unknown or missing handle")
+    func browserErrorPages() throws {
+        let harness = try HandlerHarness()
+        for (path, query, status) in [
+            ("/auth/web/start", "return_to=//evil.example", 400), ("/auth/web/complete", "handle=unknown", 400),
+            ("/auth/web/complete", "", 400),
+        ] {
+            let response = harness.send("GET", path, query: query)
+            #expect(response.status == status, "\(path)?\(query)")
+            #expect(response.contentType.hasPrefix("text/html"), "\(path)?\(query): \(response.contentType)")
+            #expect(response.text.contains(#"<link rel="stylesheet" href="/app.css">"#) && !response.text.hasPrefix("{"))
+        }
+        #expect(harness.send("GET", "/auth/me").contentType == "application/json", "the API stays JSON")
+    }
+
     @Test("Rule 9: each Apple token is validated and revoked with the client id that minted it (a bundle id and the Services ID)")
     func mintingClientID() throws {
         let harness = try HandlerHarness()
