@@ -16,6 +16,7 @@ extension Emulator {
         let method = request.method
         switch (method, path.count, path.first ?? "") {
         case ("POST", 1, "users"): return try createUser(request)
+        case ("GET", 1, "users"): return listUsers()
         case ("GET", 2, "users"): return try showUser(path[1])
         case ("DELETE", 2, "users"): return try deleteUser(path[1])
         case ("POST", 3, "users") where path[2] == "revoke": return try revokeConsent(path[1], request)
@@ -81,6 +82,12 @@ extension Emulator {
     }
 
     /// `GET /admin/users/{id}`: the user, and per client: consent, relay address, live refresh tokens.
+    /// `GET /admin/users`: every test user, oldest id first, as `{"users": [...]}`.
+    private func listUsers() -> Response {
+        let users = store.read { state in state.users.values.sorted { $0.id.localizedStandardCompare($1.id) == .orderedAscending } }
+        return adminJSON(200, #"{"users":["# + users.map(userJSON).joined(separator: ",") + "]}")
+    }
+
     private func showUser(_ id: String) throws -> Response {
         adminJSON(200, userJSON(try user(id)))
     }

@@ -6,7 +6,7 @@ enum ConsentPage {
     static func render(_ request: Emulator.AuthorizeRequest, users: [TestUser]) -> Response {
         let hidden = request.parameters.map { hiddenInput($0.0, $0.1) }.joined(separator: "\n")
         let choices = users.map { user in
-            #"<label><input type="radio" name="user_id" value="\#(escape(user.id))"> \#(escape(user.firstName)) \#(escape(user.lastName)) &lt;\#(escape(user.email))&gt;</label><br>"#
+            #"<label><input type="radio" name="user_id" value="\#(escape(user.id))"> \#(escape(user.firstName)) \#(escape(user.lastName)) &lt;\#(escape(user.email))&gt; <small>(test user \#(escape(user.id)), sub …\#(escape(String(user.sub.suffix(9)))))</small></label><br>"#
         }.joined(separator: "\n")
         let body = """
             <!doctype html>

@@ -37,10 +37,29 @@ package final class Emulator: Sendable {
         self.adminSecret = try configuration.adminSecret()
     }
 
+    /// `GET /`: what this is, with links.
+    func index() -> Response {
+        let html = """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Apple ID emulator</title></head><body style="font-family: -apple-system, Helvetica, Arial, sans-serif; max-width: 40rem; \
+            margin: 2rem auto; padding: 0 1rem; line-height: 1.4">
+            <h1>Apple ID emulator</h1>
+            <p>A stand-in for Sign in with Apple's servers (appleid.apple.com) for development and tests. It follows Apple's formats: \
+            identity tokens, the authorize page, the token and revoke endpoints, server-to-server notifications. Nothing here is Apple.</p>
+            <ul><li><a href="/auth/keys">/auth/keys</a>: the signing keys (JWKS)</li>
+            <li>/auth/authorize: the consent page the web sign-in is sent to</li>
+            <li>/auth/token, /auth/revoke: the endpoints the server calls</li>
+            <li>/admin/…: test users, native sign-ins, notifications (a Bearer admin secret; see the project's README)</li></ul>
+            </body></html>
+            """
+        return Response(status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8))
+    }
+
     /// Answers one request; never throws.
     package func respond(to request: Request) -> Response {
         do {
             switch (request.method, request.path) {
+            case ("GET", "/"): return index()
             case ("GET", "/auth/keys"): return keySet()
             case ("GET", "/auth/authorize"): return try authorize(request)
             case ("POST", "/auth/authorize"): return try decide(request)

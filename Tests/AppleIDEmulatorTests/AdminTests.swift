@@ -29,6 +29,20 @@ import Testing
         #expect(parsed[0].publicKey.bitCount == 2048)
     }
 
+    @Test("GET /admin/users lists every test user (two with one email are told apart by id and sub); GET / says what this is")
+    func listAndIndex() throws {
+        let harness = try EmulatorHarness()
+        let first = try harness.createUser()
+        let second = try harness.createUser()
+        let users = try #require(try harness.admin("GET", "/admin/users")["users"] as? [[String: Any]])
+        #expect(users.compactMap { $0["id"] as? String } == [first.id, second.id])
+        #expect(Set(users.compactMap { $0["sub"] as? String }) == [first.sub, second.sub])
+        let unauthorised = harness.request("GET", "/admin/users")
+        #expect(unauthorised.status == 401 || unauthorised.status == 404, "the admin secret is required")
+        let index = harness.request("GET", "/")
+        #expect(index.status == 200 && index.text.contains("Apple ID emulator") && index.text.contains("/auth/keys"))
+    }
+
     @Test(
         "A native sign-in mints what the SDK gives the app: a token siwa verifies with the raw nonce, real_user_status, transfer_sub; sub shaped like Apple's"
     )
