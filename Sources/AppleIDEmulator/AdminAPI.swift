@@ -82,9 +82,9 @@ extension Emulator {
     }
 
     /// `GET /admin/users/{id}`: the user, and per client: consent, relay address, live refresh tokens.
-    /// `GET /admin/users`: every test user, oldest id first, as `{"users": [...]}`.
+    /// `GET /admin/users`: every test user, sorted by id, as `{"users": [...]}`.
     private func listUsers() -> Response {
-        let users = store.read { state in state.users.values.sorted { $0.id.localizedStandardCompare($1.id) == .orderedAscending } }
+        let users = store.read { state in state.users.values.sorted { $0.id < $1.id } }
         return adminJSON(200, #"{"users":["# + users.map(userJSON).joined(separator: ",") + "]}")
     }
 

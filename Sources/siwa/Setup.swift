@@ -238,22 +238,23 @@ struct SetupFiles {
     }
 
     func copy(_ source: String, to name: String) throws {
-        let file = path(name)
-        if FileManager.default.fileExists(atPath: file) {
-            print("\(file): kept")
-            return
-        }
-        try write(try String(contentsOfFile: source, encoding: .utf8), to: file, mode: 0o640)
-        print("\(file): copied from \(source)")
+        try writeOnce(name, String(contentsOfFile: source, encoding: .utf8), written: "copied from \(source)")
     }
 
     func config(_ name: String, _ text: String) throws {
+        try writeOnce(name, text, kept: "kept (remove it to have it written again)")
+    }
+
+    /// Writes `name` (root and the service's group, 0640) unless it exists.
+    private func writeOnce(_ name: String, _ text: @autoclosure () throws -> String, kept: String = "kept", written: String = "written")
+        throws
+    {
         let file = path(name)
         if FileManager.default.fileExists(atPath: file) {
-            print("\(file): kept (remove it to have it written again)")
+            print("\(file): \(kept)")
             return
         }
-        try write(text, to: file, mode: 0o640)
-        print("\(file): written")
+        try write(try text(), to: file, mode: 0o640)
+        print("\(file): \(written)")
     }
 }

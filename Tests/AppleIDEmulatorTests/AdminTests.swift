@@ -35,7 +35,7 @@ import Testing
         let first = try harness.createUser()
         let second = try harness.createUser()
         let users = try #require(try harness.admin("GET", "/admin/users")["users"] as? [[String: Any]])
-        #expect(users.compactMap { $0["id"] as? String } == [first.id, second.id])
+        #expect(users.compactMap { $0["id"] as? String } == [first.id, second.id].sorted())
         #expect(Set(users.compactMap { $0["sub"] as? String }) == [first.sub, second.sub])
         let unauthorised = harness.request("GET", "/admin/users")
         #expect(unauthorised.status == 401 || unauthorised.status == 404, "the admin secret is required")
