@@ -82,8 +82,9 @@ package final class SessionCache: Sendable {
             {
                 state.count += 1
             }
-            defer { state.pollerStarted = true }
-            return !state.pollerStarted
+            guard !state.pollerStarted else { return false }
+            state.pollerStarted = true
+            return true
         }
         if startPoller { Thread.detachNewThread { [self] in poll() } }
     }

@@ -148,9 +148,8 @@ struct Setup: ParsableCommand {
     }
 
     func migrate(password: String) throws {
-        var configuration = Configuration(
+        let configuration = Configuration(
             endpoint: .unixSocket(path: dbSocket), user: dbUser, password: password, database: dbName, allowsMultipleStatements: true)
-        configuration.autocommit = true
         let connection = Connection(configuration: configuration)
         defer { connection.close() }
         do {

@@ -49,7 +49,6 @@ pass "dpkg -i: siwa $version runs with no Swift library (ldd) and no toolchain; 
 
 # siwa setup, non-interactive, with the emulator's values and the test MariaDB (as its root), then
 # again: the second run keeps every file as it is.
-. "$(dirname "$0")/apple_helpers.sh"
 env_value() { sed -n "s/^$1=//p" "$E2E_ENV"; }
 # The siwa user reaches the test's sockets and the emulator's CA certificate, as it would /run/mysqld.
 chmod o+x "$E2E_TMP" "$E2E_TMP/db" "$(dirname "$(env_value SIWA_APPLE_CA_FILE)")"
