@@ -10,6 +10,18 @@ const signInErrors = {
   invalid_request: "Apple's answer was incomplete. Please try again.",
 };
 
+// The app's name and whether it syncs progress (GET /auth/web/settings: SIWA_APP_NAME,
+// SIWA_PAGE_PROGRESS); without an answer, a plain account page.
+const settings = fetch("/auth/web/settings", { headers: { Accept: "application/json" } })
+  .then((response) => (response.ok ? response.json() : {}))
+  .catch(() => ({}))
+  .then((value) => ({ appName: value.appName || null, showsProgress: value.showsProgress === true }));
+
+const statusMessages = {
+  429: "Too many attempts. Wait a few seconds, then try again.",
+  503: "The service is not available at the moment. Try again in a few seconds.",
+};
+
 async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -18,8 +30,9 @@ async function api(method, path, body) {
   });
   if (response.status === 401) return null;
   if (!response.ok) {
+    // siwa's errors are JSON; nginx's own (siwa down, too many requests) are pages.
     const body = await response.json().catch(() => ({}));
-    throw new Error(body.message || `${method} ${path}: ${response.status}`);
+    throw new Error(body.message || statusMessages[response.status] || `Something went wrong (${response.status}). Please try again.`);
   }
   return response.status === 204 ? {} : response.json();
 }
@@ -48,24 +61,26 @@ function item(text, tags = [], detail = "") {
 }
 
 async function render() {
-  const me = await api("GET", "/auth/me");
+  const [me, { appName, showsProgress }] = await Promise.all([api("GET", "/auth/me"), settings]);
+  $("app-name").textContent = appName || "Account";
   $("signed-out").hidden = me !== null;
   $("signed-in").hidden = me === null;
   if (me === null) {
-    document.title = "Sign in";
+    $("signed-out-text").textContent = `Sign in to see your account${showsProgress ? ", your devices and your progress" : " and your devices"}.`;
+    document.title = appName ? `Sign in to ${appName}` : "Sign in";
     return;
   }
   const user = me.user;
   const name = [user.firstName, user.lastName].filter(Boolean).join(" ");
   $("user-name").textContent = name || "Your account";
-  document.title = name ? `${name}: account` : "Your account";
+  document.title = `${name || "Your account"}: ${appName || "account"}`;
   $("emails").replaceChildren(...user.emails.map((email) => item(email.address, [
     email.isPrivateRelay ? "Hide My Email" : null,
     email.isPrivateRelay ? (email.forwardingEnabled ? "forwarding" : "forwarding off") : null,
     email.verified ? "verified" : "not verified",
   ].filter(Boolean))));
-  const synced = await api("POST", "/sync", { cursor: null });
-  // Progress only for an app that syncs it: nothing synced yet shows nothing.
+  // Progress only for an app that syncs it (SIWA_PAGE_PROGRESS), once it synced some.
+  const synced = showsProgress ? await api("POST", "/sync", { cursor: null }) : null;
   const hasProgress = synced !== null && (synced.progress.length > 0 || synced.achievements.length > 0
     || (synced.profile !== null && (synced.profile.totalXp > 0 || synced.profile.currentLevel > 0 || synced.profile.streakDays > 0)));
   $("progress").hidden = !hasProgress;

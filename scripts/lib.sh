@@ -172,7 +172,8 @@ ENV
 }
 
 # Creates the app's own secrets once in DIR (an access-token signing key, the data key that encrypts
-# Apple's refresh tokens) and writes the session lines: session_keys DIR PUBLIC_URL ENV_FILE
+# Apple's refresh tokens) and writes the session lines, with the account page of an example app that
+# syncs progress: session_keys DIR PUBLIC_URL ENV_FILE
 session_keys() {
     local dir=$1 url=$2 env_file=$3
     mkdir -p "$dir/access_keys"
@@ -186,6 +187,8 @@ session_keys() {
 SIWA_PUBLIC_URL=$url
 SIWA_ACCESS_KEYS_DIR=$dir/access_keys
 SIWA_DATA_KEYS_FILE=$dir/data_keys
+SIWA_APP_NAME="Example Lessons"
+SIWA_PAGE_PROGRESS=true
 ENV
 }
 

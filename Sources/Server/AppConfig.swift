@@ -49,6 +49,8 @@ package struct AppConfig: Sendable {
     package var accessTokenAlgorithm: AccessTokenAlgorithm
     /// The lifecycle webhooks of the app's backend; nil when no endpoint is set.
     package var webhooks: WebhookSettings?
+    /// What the account page shows of the app.
+    package var page: PageSettings
 
     /// One documented configuration key.
     package struct Key: Sendable {
@@ -160,6 +162,12 @@ package struct AppConfig: Sendable {
         Key(
             name: "SIWA_WEBHOOK_RETRY_HOURS", type: "hours 72...720", defaultValue: "72",
             summary: "a delivery that keeps failing is retried this long, then given up (`siwa webhooks redeliver` sends it again)"),
+        Key(
+            name: "SIWA_APP_NAME", type: "text of 1...64 characters", defaultValue: "(none: \"Account\")",
+            summary: "the app's name in the account page's heading and title"),
+        Key(
+            name: "SIWA_PAGE_PROGRESS", type: "true|false", defaultValue: "false",
+            summary: "the account page shows the progress the app syncs (level, XP, streak, lessons, achievements)"),
     ]
 
     /// Reads and validates the configuration.
@@ -203,6 +211,7 @@ package struct AppConfig: Sendable {
         sessions = reader.sessionSettings(clock: clock)
         accessTokenAlgorithm = reader.accessTokenAlgorithm()
         webhooks = reader.webhookSettings()
+        page = reader.pageSettings()
         reader.rejectUnknownKeys()
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
@@ -376,6 +385,18 @@ extension EnvironmentReader {
         return WebhookSettings(
             endpoints: endpoints, secrets: secrets, http: HTTPClientConfiguration(connectTimeout: 3, timeout: Double(timeout)),
             retryHours: retryHours)
+    }
+
+    /// What the account page shows of the app.
+    mutating func pageSettings() -> PageSettings {
+        let name = optionalString("SIWA_APP_NAME")
+        if let name,
+            name.unicodeScalars.count > PageSettings.maximumNameLength
+                || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            problem("SIWA_APP_NAME: expected at most \(PageSettings.maximumNameLength) characters without control characters")
+        }
+        return PageSettings(appName: name, showsProgress: boolean("SIWA_PAGE_PROGRESS"))
     }
 
     /// The type of the access-token keys `siwa keys rotate` makes.

@@ -34,13 +34,14 @@ package final class Application: Sendable {
             apple: config.apple.map { AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger) },
             sessions: config.sessions,
             database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox(), clock: clock)
-        var router = Application.routes
+        var router = Application.routes(page: config.page)
         extraRoutes(&router)
         self.router = router
     }
 
-    /// The HTTP contract's routes (docs/openapi.yaml documents exactly these).
-    package static var routes: Router {
+    /// The HTTP contract's routes (docs/openapi.yaml documents exactly these), with what the
+    /// account page shows of the app.
+    package static func routes(page: PageSettings = PageSettings()) -> Router {
         var router = Router()
         router.add("GET", "/health", Health.handle)
         router.add("POST", "/auth/apple", NativeSignIn.signIn)
@@ -55,6 +56,7 @@ package final class Application: Sendable {
         router.add("GET", "/auth/web/start", WebSignIn.start)
         router.add("POST", "/auth/callback", WebSignIn.callback)
         router.add("GET", "/auth/web/complete", WebSignIn.complete)
+        router.add("GET", "/auth/web/settings", page.handle)
         router.add("POST", "/webhook/apple", AppleWebhook.handle)
         router.add("POST", "/sync", SyncRoute.handle)
         return router

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The web sign-in: a real headless Chromium (web_sign_in.py) through the page, the emulator's consent
-# and Apple's form post; then, with curl, the binding of the one-time handle to the browser that
+# and Apple's form post, every page and error page at two screen sizes (siwa stopped for the 503s); then, with curl, the binding of the one-time handle to the browser that
 # started the sign-in, and `return_to` limited to our own paths.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
@@ -8,6 +8,13 @@ set -euo pipefail
 
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/lib.sh installs it)"
 python3 "$(dirname "$0")/web_sign_in.py" || fail "the browser sign-in"
+
+# siwa down: nginx's styled 503 pages in the browser; then siwa again for the checks below.
+stop_pidfile "$E2E_TMP/siwa.pid" 30
+python3 "$(dirname "$0")/web_sign_in.py" --unavailable || fail "the pages with siwa down"
+start_siwa "$E2E_BIN" "$E2E_ENV" "$E2E_TMP/siwa.log" "$E2E_TMP/siwa.pid"
+wait_for_health 100
+expect_status 200 "siwa started again"
 
 # The same flow by hand: the handle works only in the browser that holds the binding cookie, once.
 jar=$E2E_TMP/web_jar

@@ -1,12 +1,16 @@
 """The web sign-in in a real headless Chromium, through nginx over TLS, against the Apple ID
 emulator: the account page, the emulator's consent page, Apple's cross-site form post, the
 signed-in page; the session cookie's flags; Origin checks on cookie writes; revoking a device;
-signing out; a cancelled sign-in; a forged state; account deletion from the page."""
+signing out; a cancelled sign-in; a forged state; account deletion from the page; every page and
+error page (404, 400, 429, the callback's) at a phone's and a laptop's size. With --unavailable
+(siwa stopped): the account page and nginx's 503 pages."""
 
 import json
 import os
 import ssl
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -75,8 +79,9 @@ def signed_in(browser):
                      " && document.querySelectorAll('#sessions li').length > 0", "the signed-in page")
 
 
-def consent(browser, email=None):
-    """On the emulator's consent page: Continue as the test user with this email, or Cancel."""
+def consent(browser, email=None, hide=False):
+    """On the emulator's consent page: Continue as the test user with this email (hiding it behind
+    Hide My Email when `hide`), or Cancel."""
     browser.wait_for(f"location.href.startsWith('{APPLE}/auth/authorize') && document.getElementById('continue') !== null",
                      "the emulator's consent page")
     if email is None:
@@ -85,6 +90,7 @@ def consent(browser, email=None):
     found = browser.evaluate(
         "(() => { const label = [...document.querySelectorAll('label')].find(l => l.textContent.includes("
         f"{json.dumps(email)})); if (!label) return false; label.querySelector('input').checked = true;"
+        f"document.getElementById('{'hide-email' if hide else 'share-email'}').checked = true;"
         "document.getElementById('continue').click(); return true })()")
     if not found:
         fail(f"the consent page does not list {email}")
@@ -96,11 +102,85 @@ def start(browser):
     browser.evaluate("document.getElementById('sign-in').click()")
 
 
+def styled_page(browser, name, path, status_wanted, title=None):
+    """`path` answers `status_wanted` with a styled page (not JSON), which looks finished in the browser."""
+    status, body = http("GET", BASE + path)
+    if status != status_wanted or not isinstance(body, str) or "<html" not in body or "app.css" not in body:
+        fail(f"{name} ({path}): {status} {str(body)[:200]}")
+    browser.navigate(BASE + path)
+    ready = f"location.pathname === '{path.split('?')[0]}' && document.readyState === 'complete'"
+    if title:
+        ready += f" && document.title === {json.dumps(title)}"
+    looks_finished(browser, name, ready)
+
+
+def rate_limited_page(browser):
+    """While other requests use up this address's /auth/ rate, the browser's sign-in click gets
+    nginx's styled 429 page with Retry-After."""
+    stop = threading.Event()
+    limited = []
+
+    def flood():
+        deadline = time.monotonic() + 5
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(BASE + "/auth/web/settings", context=TLS):
+                    pass
+            except urllib.error.HTTPError as error:
+                if error.code == 429:
+                    limited.append((error.headers.get("Retry-After"), error.headers.get("Content-Type"), error.read().decode()))
+
+    for _ in range(5):
+        threads = [threading.Thread(target=flood) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        try:
+            deadline = time.monotonic() + 3
+            while not limited and time.monotonic() < deadline:
+                time.sleep(0.02)
+            browser.navigate(BASE + "/auth/web/start?return_to=/")
+            title = browser.wait_for("document.readyState === 'complete' && document.title", "the sign-in click under load")
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+            stop.clear()
+        if title == "Too many attempts":
+            break
+    else:
+        fail(f"the browser never got the 429 page while the rate was used up ({len(limited)} requests limited)")
+    retry_after, content_type, body = limited[0]
+    if retry_after != "5" or not content_type.startswith("text/html") or "app.css" not in body:
+        fail(f"nginx's 429 on a browser path: Retry-After {retry_after}, {content_type}: {body[:200]}")
+    looks_finished(browser, "the 429 page", "document.title === 'Too many attempts'")
+    time.sleep(1)  # the rate is back for the checks that follow
+    ok("too many requests: the browser's sign-in click gets a styled 429 page (Retry-After: 5), no wider than the screen")
+
+
+def unavailable_pages():
+    """siwa is stopped: the account page says so, and every web route gets nginx's styled 503."""
+    with Browser() as browser:
+        browser.navigate(BASE + "/")
+        browser.wait_for("document.getElementById('notice').textContent.includes('unavailable')", "the account page's notice")
+        looks_finished(browser, "the account page with siwa down")
+        for name, path in [("the sign-in click with siwa down", "/auth/web/start?return_to=/"),
+                           ("the completion with siwa down", "/auth/web/complete?handle=x")]:
+            styled_page(browser, name, path, 503, "Temporarily unavailable")
+    ok("siwa down: the account page says the service is unavailable; the web routes get a styled 503, no wider than the screen")
+
+
+if sys.argv[1:] == ["--unavailable"]:
+    unavailable_pages()
+    sys.exit(0)
+
 admin = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 status, person = http("POST", APPLE + "/admin/users", {"email": "web.e2e@example.com", "firstName": "Web", "lastName": "Browser"}, admin)
 if status != 201:
     fail(f"the emulator user: {status} {person}")
 me_sub = person["id"]
+status, _ = http("POST", APPLE + "/admin/users", {"email": "hidden.e2e@example.com", "firstName": "Hidden", "lastName": "Address"}, admin)
+if status != 201:
+    fail(f"the second emulator user: {status}")
 
 with Browser() as browser:
     # --- A first sign-in: button, consent page, form post, signed-in page.
@@ -121,8 +201,8 @@ with Browser() as browser:
         fail(f"the device list (the browser named from its User-Agent): {text(browser, 'sessions')}")
     if browser.evaluate("document.getElementById('progress').hidden") is not True:
         fail("the progress line shows for a user who never synced anything")
-    if not browser.evaluate("document.title").startswith("Web Browser"):
-        fail(f"the signed-in page's title: {browser.evaluate('document.title')}")
+    if browser.evaluate("document.title") != "Web Browser: Example Lessons" or text(browser, "app-name") != "Example Lessons":
+        fail(f"the signed-in page's title and heading (SIWA_APP_NAME): {browser.evaluate('document.title')}, {text(browser, 'app-name')}")
     looks_finished(browser, "the signed-in page", "!document.getElementById('signed-in').hidden")
     cookies = {cookie["name"]: cookie for cookie in browser.cookies()}
     session = cookies.get("__Host-siwa_session")
@@ -201,12 +281,16 @@ with Browser() as browser:
                                "the callback's error page")
     if "not valid" not in message:
         fail(f"a forged state: {message}")
+    looks_finished(browser, "the callback's error page")
     ok(f"a forged state at /auth/callback gets the error page: \"{message}\"")
 
-    # --- Delete the account from the page.
+    # --- A Hide My Email sign-in (the longest address and its tags fit a phone), then delete the account from the page.
     start(browser)
-    consent(browser, "web.e2e@example.com")
+    consent(browser, "hidden.e2e@example.com", hide=True)
     signed_in(browser)
+    if "Hide My Email" not in text(browser, "emails"):
+        fail(f"the relay address has no Hide My Email tag: {text(browser, 'emails')}")
+    looks_finished(browser, "the signed-in page with a Hide My Email address", "!document.getElementById('signed-in').hidden")
     cookie = "__Host-siwa_session=" + {c["name"]: c for c in browser.cookies()}["__Host-siwa_session"]["value"]
     browser.evaluate("document.getElementById('delete-account').click()")
     if not browser.evaluate("!document.getElementById('delete-confirmation').hidden"
@@ -230,7 +314,7 @@ with Browser() as browser:
 
     # --- Every page a browser can land on, at a phone's and a laptop's size: no sideways scrolling, no raw JSON.
     looks_finished(browser, "the signed-out page", "!document.getElementById('signed-out').hidden")
-    if browser.evaluate("document.title") != "Sign in":
+    if browser.evaluate("document.title") != "Sign in to Example Lessons":
         fail(f"the signed-out page's title: {browser.evaluate('document.title')}")
     for name, path, status_wanted in [
         ("a wrong path", "/no-such-page", 404),
@@ -238,10 +322,7 @@ with Browser() as browser:
         ("an unknown completion handle", "/auth/web/complete?handle=unknown", 400),
         ("a completion without a handle", "/auth/web/complete", 400),
     ]:
-        status, body = http("GET", BASE + path)
-        if status != status_wanted or not isinstance(body, str) or "<html" not in body or "app.css" not in body:
-            fail(f"{name} ({path}): {status} {str(body)[:200]}")
-        browser.navigate(BASE + path)
-        looks_finished(browser, name, f"location.pathname === '{path.split('?')[0]}' && document.readyState === 'complete'")
+        styled_page(browser, name, path, status_wanted)
     ok("the account page (signed out, signed in, the deletion confirmation), 404, a bad return_to and the completion errors: "
        "styled HTML, no wider than 390 px and 1280 px screens")
+    rate_limited_page(browser)

@@ -189,6 +189,20 @@ import Testing
         }
     }
 
+    @Test("The account page: no app name and no progress by default; a name of at most 64 characters without control characters")
+    func page() throws {
+        let plain = try AppConfig(environment: Self.minimal).page
+        #expect(plain.appName == nil && !plain.showsProgress)
+        let named = try AppConfig(environment: Self.minimal.merging(["SIWA_APP_NAME": "Lingo Läuft", "SIWA_PAGE_PROGRESS": "true"]) { $1 })
+            .page
+        #expect(named.appName == "Lingo Läuft" && named.showsProgress)
+        for extra in [
+            ["SIWA_APP_NAME": String(repeating: "x", count: 65)], ["SIWA_APP_NAME": "Tab\tName"], ["SIWA_PAGE_PROGRESS": "sometimes"],
+        ] {
+            #expect(throws: ConfigurationError.self, "\(extra)") { try AppConfig(environment: Self.minimal.merging(extra) { $1 }) }
+        }
+    }
+
     private func temporaryFile(contents: String, mode: Int) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
         try contents.write(toFile: path, atomically: true, encoding: .utf8)
