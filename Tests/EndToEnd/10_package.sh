@@ -6,8 +6,8 @@
 # are set; the installed binary, run as the siwa user the way the unit runs it, reads a
 # configuration in /etc/siwa and reaches the database; siwa setup writes /etc/siwa and the database
 # (twice: the second run changes nothing); the installed binary, run as the unit runs it, serves
-# the README's curl walkthrough through nginx; purging removes what the package made.
-# Needs root (dpkg -i); runs after 09_sigterm stopped the stack's siwa, and takes its socket.
+# the README's curl walkthrough behind the packaged nginx site; siwa doctor; purging removes what the
+# package made. Needs root (dpkg -i).
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
@@ -22,8 +22,12 @@ pass "scripts/package built $(basename "$DEB") ($(du -h "$DEB" | cut -f1)); lint
 
 # What setup writes, then the package: a failed run leaves the machine as it found it.
 SETUP_FILES="/etc/siwa/siwa.env /etc/siwa/db_password /etc/siwa/data_keys /etc/siwa/access_keys /etc/siwa/apple.p8"
+# The installed siwa and the packaged nginx site in front of it, on their own port.
+PACKAGE_PID=$E2E_TMP/siwa-package.pid SITE=$E2E_TMP/package-site SITE_PORT=$(free_port)
+SITE_URL=https://localhost:$SITE_PORT
 cleanup() {
-    stop_pidfile "$E2E_TMP/siwa.pid" 10
+    stop_nginx "$SITE"
+    stop_pidfile "$PACKAGE_PID" 10
     rm -rf $SETUP_FILES
     dpkg --purge siwa >/dev/null 2>&1 || true
 }
@@ -56,7 +60,7 @@ chmod o+r "$(env_value SIWA_APPLE_CA_FILE)"
 # The socket in a directory of the siwa user (the unit's RuntimeDirectory), where nginx looks for it.
 install -d -o siwa -g siwa -m 0755 "$E2E_TMP/run"
 setup() {
-    siwa_with_env /usr/bin/siwa /dev/null setup --public-url "$E2E_URL" --team-id "$(env_value SIWA_APPLE_TEAM_ID)" \
+    siwa_with_env /usr/bin/siwa /dev/null setup --public-url "$SITE_URL" --team-id "$(env_value SIWA_APPLE_TEAM_ID)" \
         --key-id "$(env_value SIWA_APPLE_KEY_ID)" --p8 "$(env_value SIWA_APPLE_PRIVATE_KEY_FILE)" \
         --bundle-ids "$(env_value SIWA_APPLE_BUNDLE_IDS)" --services-id "$(env_value SIWA_APPLE_SERVICES_ID)" \
         --db-socket "$E2E_TMP/db/mysql.sock" --db-name siwa_package --db-user siwa_package --db-admin-socket "$E2E_TMP/db/mysql.sock" \
@@ -69,7 +73,7 @@ before=$(snapshot)
 second=$(setup 2>&1) || fail "siwa setup again: $second"
 [ "$(snapshot)" = "$before" ] || fail "the second siwa setup changed files: $second"
 grep -q ": kept" <<<"$second" && ! grep -q ": written\|: copied\|key .* written" <<<"$second" || fail "the second siwa setup wrote: $second"
-grep -q "return URL $E2E_URL/auth/callback" <<<"$first" || fail "siwa setup did not print the values for Apple: $first"
+grep -q "return URL $SITE_URL/auth/callback" <<<"$first" || fail "siwa setup did not print the values for Apple: $first"
 [ "$(stat -c '%U:%G %a' /etc/siwa/access_keys)" = "siwa:siwa 700" ] && [ "$(stat -c '%U:%G %a' /etc/siwa/data_keys)" = "root:siwa 640" ] \
     || fail "key owners: $(ls -la /etc/siwa)"
 bad=$(siwa_with_env /usr/bin/siwa /dev/null setup --public-url http://x --team-id short --key-id KEYID00001 \
@@ -77,22 +81,50 @@ bad=$(siwa_with_env /usr/bin/siwa /dev/null setup --public-url http://x --team-i
 grep -q -- "--team-id" <<<"$bad" && grep -q -- "--p8" <<<"$bad" && grep -q -- "--public-url" <<<"$bad" || fail "the refusal: $bad"
 pass "siwa setup wrote /etc/siwa (keys owned right), created the database and its user, migrated, printed Apple's values; a second run kept everything; bad values are named and nothing written"
 
-# The installed binary as the unit runs it (as siwa, /etc/siwa/siwa.env, in /usr/share/siwa) behind the
-# test's nginx: the README's curl walkthrough signs in against the emulator through it.
-stop_pidfile "$E2E_TMP/siwa.pid" 30
-ln -sfn "$E2E_TMP/run/siwa.sock" "$E2E_TMP/siwa.sock"
+# The installed binary as the unit runs it (as siwa, /etc/siwa/siwa.env, in /usr/share/siwa) behind
+# the packaged nginx site (its template with the README's substitutions, on a loopback port): the
+# README's curl walkthrough signs in against the emulator through it.
 readme_walkthrough "$E2E_TMP/walkthrough.sh"
 (cd /usr/share/siwa && exec runuser -u siwa -- env -i PATH=/usr/bin:/bin sh -c 'set -a; . /etc/siwa/siwa.env; set +a; exec /usr/bin/siwa serve') \
     >>"$E2E_TMP/siwa-package.log" 2>&1 &
-echo $! >"$E2E_TMP/siwa.pid"
-wait_for_health 100
-expect_status 200 "the installed siwa through nginx"
-out=$(cd "$E2E_TMP" && SIWA=$E2E_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FILE=$E2E_APPLE_ADMIN_SECRET_FILE \
+echo $! >"$PACKAGE_PID"
+mkdir -p "$SITE/temp"
+sed -e 's/@SERVER_NAME@/localhost/' -e "s|@SOCKET@|$E2E_TMP/run/siwa.sock|" -e "s|@CERT@|$E2E_TMP/tls/cert.pem|" \
+    -e "s|@KEY@|$E2E_TMP/tls/key.pem|" -e "s|listen 443 ssl http2;|listen 127.0.0.1:$SITE_PORT ssl http2;|" \
+    -e "s|listen 80;|listen 127.0.0.1:$(free_port);|" -e '/listen \[::\]/d' \
+    /usr/share/siwa/nginx/siwa-site.conf.template >"$SITE/siwa.conf"
+grep -q "include /usr/share/siwa/nginx/siwa-locations.conf;" "$SITE/siwa.conf" || fail "the site template does not include the packaged snippet"
+cat >"$SITE/nginx.conf" <<CONF
+user root;
+pid $SITE/nginx.pid;
+error_log $SITE/error.log warn;
+events {}
+http {
+    include /etc/nginx/mime.types;
+    access_log $SITE/access.log;
+    client_body_temp_path $SITE/temp/body;
+    fastcgi_temp_path $SITE/temp/fastcgi;
+    proxy_temp_path $SITE/temp/proxy;
+    uwsgi_temp_path $SITE/temp/uwsgi;
+    scgi_temp_path $SITE/temp/scgi;
+    include $SITE/siwa.conf;
+}
+CONF
+nginx -t -q -p "$SITE" -c "$SITE/nginx.conf" -e "$SITE/error.log" || fail "nginx -t of the packaged site: $(cat "$SITE/error.log")"
+start_nginx "$SITE"
+for _ in $(seq 100); do
+    [ "$(curl -ks -o /dev/null -w '%{http_code}' "$SITE_URL/health")" = 200 ] && break
+    sleep 0.1
+done
+[ "$(curl -ks -o /dev/null -w '%{http_code}' "$SITE_URL/health")" = 200 ] || fail "the installed siwa through the packaged site: $(tail -5 "$SITE/error.log")"
+[ "$(curl -ks -o /dev/null -w '%{http_code} %{content_type}' "$SITE_URL/no-such-page")" = "404 text/html" ] \
+    || fail "the packaged site's 404 is not the styled page"
+out=$(cd "$E2E_TMP" && SIWA=$SITE_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FILE=$E2E_APPLE_ADMIN_SECRET_FILE \
     bash "$E2E_TMP/walkthrough.sh" 2>&1) || fail "the walkthrough against the installed siwa: $out"
 grep -q '"isNewUser":true' <<<"$out" && grep -q "delete: 204" <<<"$out" || fail "the walkthrough against the installed siwa: $out"
 [ "$(mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_package -e 'SELECT COUNT(*) FROM audit_events')" -gt 0 ] \
     || fail "the installed siwa wrote nothing to its database"
-pass "the installed siwa, run as the unit runs it, serves the native sign-in flow through nginx (the README walkthrough)"
+pass "the installed siwa, run as the unit runs it, behind the packaged nginx site and snippets, serves the native sign-in flow (the README walkthrough) and the styled 404"
 
 # siwa doctor, as the siwa user with the unit's configuration: the placeholder domain-association
 # file fails with its fix; with a real one every check passes (Apple being the emulator).
@@ -109,11 +141,12 @@ for check in configuration database socket keys "apple keys" clock "client secre
     grep -q "^ok    $check:" <<<"$report" || fail "siwa doctor has no passing $check line: $report"
 done
 [ "$(grep -c '^ok    client secret:' <<<"$report")" = 2 ] || fail "not one client-secret line per client id: $report"
-stop_pidfile "$E2E_TMP/siwa.pid" 30
+stop_pidfile "$PACKAGE_PID" 30
 down=$(doctor 2>&1) && fail "siwa doctor passed with siwa stopped"
 grep -q "^FAIL  socket:" <<<"$down" || fail "siwa doctor with siwa stopped: $down"
 pass "siwa doctor: $(grep -c '^ok' <<<"$report") checks pass (configuration, database, socket, keys, Apple's keys, clock, the client secret per client id, domain association, TLS); the placeholder and a stopped siwa fail with their fix"
 
+stop_nginx "$SITE"
 rm -rf $SETUP_FILES
 dpkg --purge siwa >"$E2E_TMP/dpkg.log" 2>&1 || fail "dpkg --purge: $(cat "$E2E_TMP/dpkg.log")"
 trap - EXIT
