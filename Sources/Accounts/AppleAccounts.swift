@@ -12,6 +12,8 @@ package struct AppleSignIn: Sendable {
     package var emailVerified: Bool?
     package var isPrivateEmail: Bool?
     package var transferSub: String?
+    /// Apple's `real_user_status`: 0 unsupported, 1 unknown, 2 likely real; nil when the token has none.
+    package var realUserStatus: Int?
     /// The name, which Apple gives only on the first authorization (not from the token).
     package var firstName: String?
     package var lastName: String?
@@ -20,8 +22,8 @@ package struct AppleSignIn: Sendable {
 
     package init(
         teamID: String, sub: String, audience: String, email: String? = nil, emailVerified: Bool? = nil,
-        isPrivateEmail: Bool? = nil, transferSub: String? = nil, firstName: String? = nil, lastName: String? = nil,
-        appleRefreshToken: SealedAppleToken? = nil
+        isPrivateEmail: Bool? = nil, transferSub: String? = nil, realUserStatus: Int? = nil, firstName: String? = nil,
+        lastName: String? = nil, appleRefreshToken: SealedAppleToken? = nil
     ) {
         self.teamID = teamID
         self.sub = sub
@@ -30,6 +32,7 @@ package struct AppleSignIn: Sendable {
         self.emailVerified = emailVerified
         self.isPrivateEmail = isPrivateEmail
         self.transferSub = transferSub
+        self.realUserStatus = realUserStatus
         self.firstName = firstName
         self.lastName = lastName
         self.appleRefreshToken = appleRefreshToken
@@ -98,9 +101,9 @@ package enum AppleAccounts {
             _ = try connection.execute(
                 """
                 UPDATE apple_identities SET audience = ?, consent_state = 'active', transfer_sub = COALESCE(?, transfer_sub),
-                    updated_at = UTC_TIMESTAMP(3)
+                    real_user_status = COALESCE(?, real_user_status), updated_at = UTC_TIMESTAMP(3)
                 WHERE team_id = ? AND sub = ?
-                """, signIn.audience, signIn.transferSub, signIn.teamID, signIn.sub)
+                """, signIn.audience, signIn.transferSub, signIn.realUserStatus, signIn.teamID, signIn.sub)
             if firstName != nil || lastName != nil {
                 _ = try connection.execute(
                     "UPDATE users SET first_name = COALESCE(?, first_name), last_name = COALESCE(?, last_name), updated_at = UTC_TIMESTAMP(3) WHERE id = ?",
@@ -109,8 +112,8 @@ package enum AppleAccounts {
         } else {
             userID = try connection.execute("INSERT INTO users (first_name, last_name) VALUES (?, ?)", firstName, lastName).lastInsertID
             identityID = try connection.execute(
-                "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub) VALUES (?, ?, ?, ?, ?)",
-                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub
+                "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status) VALUES (?, ?, ?, ?, ?, ?)",
+                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub, signIn.realUserStatus
             ).lastInsertID
         }
         if let token = signIn.appleRefreshToken {

@@ -13,6 +13,34 @@ package enum AuditLog {
             type, userID, sessionID, remoteAddress.map { ColumnText.fitted($0, maximum: 45) }, detail)
     }
 
+    /// The latest events, newest first: of `userID`, or of every user when nil; only those after
+    /// the event `afterID` when given (to follow the log).
+    package static func recent(
+        userID: UInt64?, afterID: UInt64? = nil, limit: Int, on connection: Connection
+    ) throws -> [UserRecord.AuditEvent] {
+        var conditions: [String] = []
+        var binds: [any DatabaseValueConvertible] = []
+        if let userID {
+            conditions.append("user_id = ?")
+            binds.append(userID)
+        }
+        if let afterID {
+            conditions.append("id > ?")
+            binds.append(afterID)
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return try connection.query(
+            """
+            SELECT id, event_type, \(UserRecord.milliseconds("occurred_at")), user_id, session_id, remote_address, detail
+            FROM audit_events \(filter) ORDER BY id DESC LIMIT ?
+            """, binds: binds + [Int64(limit)]
+        ).map { row in
+            UserRecord.AuditEvent(
+                id: try row.decode(at: 0), type: try row.decode(at: 1), occurredAt: try row.decode(at: 2), userID: try row.decode(at: 3),
+                sessionID: try row.decode(at: 4), remoteAddress: try row.decode(at: 5), detail: try row.decode(at: 6))
+        }
+    }
+
     /// `text` as a JSON string for a detail, kept to letters, digits, `_` and `-` (detail values
     /// are internal names, never user input).
     static func name(_ text: String) -> String {

@@ -42,6 +42,7 @@ package enum Sessions {
     package static let maximumDeviceLength = 128
 
     /// Creates a session with its first refresh token (native) or its cookie (web).
+    /// - Throws: `AccountDisabled` when the user is disabled (or gone).
     /// - Parameters:
     ///   - appleClientID: the client id (bundle id or Services ID) the user signed in with; Apple
     ///     refusing that client's token ends the session.
@@ -51,12 +52,16 @@ package enum Sessions {
         on connection: Connection
     ) throws -> UInt64 {
         let device = AppleAccounts.sanitizedName(device, maximum: maximumDeviceLength)
-        let sessionID = try connection.execute(
+        // Only for a user who is not disabled, in the same statement: it reads the user's row with
+        // a shared lock, so a disabling (`UserStatus.disable`) either waits for this transaction
+        // and then ends its session, or commits first and is seen here.
+        let inserted = try connection.execute(
             """
             INSERT INTO sessions (user_id, apple_client_id, device, cookie_hash, expires_at)
-            VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)
-            """, userID, appleClientID, device, cookieHash, lifetime
-        ).lastInsertID
+            SELECT id, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND FROM users WHERE id = ? AND disabled_at IS NULL
+            """, appleClientID, device, cookieHash, lifetime, userID)
+        guard inserted.affectedRows == 1 else { throw AccountDisabled(userID: userID) }
+        let sessionID = inserted.lastInsertID
         if let refreshTokenHash {
             _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", refreshTokenHash, sessionID)
         }

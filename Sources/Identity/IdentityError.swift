@@ -32,6 +32,10 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         case notFound
         /// The web sign-in was already completed.
         case alreadyCompleted
+        /// An operator disabled the user: no sign-in until they enable them again.
+        case userDisabled
+        /// The caller exported their data too often lately; `reason` holds the seconds to wait.
+        case exportLimited
     }
 
     package let code: Code

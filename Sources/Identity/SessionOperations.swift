@@ -2,7 +2,7 @@ package import Accounts
 import AppleID
 import JOSE
 import Logging
-import MariaDB
+package import MariaDB
 
 /// Who is calling a protected operation: the user and the session, and how they proved it.
 package struct Principal: Sendable, Equatable {
@@ -137,12 +137,16 @@ extension Operations {
     /// Deletes `userID` and everything theirs in one transaction (their Apple tokens queued for
     /// revocation), and reports `user.deleted` with `source` (`user`, `operator`).
     /// - Returns: false when there was no such user.
-    package func deleteUser(_ userID: UInt64, source: String, remoteAddress: String?) throws -> Bool {
+    /// - Parameter alongside: more writes of the same transaction (an operator's audit event).
+    package func deleteUser(
+        _ userID: UInt64, source: String, remoteAddress: String?, alongside: (Connection) throws -> Void = { _ in }
+    ) throws -> Bool {
         let deleted = try retryingConflicts {
             try transaction { connection in
                 guard try AccountDeletion.delete(userID: userID, source: source, remoteAddress: remoteAddress, on: connection) else {
                     return false
                 }
+                try alongside(connection)
                 try report(.userDeleted(source: source, anonymised: false), userID: userID, on: connection)
                 return true
             }

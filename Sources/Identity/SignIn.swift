@@ -56,20 +56,28 @@ extension Operations {
         let settings = try requireSessions()
         let verified = try verify(attempt, audience: nil, redirectURI: nil)
         let refreshToken = try OpaqueToken()
-        let (account, sessionID) = try retryingConflicts {
-            try transaction { connection in
-                try verified.unclaimedNonce?.claim(on: connection)
-                let account = try AppleAccounts.signIn(verified.signIn, on: connection)
-                let sessionID = try Sessions.create(
-                    userID: account.userID, appleClientID: verified.signIn.audience, device: device, refreshTokenHash: refreshToken.hash,
-                    cookieHash: nil,
-                    lifetime: settings.lifetime, on: connection)
-                try AuditLog.record(
-                    "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                    detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
-                try reportIfCreated(account, verified.signIn, flow: "native", on: connection)
-                return (account, sessionID)
-            }
+        let account: SignedInAccount
+        let sessionID: UInt64
+        do {
+            (account, sessionID) =
+                try retryingConflicts {
+                    try transaction { connection in
+                        try verified.unclaimedNonce?.claim(on: connection)
+                        let account = try AppleAccounts.signIn(verified.signIn, on: connection)
+                        let sessionID = try Sessions.create(
+                            userID: account.userID, appleClientID: verified.signIn.audience, device: device,
+                            refreshTokenHash: refreshToken.hash,
+                            cookieHash: nil,
+                            lifetime: settings.lifetime, on: connection)
+                        try AuditLog.record(
+                            "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
+                            detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
+                        try reportIfCreated(account, verified.signIn, flow: "native", on: connection)
+                        return (account, sessionID)
+                    }
+                }
+        } catch is AccountDisabled {
+            throw IdentityError(.userDisabled)
         }
         guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
             throw IdentityError(.accountGone)
@@ -115,6 +123,8 @@ extension Operations {
             emailVerified: identity.emailVerified,
             isPrivateEmail: identity.email.map { apple.settings.isRelayAddress($0, tokenSays: identity.isPrivateEmail) },
             transferSub: identity.transferSubject,
+            // Apple documents 0, 1 and 2; anything else is not stored.
+            realUserStatus: identity.realUserStatus.flatMap { (0...2).contains($0) ? $0 : nil },
             firstName: attempt.firstName, lastName: attempt.lastName, appleRefreshToken: sealed)
         return VerifiedSignIn(signIn: signIn, unclaimedNonce: code == nil ? nonce : nil)
     }

@@ -157,10 +157,16 @@ extension Operations {
             guard completed.error == nil, let userID = completed.userID else {
                 return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
             }
-            let sessionID = try Sessions.create(
-                userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
-                lifetime: settings.lifetime,
-                on: connection)
+            let sessionID: UInt64
+            do {
+                sessionID = try Sessions.create(
+                    userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
+                    lifetime: settings.lifetime,
+                    on: connection)
+            } catch is AccountDisabled {
+                // Nothing was written but the spent handle, which stays spent.
+                return .failed(returnTo: completed.returnTo, code: "user_disabled")
+            }
             try AuditLog.record(
                 "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
                 detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: connection)

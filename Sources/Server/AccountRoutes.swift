@@ -63,6 +63,20 @@ package enum AccountRoutes {
         return Response(status: 204, headers: principal.viaCookie ? [Cookies.clearSession] : [])
     }
 
+    /// `GET /auth/account/export`: everything stored about the caller, as a JSON download (a few
+    /// times an hour at most).
+    package static func export(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+        let principal = try Caller.authenticate(request, operations)
+        let export = try operations.exportAccount(of: principal, remoteAddress: request.remoteAddress)
+        let body = AccountExportJSON.json(export)
+        return Response(
+            status: 200,
+            headers: [
+                ("Cache-Control", "no-store"),
+                ("Content-Disposition", #"attachment; filename="account-\#(principal.userID).json""#),
+            ], body: Array(body.utf8))
+    }
+
     /// `DELETE /auth/account`: deletes the user and everything theirs (204).
     package static func deleteAccount(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
         let principal = try Caller.authenticate(request, operations)

@@ -52,6 +52,7 @@ package final class Application: Sendable {
         router.add("GET", "/auth/sessions", AccountRoutes.sessions)
         router.add("DELETE", "/auth/sessions/{id}", AccountRoutes.revokeSession)
         router.add("DELETE", "/auth/account", AccountRoutes.deleteAccount)
+        router.add("GET", "/auth/account/export", AccountRoutes.export)
         router.add("GET", "/auth/jwks.json", AccountRoutes.jwks)
         router.add("GET", "/auth/web/start", WebSignIn.start)
         router.add("POST", "/auth/callback", WebSignIn.callback)

@@ -13,7 +13,10 @@ package enum ErrorResponses {
             return .error(error, headers: [("Allow", error.allowed.joined(separator: ", "))])
         }
         if let error = error as? any ClientFacingError { return .error(error) }
-        if let error = error as? IdentityError { return .error(clientFacing(error)) }
+        if let error = error as? IdentityError {
+            // An export refused for the hour says when the next one is allowed.
+            return .error(clientFacing(error), headers: error.code == .exportLimited ? [("Retry-After", error.reason)] : [])
+        }
         if let error = error as? SignInError { return .error(clientFacing(error)) }
         var metadata: Logger.Metadata = [
             "request.id": "\(request.headers["x-request-id"] ?? "-")",
@@ -50,6 +53,8 @@ package enum ErrorResponses {
         case .accountGone: HTTPError(401, "invalid_token", "The account no longer exists")
         case .notFound: HTTPError.notFound
         case .alreadyCompleted: HTTPError(409, "already_completed", "This sign-in was already completed")
+        case .userDisabled: HTTPError(403, "user_disabled", "This account is disabled")
+        case .exportLimited: HTTPError(429, "export_limited", "Your data was exported several times in the last hour; try again later")
         }
     }
 

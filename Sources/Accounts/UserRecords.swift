@@ -1,0 +1,158 @@
+import Foundation
+package import MariaDB
+
+/// Everything stored about one user, without any token, token hash or key: what the user's data
+/// export (`GET /auth/account/export`) and `siwa admin show` and `export` give. Times are Unix
+/// milliseconds.
+package struct UserRecord: Sendable {
+    package struct Email: Sendable {
+        package var address: String
+        package var isPrivateRelay: Bool
+        package var forwardingEnabled: Bool
+        package var verified: Bool
+        package var createdAt: Int64
+    }
+
+    /// A Sign in with Apple identity: Apple's `sub` in a team, the client ids that hold a token
+    /// (not the tokens), the consent state, and Apple's real-user signal.
+    package struct Identity: Sendable {
+        package var sub: String
+        package var teamID: String
+        /// The client id of the latest sign-in.
+        package var clientID: String
+        package var consentState: String
+        /// Apple's `real_user_status` of the latest native sign-in: 0 unsupported, 1 unknown, 2 likely real.
+        package var realUserStatus: Int64?
+        package var clientIDsWithToken: [String]
+        package var createdAt: Int64
+    }
+
+    /// A session, active or ended.
+    package struct Session: Sendable {
+        package var id: UInt64
+        package var device: String?
+        package var isWeb: Bool
+        package var clientID: String?
+        package var createdAt: Int64
+        package var lastUsedAt: Int64
+        package var expiresAt: Int64
+        package var revokedAt: Int64?
+        package var revokeReason: String?
+    }
+
+    /// One audit event.
+    package struct AuditEvent: Sendable {
+        package var id: UInt64
+        package var type: String
+        package var occurredAt: Int64
+        package var userID: UInt64?
+        package var sessionID: UInt64?
+        package var remoteAddress: String?
+        /// A JSON object as text, or nil.
+        package var detail: String?
+    }
+
+    package var userID: UInt64
+    package var firstName: String?
+    package var lastName: String?
+    package var createdAt: Int64
+    package var disabledAt: Int64?
+    package var disabledReason: String?
+    package var emails: [Email]
+    package var identities: [Identity]
+    package var sessions: [Session]
+    /// The user's latest audit events, newest first.
+    package var auditEvents: [AuditEvent]
+
+    /// The record of `userID`, or nil when there is no such user.
+    /// - Parameter auditLimit: how many of the latest audit events to include.
+    package static func load(userID: UInt64, auditLimit: Int, on connection: Connection) throws -> UserRecord? {
+        guard
+            let user = try connection.query(
+                """
+                SELECT first_name, last_name, \(milliseconds("created_at")), \(milliseconds("disabled_at")), disabled_reason
+                FROM users WHERE id = ?
+                """, userID
+            ).first
+        else { return nil }
+        let emails = try connection.query(
+            """
+            SELECT address, is_private_relay, forwarding_enabled, verified, \(milliseconds("created_at"))
+            FROM user_emails WHERE user_id = ? ORDER BY id
+            """, userID
+        ).map { row in
+            Email(
+                address: try row.decode(at: 0), isPrivateRelay: try row.decode(at: 1), forwardingEnabled: try row.decode(at: 2),
+                verified: try row.decode(at: 3), createdAt: try row.decode(at: 4))
+        }
+        let identities = try connection.query(
+            """
+            SELECT i.sub, i.team_id, i.audience, i.consent_state, i.real_user_status, \(milliseconds("i.created_at")),
+                (SELECT GROUP_CONCAT(t.client_id ORDER BY t.client_id SEPARATOR ' ') FROM apple_tokens t WHERE t.identity_id = i.id)
+            FROM apple_identities i WHERE i.user_id = ? ORDER BY i.id
+            """, userID
+        ).map { row in
+            let clients: String? = try row.decode(at: 6)
+            return Identity(
+                sub: try row.decode(at: 0), teamID: try row.decode(at: 1), clientID: try row.decode(at: 2),
+                consentState: try row.decode(at: 3), realUserStatus: try row.decode(at: 4),
+                clientIDsWithToken: clients.map { $0.split(separator: " ").map(String.init) } ?? [], createdAt: try row.decode(at: 5))
+        }
+        let sessions = try connection.query(
+            """
+            SELECT id, device, cookie_hash IS NOT NULL, apple_client_id, \(milliseconds("created_at")), \(milliseconds("last_used_at")),
+                \(milliseconds("expires_at")), \(milliseconds("revoked_at")), revoke_reason
+            FROM sessions WHERE user_id = ? ORDER BY id
+            """, userID
+        ).map { row in
+            Session(
+                id: try row.decode(at: 0), device: try row.decode(at: 1), isWeb: try row.decode(at: 2), clientID: try row.decode(at: 3),
+                createdAt: try row.decode(at: 4), lastUsedAt: try row.decode(at: 5), expiresAt: try row.decode(at: 6),
+                revokedAt: try row.decode(at: 7), revokeReason: try row.decode(at: 8))
+        }
+        return UserRecord(
+            userID: userID, firstName: try user.decode(at: 0), lastName: try user.decode(at: 1), createdAt: try user.decode(at: 2),
+            disabledAt: try user.decode(at: 3), disabledReason: try user.decode(at: 4), emails: emails, identities: identities,
+            sessions: sessions, auditEvents: try AuditLog.recent(userID: userID, limit: auditLimit, on: connection))
+    }
+
+    /// `column` (a DATETIME(3) in UTC) as Unix milliseconds, NULL staying NULL.
+    package static func milliseconds(_ column: String) -> String {
+        "CAST(UNIX_TIMESTAMP(\(column)) * 1000 AS SIGNED)"
+    }
+}
+
+/// A user as `siwa admin find` lists them.
+package struct UserSummary: Sendable, Equatable {
+    package var userID: UInt64
+    package var name: String?
+    package var email: String?
+    /// Unix milliseconds.
+    package var createdAt: Int64
+    package var isDisabled: Bool
+
+    /// At most 100 users whose id (all digits), any email address (with `@`, exact) or Apple `sub` is `query`.
+    package static func find(_ query: String, on connection: Connection) throws -> [UserSummary] {
+        let query = query.trimmingCharacters(in: .whitespaces)
+        let condition: String
+        if !query.isEmpty, query.allSatisfy(\.isASCII), query.allSatisfy(\.isNumber) {
+            condition = "u.id = ?"
+        } else if query.contains("@") {
+            condition = "u.id IN (SELECT user_id FROM user_emails WHERE address = ?)"
+        } else {
+            condition = "u.id IN (SELECT user_id FROM apple_identities WHERE sub = ?)"
+        }
+        return try connection.query(
+            """
+            SELECT u.id, NULLIF(CONCAT_WS(' ', u.first_name, u.last_name), ''),
+                (SELECT address FROM user_emails e WHERE e.user_id = u.id ORDER BY e.id LIMIT 1),
+                \(UserRecord.milliseconds("u.created_at")), u.disabled_at IS NOT NULL
+            FROM users u WHERE \(condition) ORDER BY u.id LIMIT 100
+            """, query
+        ).map { row in
+            UserSummary(
+                userID: try row.decode(at: 0), name: try row.decode(at: 1), email: try row.decode(at: 2), createdAt: try row.decode(at: 3),
+                isDisabled: try row.decode(at: 4))
+        }
+    }
+}

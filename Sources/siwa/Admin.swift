@@ -1,0 +1,196 @@
+import Accounts
+import ArgumentParser
+import Foundation
+import Identity
+import MariaDB
+import Server
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `siwa admin`: the operator's commands, with the configuration of `siwa serve`. Every change
+/// records an audit event naming the operator (the OS user running the command).
+struct Admin: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Find, show, disable, enable, export and delete users; end sessions; read the audit log.",
+        discussion: "Every change is recorded as an audit event `admin_<action>` naming the operator (the OS user).",
+        subcommands: [Find.self, Show.self, Disable.self, Enable.self, RevokeSession.self, Delete.self, Export.self, Audit.self],
+        aliases: ["users"])
+
+    /// `--json` of every command: JSON instead of a table.
+    struct Output: ParsableArguments {
+        @Flag(help: "Print JSON instead of a readable table.") var json = false
+    }
+
+    struct Find: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Find users by id, email (exact, any of theirs) or Apple sub.")
+        @Argument(help: "A user id, an email address or an Apple sub.") var query: String
+        @OptionGroup var output: Output
+
+        func run() throws {
+            let users = try withOperations { try $0.findUsers(query) }
+            if output.json {
+                print(AccountExportJSON.array(users.map(AdminText.json)))
+            } else if users.isEmpty {
+                print("no user matches \(query)")
+            } else {
+                AdminText.table(
+                    ["id", "name", "email", "created", "status"],
+                    users.map {
+                        [
+                            String($0.userID), $0.name ?? "", $0.email ?? "", AdminText.time($0.createdAt),
+                            $0.isDisabled ? "disabled" : "active",
+                        ]
+                    })
+            }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a user: profile, Apple identities, emails, sessions, synced items, latest audit events.")
+        @Argument(help: "The user id.") var user: UInt64
+        @OptionGroup var output: Output
+
+        func run() throws {
+            let export = try withOperations { try $0.export(userID: user) }
+            guard let export else { throw AdminFailure("no user \(user)") }
+            print(output.json ? AccountExportJSON.json(export) : AdminText.describe(export))
+        }
+    }
+
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Disable a user: every session ends now, sign-in answers 403 user_disabled; nothing is deleted.")
+        @Argument(help: "The user id.") var user: UInt64
+        @Option(help: "Why, kept with the user and in the audit event.") var reason: String?
+
+        func run() throws {
+            guard let ended = try withOperations({ try $0.disableUser(user, reason: reason, by: operatorName()) }) else {
+                throw AdminFailure("no user \(user)")
+            }
+            print("disabled user \(user); \(ended.count) session(s) ended")
+        }
+    }
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled user again: they can sign in.")
+        @Argument(help: "The user id.") var user: UInt64
+
+        func run() throws {
+            guard try withOperations({ try $0.enableUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
+            print("enabled user \(user)")
+        }
+    }
+
+    struct RevokeSession: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "End one active session, whoever's it is.")
+        @Argument(help: "The session id (siwa admin show lists them).") var session: UInt64
+
+        func run() throws {
+            guard try withOperations({ try $0.revokeSession(session, by: operatorName()) }) else {
+                throw AdminFailure("no active session \(session)")
+            }
+            print("revoked session \(session)")
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a user and everything theirs, as DELETE /auth/account does.",
+            discussion: """
+                Every session ends at once; Apple's refresh tokens are queued for revocation at Apple (sent by \
+                `siwa jobs`); the app's backend gets `user.deleted` with source `operator`.
+                """)
+        @Argument(help: "The user id.") var user: UInt64
+
+        func run() throws {
+            guard try withOperations({ try $0.deleteUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
+            print("deleted user \(user)")
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Everything stored about a user as JSON, as GET /auth/account/export gives it (no token, no hash).")
+        @Argument(help: "The user id.") var user: UInt64
+        @Option(name: .shortAndLong, help: "Write to this file (mode 0600) instead of standard output.") var output: String?
+
+        func run() throws {
+            guard let export = try withOperations({ try $0.export(userID: user) }) else { throw AdminFailure("no user \(user)") }
+            let json = AccountExportJSON.json(export) + "\n"
+            guard let output else { return print(json, terminator: "") }
+            guard FileManager.default.createFile(atPath: output, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600])
+            else { throw AdminFailure("cannot write \(output)") }
+            print("wrote \(output)")
+        }
+    }
+
+    struct Audit: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The latest audit events, of one user or of everyone; --follow for new ones.")
+        @Option(help: "Only this user's events.") var user: UInt64?
+        @Option(help: "How many of the latest events.") var limit = 20
+        @Flag(help: "Keep printing new events (every second) until interrupted.") var follow = false
+        @OptionGroup var output: Output
+
+        func run() throws {
+            guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1...10000") }
+            try withOperations { operations in
+                var last = try operations.auditEvents(userID: user, limit: limit).reversed().last?.id
+                try print(operations.auditEvents(userID: user, limit: limit).reversed())
+                while follow {
+                    Thread.sleep(forTimeInterval: 1)
+                    let events = try operations.auditEvents(userID: user, afterID: last ?? 0, limit: 1000).reversed()
+                    print(Array(events))
+                    last = events.last?.id ?? last
+                }
+            }
+        }
+
+        private func print(_ events: some Collection<UserRecord.AuditEvent>) {
+            for event in events {
+                Swift.print(
+                    output.json
+                        ? AccountExportJSON.json(event)
+                        : "\(AdminText.time(event.occurredAt))  #\(event.id)  \(event.type)  user \(event.userID.map(String.init) ?? "-")  "
+                            + "session \(event.sessionID.map(String.init) ?? "-")  \(event.remoteAddress ?? "-")  \(event.detail ?? "")")
+            }
+        }
+    }
+}
+
+/// A command that found nothing to act on: its message on standard error, exit status 1.
+struct AdminFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs `body` with the use cases on one database connection, as `siwa serve`'s workers have them.
+func withOperations<T>(_ body: (Operations) throws -> T) throws -> T {
+    let config = try loadConfiguration()
+    let logger = makeLogger(config, label: "siwa-admin")
+    initializeMariaDBLibrary()
+    let core = IdentityCore(apple: nil, sessions: nil, database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox())
+    let operations = Operations(core: core, database: config.database, logger: logger)
+    defer {
+        operations.close()
+        core.syncCommits.stop()
+    }
+    do {
+        return try body(operations)
+    } catch let failure as AdminFailure {
+        throw failure
+    } catch let error as MariaDBError {
+        FileHandle.standardError.write(Data("database: \(error)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// The operator named in audit events: the OS user, and the user who ran sudo.
+func operatorName() -> String {
+    let user = getpwuid(geteuid()).flatMap { String(validatingCString: $0.pointee.pw_name) } ?? "uid \(geteuid())"
+    if let sudo = ProcessInfo.processInfo.environment["SUDO_USER"], !sudo.isEmpty, sudo != user { return "\(user) (sudo by \(sudo))" }
+    return user
+}
