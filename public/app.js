@@ -8,6 +8,7 @@ const signInErrors = {
   user_cancelled_authorize: "Sign-in was cancelled.",
   invalid_token: "Apple's answer could not be verified. Please try again.",
   invalid_request: "Apple's answer was incomplete. Please try again.",
+  user_disabled: "This account is disabled. Please contact support.",
 };
 
 // The app's name and whether it syncs progress (GET /auth/web/settings: SIWA_APP_NAME,
@@ -22,6 +23,13 @@ const statusMessages = {
   503: "The service is not available at the moment. Try again in a few seconds.",
 };
 
+// What went wrong, for the notice: siwa's errors are JSON; nginx's own (siwa down, too many
+// requests) are pages.
+async function failure(response) {
+  const body = await response.json().catch(() => ({}));
+  return new Error(body.message || statusMessages[response.status] || `Something went wrong (${response.status}). Please try again.`);
+}
+
 async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -29,11 +37,7 @@ async function api(method, path, body) {
     method, credentials: "same-origin", headers, body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (response.status === 401) return null;
-  if (!response.ok) {
-    // siwa's errors are JSON; nginx's own (siwa down, too many requests) are pages.
-    const body = await response.json().catch(() => ({}));
-    throw new Error(body.message || statusMessages[response.status] || `Something went wrong (${response.status}). Please try again.`);
-  }
+  if (!response.ok) throw await failure(response);
   return response.status === 204 ? {} : response.json();
 }
 
@@ -127,6 +131,22 @@ document.addEventListener("DOMContentLoaded", () => {
     history.replaceState(null, "", location.pathname);
   }
   $("sign-out").addEventListener("click", () => act(() => api("POST", "/auth/logout"), "Signed out."));
+  // The export as a file; a refusal (five exports in the last hour) as a message, not a file.
+  $("download-data").addEventListener("click", (event) => {
+    event.preventDefault();
+    fetch("/auth/account/export", { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(async (response) => {
+        if (!response.ok) throw await failure(response);
+        const name = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "")?.[1] || "account.json";
+        const link = document.createElement("a");
+        link.href = URL.createObjectURL(await response.blob());
+        link.download = name;
+        link.click();
+        URL.revokeObjectURL(link.href);
+        notice("");
+      })
+      .catch((error) => notice(error.message));
+  });
   $("delete-account").addEventListener("click", () => {
     $("delete-confirmation").hidden = false;
     $("delete-account").hidden = true;
@@ -140,5 +160,5 @@ document.addEventListener("DOMContentLoaded", () => {
     await api("DELETE", "/auth/account");
     closeConfirmation();
   }, "Your account and all its data were deleted."));
-  render().catch((failure) => notice(failure.message));
+  render().catch((error) => notice(error.message));
 });

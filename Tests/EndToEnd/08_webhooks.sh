@@ -67,8 +67,8 @@ request POST /auth/logout -H "$(bearer "$ACCESS")"
 expect_status 204 "B signs out"
 signed_in_user WebhookC
 C_USER=$USER_ID
-siwa_with_env "$E2E_BIN" "$DIR/siwa.env" users delete "$C_USER" | grep -q "deleted user $C_USER" || fail "siwa users delete"
-siwa_with_env "$E2E_BIN" "$DIR/siwa.env" users delete "$C_USER" 2>/dev/null && fail "deleting a deleted user succeeded"
+siwa_with_env "$E2E_BIN" "$DIR/siwa.env" admin delete "$C_USER" | grep -q "deleted user $C_USER" || fail "siwa admin delete"
+siwa_with_env "$E2E_BIN" "$DIR/siwa.env" admin delete "$C_USER" 2>/dev/null && fail "deleting a deleted user succeeded"
 request GET /auth/me -H "$(bearer "$ACCESS")"
 expect_status 401 "C's access token after the operator deleted C"
 

@@ -204,13 +204,18 @@ with Browser() as browser:
     if browser.evaluate("document.title") != "Web Browser: Example Lessons" or text(browser, "app-name") != "Example Lessons":
         fail(f"the signed-in page's title and heading (SIWA_APP_NAME): {browser.evaluate('document.title')}, {text(browser, 'app-name')}")
     looks_finished(browser, "the signed-in page", "!document.getElementById('signed-in').hidden")
+    exported = browser.evaluate(
+        "fetch(document.getElementById('download-data').href).then(async r => [r.status, r.headers.get('Content-Disposition'),"
+        " (await r.json()).emails.map(e => e.address)])")
+    if exported[0] != 200 or not exported[1].startswith("attachment") or exported[2] != ["web.e2e@example.com"]:
+        fail(f"Download my data with the page's cookie: {exported}")
     cookies = {cookie["name"]: cookie for cookie in browser.cookies()}
     session = cookies.get("__Host-siwa_session")
     if not session or not session["httpOnly"] or not session["secure"] or session.get("sameSite") != "Lax" or session["path"] != "/":
         fail(f"the session cookie: {session}")
     if "__Host-siwa_signin" in cookies:
         fail("the browser-binding cookie was not cleared")
-    ok("the page's button, the emulator's consent, the form post and the signed-in page with name, email and device; "
+    ok("the page's button, the emulator's consent, the form post and the signed-in page with name, email, device and Download my data; "
        "the session cookie is __Host-, HttpOnly, Secure, SameSite=Lax")
 
     # --- Cookie writes need our Origin.

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The operator's `siwa admin` against the stack's database, each command as an operator runs it:
+# find a user by email, id and sub; show them (Apple's real-user signal, sessions, synced items);
+# disable (their access token gets 401 at /auth/me and /sync at once, a new sign-in 403
+# user_disabled) and enable (sign-in works again); end one session; the user's own export and the
+# operator's, holding none of the test's tokens, codes or nonces; the audit log naming the
+# operator; delete.
+set -euo pipefail
+. "$(dirname "$0")/assert.sh"
+. "$(dirname "$0")/apple_helpers.sh"
+
+ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
+# The tokens, codes and nonces this check makes are those remembered from here on.
+first_secret=$(($(wc -l <"$SECRETS" 2>/dev/null || echo 0) + 1))
+signed_in_user admin "\"realUserStatus\":2"
+request POST /sync -H "$(bearer "$ACCESS")" -H 'Content-Type: application/json' \
+    -d '{"cursor":null,"progress":[{"beliefSystemId":"stoicism","lessonId":"l1","status":"completed","score":80,"earnedXp":50,"completedAt":1700000000000}]}'
+expect_status 200 "a sync"
+email=admin.notify@example.com
+
+for query in "$email" "$USER_ID" "$SUB"; do
+    found=$(siwa admin find "$query" --json)
+    [ "$(json 0.id <<<"$found")" = "$USER_ID" ] || fail "siwa admin find $query: $found"
+done
+siwa admin find nobody@example.com | grep -q "no user matches" || fail "siwa admin find of nobody"
+shown=$(siwa admin show "$USER_ID")
+grep -q "real user: likely real" <<<"$shown" && grep -q "synced: 1 lesson(s)" <<<"$shown" && grep -q "sessions: 1 active" <<<"$shown" \
+    || fail "siwa admin show: $shown"
+pass "siwa admin find by email, id and sub; show has Apple's real-user signal (likely real), the session and the synced lesson"
+
+siwa admin disable "$USER_ID" --reason "e2e check" | grep -q "disabled user $USER_ID; 1 session(s) ended" || fail "siwa admin disable"
+request GET /auth/me -H "$(bearer "$ACCESS")"
+expect_status 401 "a disabled user's access token at /auth/me"
+request POST /sync -H "$(bearer "$ACCESS")" -H 'Content-Type: application/json' -d '{"cursor":null}'
+expect_status 401 "a disabled user's access token at /sync"
+nonce="nonce-admin-$RANDOM$RANDOM"
+apple_sign_in "$APPLE_USER" com.example.siwa "$nonce"
+sign_in "{\"identityToken\":\"$TOKEN\",\"nonce\":\"$nonce\"}"
+expect_status 403 "a disabled user's sign-in"
+[ "$(json error <<<"$BODY")" = user_disabled ] || fail "a disabled user's sign-in: $BODY"
+siwa admin show "$USER_ID" | grep -q "^DISABLED since .*: e2e check" || fail "siwa admin show of a disabled user"
+siwa admin enable "$USER_ID" | grep -q "enabled user $USER_ID" || fail "siwa admin enable"
+nonce="nonce-admin-$RANDOM$RANDOM"
+apple_sign_in "$APPLE_USER" com.example.siwa "$nonce"
+sign_in "{\"identityToken\":\"$TOKEN\",\"nonce\":\"$nonce\"}"
+expect_status 200 "an enabled user's sign-in"
+pass "siwa admin disable: the access token gets 401 at /auth/me and /sync at once, sign-in 403 user_disabled; enable: sign-in works"
+
+request GET /auth/account/export -H "$(bearer "$ACCESS")"
+expect_status 200 "the user's export"
+expect_header 'content-disposition: attachment; filename="account-' "the export's download name"
+[ "$(json user.id <<<"$BODY")" = "$USER_ID" ] && [ "$(json sync.progress.0.lessonId <<<"$BODY")" = l1 ] || fail "the export: $BODY"
+own=$BODY
+siwa admin export "$USER_ID" -o "$E2E_TMP/admin_export.json" >/dev/null
+[ "$(stat -c %a "$E2E_TMP/admin_export.json")" = 600 ] || fail "the operator's export file is not 0600"
+tail -n "+$first_secret" "$SECRETS" | grep -v -e '@' -e '^$' >"$E2E_TMP/admin_secrets"
+for export in "$own" "$(cat "$E2E_TMP/admin_export.json")"; do
+    found=$(grep -F -o -f "$E2E_TMP/admin_secrets" <<<"$export" | head -1 || true)
+    [ -z "$found" ] || fail "an export holds a token, code or nonce: ${found:0:16}…"
+done
+pass "GET /auth/account/export and siwa admin export (0600) hold the user and the synced lesson, and none of the $(wc -l <"$E2E_TMP/admin_secrets") tokens, codes and nonces"
+
+session=$(siwa admin show "$USER_ID" --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin)["sessions"] if "revokedAt" not in s][0])')
+siwa admin revoke-session "$session" | grep -q "revoked session $session" || fail "siwa admin revoke-session"
+request GET /auth/me -H "$(bearer "$ACCESS")"
+expect_status 401 "the access token of a session an operator ended"
+audit=$(siwa admin audit --user "$USER_ID" --limit 20 --json)
+operator=$(id -un)
+for action in admin_disable admin_enable admin_revoke_session; do
+    grep "\"type\":\"$action\"" <<<"$audit" | grep -q "\"operator\": *\"$operator" || fail "no $action naming $operator: $audit"
+done
+siwa admin delete "$USER_ID" | grep -q "deleted user $USER_ID" || fail "siwa admin delete"
+siwa admin show "$USER_ID" 2>/dev/null && fail "siwa admin show of a deleted user succeeded"
+siwa admin audit --limit 50 --json | grep "\"type\":\"admin_delete\"" | grep -q "\"userId\":\"$USER_ID\"" || fail "no admin_delete in the log"
+pass "siwa admin revoke-session ends it at once; audit shows disable, enable and revoke-session naming $operator; delete, then show exits 1"
