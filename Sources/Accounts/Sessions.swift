@@ -38,6 +38,9 @@ package enum Sessions {
         case reused(Active)
     }
 
+    /// A maximum lifetime that never ends a session (no `SIWA_SESSION_MAX_LIFETIME`): 100 years.
+    package static let unlimited = 3_153_600_000
+
     /// The longest device label kept.
     package static let maximumDeviceLength = 128
 
@@ -47,9 +50,10 @@ package enum Sessions {
     ///   - appleClientID: the client id (bundle id or Services ID) the user signed in with; Apple
     ///     refusing that client's token ends the session.
     ///   - lifetime: seconds without use after which the session expires.
+    ///   - maximumLifetime: seconds after which the session ends however often it is refreshed.
     package static func create(
         userID: UInt64, appleClientID: String?, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int,
-        on connection: Connection
+        maximumLifetime: Int = unlimited, on connection: Connection
     ) throws -> UInt64 {
         let device = AppleAccounts.sanitizedName(device, maximum: maximumDeviceLength)
         // Only for a user who is not disabled, in the same statement: it reads the user's row with
@@ -59,7 +63,7 @@ package enum Sessions {
             """
             INSERT INTO sessions (user_id, apple_client_id, device, cookie_hash, expires_at)
             SELECT id, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND FROM users WHERE id = ? AND disabled_at IS NULL
-            """, appleClientID, device, cookieHash, lifetime, userID)
+            """, appleClientID, device, cookieHash, min(lifetime, maximumLifetime), userID)
         guard inserted.affectedRows == 1 else { throw AccountDisabled(userID: userID) }
         let sessionID = inserted.lastInsertID
         if let refreshTokenHash {
@@ -76,9 +80,11 @@ package enum Sessions {
     /// never has more than one live token. Must run inside a transaction, which the caller commits
     /// also for `.reused` (so the revocation stays).
     package static func rotate(
-        presentedHash: [UInt8], nextHash: [UInt8], lifetime: Int, reuseInterval: Int = 0, remoteAddress: String?,
-        on connection: Connection
+        presentedHash: [UInt8], nextHash: [UInt8], lifetime: Int, maximumLifetime: Int = unlimited, reuseInterval: Int = 0,
+        remoteAddress: String?, on connection: Connection
     ) throws -> Rotation {
+        // Extended by `lifetime`, never past `maximumLifetime` after the session began.
+        let expiry = "LEAST(UTC_TIMESTAMP(3) + INTERVAL ? SECOND, s.created_at + INTERVAL ? SECOND)"
         guard
             let row = try connection.query(
                 """
@@ -98,8 +104,8 @@ package enum Sessions {
             _ = try connection.execute(
                 "UPDATE refresh_tokens SET spent_at = UTC_TIMESTAMP(3) WHERE session_id = ? AND spent_at IS NULL", session.sessionID)
             _ = try connection.execute(
-                "UPDATE sessions SET last_used_at = UTC_TIMESTAMP(3), expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = ?",
-                lifetime, session.sessionID)
+                "UPDATE sessions s SET s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = \(expiry) WHERE s.id = ?",
+                lifetime, maximumLifetime, session.sessionID)
         } else if spent {
             _ = try revoke(session.sessionID, reason: "refresh_token_reuse", on: connection)
             try AuditLog.record(
@@ -112,10 +118,10 @@ package enum Sessions {
             _ = try connection.execute(
                 """
                 UPDATE refresh_tokens t JOIN sessions s ON s.id = t.session_id
-                SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND,
+                SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = \(expiry),
                     s.previous_token_hash = t.token_hash, s.rotated_at = UTC_TIMESTAMP(3)
                 WHERE t.token_hash = ?
-                """, lifetime, presentedHash)
+                """, lifetime, maximumLifetime, presentedHash)
         }
         _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
         return .rotated(session)

@@ -33,6 +33,8 @@ package struct BackgroundJobs {
     }
 
     let apple: AppleServices
+    /// Days audit events are kept (`SIWA_AUDIT_RETENTION_DAYS`); nil keeps them.
+    let auditRetentionDays: Int?
     let settings: SessionSettings
     let database: Connection
     let logger: Logger
@@ -49,8 +51,9 @@ package struct BackgroundJobs {
 
     package init(
         apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, webhooks: WebhookSettings? = nil,
-        batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock()
+        auditRetentionDays: Int? = nil, batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock()
     ) {
+        self.auditRetentionDays = auditRetentionDays
         self.apple = apple
         self.settings = settings
         self.database = database
@@ -73,6 +76,7 @@ package struct BackgroundJobs {
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
             + AppleNotifications.purgeOld(on: database) + WebhookDeliveries.purgeOld(on: database)
             + SessionRevocations.purgeOld(on: database)
+            + (auditRetentionDays.map { try AuditLog.purge(olderThan: $0, on: database) } ?? 0)
         return summary
     }
 

@@ -63,6 +63,7 @@ extension Operations {
             try transaction { connection in
                 let rotation = try Sessions.rotate(
                     presentedHash: presentedHash, nextHash: next.hash, lifetime: settings.lifetime,
+                    maximumLifetime: settings.maximumLifetime,
                     reuseInterval: settings.refreshReuseInterval, remoteAddress: remoteAddress, on: connection)
                 if case .reused(let session) = rotation {
                     try report(

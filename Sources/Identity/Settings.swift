@@ -77,13 +77,17 @@ package struct SessionSettings: Sendable {
     package var dataKeys: DataKeys
     /// Seconds a session lives without a refresh.
     package var lifetime: Int
+    /// Seconds after which a session ends however often it is refreshed (`Sessions.unlimited` for never).
+    package var maximumLifetime: Int
     /// Seconds during which the refresh token rotated last may be presented again (a retry whose
     /// answer was lost) without being taken for reuse; 0 turns it off.
     package var refreshReuseInterval: Int
 
     package init(
-        publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000, refreshReuseInterval: Int = 10
+        publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000,
+        maximumLifetime: Int = Sessions.unlimited, refreshReuseInterval: Int = 10
     ) {
+        self.maximumLifetime = maximumLifetime
         self.publicURL = publicURL
         self.accessTokens = accessTokens
         self.dataKeys = dataKeys

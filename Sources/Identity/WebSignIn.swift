@@ -161,7 +161,7 @@ extension Operations {
             do {
                 sessionID = try Sessions.create(
                     userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
-                    lifetime: settings.lifetime,
+                    lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime,
                     on: connection)
             } catch is AccountDisabled {
                 // Nothing was written but the spent handle, which stays spent.

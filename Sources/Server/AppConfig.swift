@@ -1,3 +1,4 @@
+import Accounts
 import AppleID
 import Foundation
 import HTTPClient
@@ -51,6 +52,8 @@ package struct AppConfig: Sendable {
     package var webhooks: WebhookSettings?
     /// What the account page shows of the app.
     package var page: PageSettings
+    /// Days audit events are kept; nil keeps them.
+    package var auditRetentionDays: Int?
 
     /// One documented configuration key.
     package struct Key: Sendable {
@@ -148,6 +151,12 @@ package struct AppConfig: Sendable {
             name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000",
             summary: "a session ends after this long without a refresh"),
         Key(
+            name: "SIWA_SESSION_MAX_LIFETIME", type: "seconds 3600...315360000", defaultValue: "(none)",
+            summary: "a session ends this long after it began, however often it is refreshed"),
+        Key(
+            name: "SIWA_AUDIT_RETENTION_DAYS", type: "days 1...3650", defaultValue: "(none: kept)",
+            summary: "audit events older than this are purged by `siwa jobs`"),
+        Key(
             name: "SIWA_REFRESH_REUSE_INTERVAL", type: "seconds 0...300", defaultValue: "10",
             summary:
                 "the refresh token rotated last, presented again this soon (a retry whose answer was lost), gets a new pair instead of ending the session; 0 turns it off"
@@ -212,6 +221,8 @@ package struct AppConfig: Sendable {
         accessTokenAlgorithm = reader.accessTokenAlgorithm()
         webhooks = reader.webhookSettings()
         page = reader.pageSettings()
+        auditRetentionDays =
+            reader.optionalString("SIWA_AUDIT_RETENTION_DAYS") == nil ? nil : reader.integer("SIWA_AUDIT_RETENTION_DAYS", in: 1...3650)
         reader.rejectUnknownKeys()
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
@@ -345,9 +356,13 @@ extension EnvironmentReader {
         }
         let lifetime = integer("SIWA_SESSION_LIFETIME", in: 3600...31_536_000)
         let reuseInterval = integer("SIWA_REFRESH_REUSE_INTERVAL", in: 0...300)
+        let maximumLifetime =
+            optionalString("SIWA_SESSION_MAX_LIFETIME") == nil
+            ? Sessions.unlimited : integer("SIWA_SESSION_MAX_LIFETIME", in: 3600...315_360_000)
         guard let tokens, let keys else { return nil }
         return SessionSettings(
-            publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime, refreshReuseInterval: reuseInterval)
+            publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime, maximumLifetime: maximumLifetime,
+            refreshReuseInterval: reuseInterval)
     }
 
     /// The webhook settings; nil (and no problem) when no endpoint is set, or when a problem was

@@ -37,7 +37,7 @@ struct Jobs: ParsableCommand {
         defer { database.close() }
         let jobs = BackgroundJobs(
             apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger,
-            webhooks: config.webhooks)
+            webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays)
         // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
         let stop = Atomic<Bool>(false)
         if !once {

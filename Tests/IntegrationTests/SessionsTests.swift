@@ -54,6 +54,44 @@ import Testing
         #expect(try count("SELECT COUNT(*) FROM refresh_tokens WHERE spent_at IS NULL") == 1)
     }
 
+    @Test("A maximum lifetime caps the session from its start: a new session and every rotation end at created_at + maximum")
+    func maximumLifetime() throws {
+        let userID = try user()
+        let sessionID = try connection.transaction {
+            try Sessions.create(
+                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+                maximumLifetime: 7200, on: connection)
+        }
+        let span = "SELECT TIMESTAMPDIFF(SECOND, created_at, expires_at) FROM sessions WHERE id = \(sessionID)"
+        #expect(try count(span) == 3600, "below the maximum, the lifetime")
+        _ = try connection.execute("UPDATE sessions SET created_at = created_at - INTERVAL 5000 SECOND WHERE id = ?", sessionID)
+        let rotated = try connection.transaction {
+            try Sessions.rotate(
+                presentedHash: hash(1), nextHash: hash(2), lifetime: 3600, maximumLifetime: 7200, remoteAddress: nil, on: connection)
+        }
+        #expect(rotated == .rotated(Sessions.Active(sessionID: sessionID, userID: userID)))
+        #expect(try count(span) == 7200, "a refresh 5,000 s in extends to the maximum only")
+        // 3,000 s later: 8,000 s after it began.
+        _ = try connection.execute(
+            "UPDATE sessions SET created_at = created_at - INTERVAL 3000 SECOND, expires_at = expires_at - INTERVAL 3000 SECOND WHERE id = ?",
+            sessionID)
+        let late = try connection.transaction {
+            try Sessions.rotate(
+                presentedHash: hash(2), nextHash: hash(3), lifetime: 3600, maximumLifetime: 7200, remoteAddress: nil, on: connection)
+        }
+        #expect(late == .inactive, "past the maximum the session has ended, however often it was refreshed")
+    }
+
+    @Test("Audit events older than the retention are purged; newer ones stay")
+    func auditRetention() throws {
+        let userID = try user()
+        try AuditLog.record("old_event", userID: userID, on: connection)
+        _ = try connection.execute("UPDATE audit_events SET occurred_at = occurred_at - INTERVAL 3 DAY WHERE event_type = 'old_event'")
+        try AuditLog.record("new_event", userID: userID, on: connection)
+        #expect(try AuditLog.purge(olderThan: 2, on: connection) == 1)
+        #expect(try AuditLog.recent(userID: userID, limit: 10, on: connection).map(\.type) == ["new_event"])
+    }
+
     @Test("Rotation spends the token and issues the next; a spent token again revokes the family and is audited")
     func rotationAndReuse() throws {
         let userID = try user()
