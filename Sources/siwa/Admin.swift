@@ -138,12 +138,16 @@ struct Admin: ParsableCommand {
         func run() throws {
             guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1...10000") }
             try withOperations { operations in
-                var last = try operations.auditEvents(userID: user, limit: limit).reversed().last?.id
-                try print(operations.auditEvents(userID: user, limit: limit).reversed())
+                let latest = try operations.auditEvents(userID: user, limit: limit).reversed()
+                print(latest)
+                fflush(nil)
+                var last = latest.last?.id
                 while follow {
                     Thread.sleep(forTimeInterval: 1)
                     let events = try operations.auditEvents(userID: user, afterID: last ?? 0, limit: 1000).reversed()
                     print(Array(events))
+                    // Each event as it comes, also into a pipe.
+                    fflush(nil)
                     last = events.last?.id ?? last
                 }
             }
@@ -183,7 +187,10 @@ func withOperations<T>(_ body: (Operations) throws -> T) throws -> T {
     } catch let failure as AdminFailure {
         throw failure
     } catch let error as MariaDBError {
-        FileHandle.standardError.write(Data("database: \(error)\n".utf8))
+        // An operator's terminal: the library's message (values redacted), and the likely fix of a
+        // missing column or table.
+        let hint = [1054, 1146].contains(error.errno) ? " (is the schema current? siwa migrate)" : ""
+        FileHandle.standardError.write(Data("database: \(error.debugDescription)\(hint)\n".utf8))
         throw ExitCode(1)
     }
 }
