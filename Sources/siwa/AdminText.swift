@@ -15,14 +15,8 @@ enum AdminText {
         }
     }
 
-    /// Unix milliseconds as `2026-11-23 14:05:09Z`.
-    static func time(_ milliseconds: Int64) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
-    }
+    /// Unix milliseconds as `2026-11-23T14:05:09Z`, like the webhook commands' times.
+    static func time(_ milliseconds: Int64) -> String { Webhooks.time(milliseconds / 1000) }
 
     static func json(_ user: UserSummary) -> String {
         JSONText.object([
