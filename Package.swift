@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Sync's merge rules, shared by the server and the app: no dependencies.
@@ -41,20 +43,37 @@ let package = Package(
         // Wrappers: the only importers of their C module.
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: swiftSettings),
         .target(name: "JOSE", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        .target(name: "MariaDB", dependencies: ["CMariaDB"], swiftSettings: swiftSettings),
+        .target(
+            name: "MariaDB", dependencies: ["CMariaDB", .product(name: "CoreMetrics", package: "swift-metrics")],
+            swiftSettings: swiftSettings),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: swiftSettings),
 
+        // Metrics: the families the modules record into (swift-metrics), and their Prometheus exposition.
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings),
+
         // Domain: Apple's protocol, without FastCGI or SQL.
-        .target(name: "AppleID", dependencies: ["JOSE", "HTTPClient"], swiftSettings: swiftSettings),
+        .target(
+            name: "AppleID",
+            dependencies: ["JOSE", "HTTPClient", "Telemetry", .product(name: "CoreMetrics", package: "swift-metrics")],
+            swiftSettings: swiftSettings),
 
         // Accounts: users, identities, emails, sessions, sync: the SQL, and the migrations.
-        .target(name: "Accounts", dependencies: ["MariaDB", "JOSE", "SyncRules"], swiftSettings: swiftSettings),
+        .target(
+            name: "Accounts",
+            dependencies: ["MariaDB", "JOSE", "SyncRules", "Telemetry", .product(name: "CoreMetrics", package: "swift-metrics")],
+            swiftSettings: swiftSettings),
 
         // Use cases: our tokens and the operations of the HTTP contract, without HTTP.
         .target(
             name: "Identity",
             dependencies: [
-                "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", .product(name: "Logging", package: "swift-log"),
+                "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -63,16 +82,17 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "HTTPClient", "SyncRules",
-                .product(name: "Logging", package: "swift-log"),
+                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "HTTPClient", "SyncRules", "Telemetry",
+                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
+                "Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

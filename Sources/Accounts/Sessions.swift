@@ -30,6 +30,9 @@ package enum Sessions {
     package enum Rotation: Sendable, Equatable {
         /// The token was current: it is now spent and `nextHash` is the session's token.
         case rotated(Active)
+        /// The token was spent by the latest rotation, within the reuse interval (a retry whose
+        /// answer was lost): the token that answer carried is retired and `nextHash` is the session's.
+        case reissued(Active)
         /// No such token.
         case unknown
         /// The token's session is revoked or expired.
@@ -106,6 +109,8 @@ package enum Sessions {
             _ = try connection.execute(
                 "UPDATE sessions s SET s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = \(expiry) WHERE s.id = ?",
                 lifetime, maximumLifetime, session.sessionID)
+            _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
+            return .reissued(session)
         } else if spent {
             _ = try revoke(session.sessionID, reason: "refresh_token_reuse", on: connection)
             try AuditLog.record(

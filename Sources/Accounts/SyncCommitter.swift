@@ -1,8 +1,10 @@
+import CoreMetrics
 import Dispatch
 import Foundation
 package import MariaDB
 import SyncRules
 import Synchronization
+import Telemetry
 
 /// Group commit of sync writes: the changing syncs of several users that arrive together are
 /// written in one transaction, with one batch execution per table and one durable commit,
@@ -96,6 +98,8 @@ package final class SyncCommitter: Sendable {
 
     private let shared = Shared()
     private let database: Configuration
+    /// Writes per committed batch (`siwa_sync_commit_group_requests`).
+    private let groupSizes = Recorder(label: MetricNames.syncCommitGroup)
 
     /// - Parameter database: where each committer thread opens its own connection (on its first
     ///   batch). The threads start with the first write.
@@ -138,7 +142,9 @@ package final class SyncCommitter: Sendable {
         guard accepted else { return false }
         if startThreads {
             for _ in 0..<SyncCommitter.committers {
-                Thread.detachNewThread { [shared, database] in SyncCommitter.run(shared, database: database) }
+                Thread.detachNewThread { [shared, database, groupSizes] in
+                    SyncCommitter.run(shared, database: database, groupSizes: groupSizes)
+                }
             }
         }
         if ring { shared.doorbell.signal() }
@@ -147,7 +153,7 @@ package final class SyncCommitter: Sendable {
 
     /// A committer thread: sleeps until rung, then commits batches while they may start, on the
     /// connection it owns.
-    private static func run(_ shared: Shared, database: Configuration) {
+    private static func run(_ shared: Shared, database: Configuration, groupSizes: Recorder) {
         let connection = Connection(configuration: database)
         defer { connection.close() }
         while true {
@@ -160,6 +166,7 @@ package final class SyncCommitter: Sendable {
             guard batch != nil else { return }
             while let writes = batch, !writes.isEmpty {
                 let outcomes = commit(writes, on: connection)
+                groupSizes.record(writes.count)
                 for (write, committed) in zip(writes, outcomes) { write.finish(committed) }
                 // The next batch is this committer's if it may start now; otherwise the next
                 // write that makes one possible rings for it.

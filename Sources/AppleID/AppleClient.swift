@@ -1,6 +1,8 @@
+package import CoreMetrics
 import Foundation
 package import HTTPClient
 import JOSE
+import Telemetry
 
 /// Apple's `TokenResponse` (`POST /auth/token`).
 package struct AppleTokenResponse: Sendable, Equatable, Decodable {
@@ -72,6 +74,7 @@ package final class AppleClient {
     package let baseURL: String
     private let http: HTTPClient
     private let secrets: ClientSecretFactory
+    private let metrics = AppleCallMetrics()
 
     package init(baseURL: String, http: HTTPClient, secrets: ClientSecretFactory) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
@@ -108,28 +111,32 @@ package final class AppleClient {
     /// Revokes a token (`POST /auth/revoke`). Apple answers 200 both when it revoked the token and
     /// when the token was already invalid; both return normally.
     package func revoke(_ token: String, kind: TokenKind, clientID: String) throws {
-        let response = try send(
-            .form(
-                url: baseURL + "/auth/revoke",
-                [
-                    ("client_id", clientID), ("client_secret", try secret(clientID)), ("token", token), ("token_type_hint", kind.rawValue),
-                ]))
-        guard response.status == 200 else { throw Self.error(from: response) }
+        let request = HTTPRequest.form(
+            url: baseURL + "/auth/revoke",
+            [("client_id", clientID), ("client_secret", try secret(clientID)), ("token", token), ("token_type_hint", kind.rawValue)])
+        try metrics.measure("revoke") {
+            let response = try send(request)
+            guard response.status == 200 else { throw Self.error(from: response) }
+        }
     }
 
     /// Fetches Apple's key set (`GET /auth/keys`) with its `Cache-Control: max-age`.
-    package static func fetchKeys(baseURL: String, http: HTTPClient) throws -> AppleKeyCache.Fetched {
+    package static func fetchKeys(baseURL: String, http: HTTPClient, metrics: AppleCallMetrics = AppleCallMetrics()) throws
+        -> AppleKeyCache.Fetched
+    {
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        let response: HTTPResponse
-        do {
-            response = try http.send(HTTPRequest(method: "GET", url: base + "/auth/keys", headers: [("Accept", "application/json")]))
-        } catch let error as HTTPClientError {
-            throw AppleAPIError(.unreachable, reason: error.description)
+        return try metrics.measure("keys") {
+            let response: HTTPResponse
+            do {
+                response = try http.send(HTTPRequest(method: "GET", url: base + "/auth/keys", headers: [("Accept", "application/json")]))
+            } catch let error as HTTPClientError {
+                throw AppleAPIError(.unreachable, reason: error.description)
+            }
+            guard response.status == 200 else {
+                throw AppleAPIError(.unexpectedResponse, status: response.status, reason: "GET /auth/keys")
+            }
+            return AppleKeyCache.Fetched(body: response.body, maxAge: CacheControl.maxAge(response.header("cache-control")))
         }
-        guard response.status == 200 else {
-            throw AppleAPIError(.unexpectedResponse, status: response.status, reason: "GET /auth/keys")
-        }
-        return AppleKeyCache.Fetched(body: response.body, maxAge: CacheControl.maxAge(response.header("cache-control")))
     }
 
     private func secret(_ clientID: String) throws -> String {
@@ -141,12 +148,14 @@ package final class AppleClient {
     }
 
     private func tokenCall(_ fields: [(String, String)]) throws -> AppleTokenResponse {
-        let response = try send(.form(url: baseURL + "/auth/token", fields, headers: [("Accept", "application/json")]))
-        guard response.status == 200 else { throw Self.error(from: response) }
-        do {
-            return try JSONDecoder().decode(AppleTokenResponse.self, from: Data(response.body))
-        } catch {
-            throw AppleAPIError(.unexpectedResponse, status: 200, reason: "the token response is not a TokenResponse")
+        try metrics.measure("token") {
+            let response = try send(.form(url: baseURL + "/auth/token", fields, headers: [("Accept", "application/json")]))
+            guard response.status == 200 else { throw Self.error(from: response) }
+            do {
+                return try JSONDecoder().decode(AppleTokenResponse.self, from: Data(response.body))
+            } catch {
+                throw AppleAPIError(.unexpectedResponse, status: 200, reason: "the token response is not a TokenResponse")
+            }
         }
     }
 
@@ -167,5 +176,34 @@ package final class AppleClient {
             return AppleAPIError(code, status: response.status)
         }
         return AppleAPIError(.unexpectedResponse, status: response.status)
+    }
+}
+
+/// Calls to Apple in the process's metrics: `siwa_apple_requests_total` by endpoint and result (`ok`
+/// or the `AppleAPIError` code), and their durations.
+package struct AppleCallMetrics: Sendable {
+    private let calls: MetricFamily<Counter>
+    private let durations: MetricFamily<CoreMetrics.Timer>
+
+    package init(factory: any MetricsFactory = MetricsSystem.factory) {
+        calls = MetricFamily(counter: MetricNames.appleCalls, labels: ["endpoint", "result"], factory: factory)
+        durations = MetricFamily(timer: MetricNames.appleCallDuration, labels: ["endpoint"], factory: factory)
+    }
+
+    /// Runs the call `body` to `endpoint`, counting its result and recording its duration.
+    func measure<T>(_ endpoint: String, _ body: () throws -> T) throws -> T {
+        let started = ContinuousClock.now
+        defer { durations[endpoint].recordSince(started) }
+        do {
+            let value = try body()
+            calls[endpoint, "ok"].increment()
+            return value
+        } catch let error as AppleAPIError {
+            calls[endpoint, error.code.rawValue].increment()
+            throw error
+        } catch {
+            calls[endpoint, "error"].increment()
+            throw error
+        }
     }
 }

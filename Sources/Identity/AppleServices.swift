@@ -1,6 +1,8 @@
 package import AppleID
+import CoreMetrics
 import HTTPClient
 package import Logging
+import Telemetry
 
 /// The process-wide Sign in with Apple parts, shared by every worker thread: Apple's keys, the
 /// identity-token and notification verifiers on them, and the client-secret factory.
@@ -22,10 +24,10 @@ package final class AppleServices: Sendable {
     ///   - logger: where failed fetches of Apple's keys are logged.
     package init(
         settings: AppleSettings, keys: (any AppleKeySource)? = nil, clock: any WallClock = SystemClock(),
-        logger: Logger = Logger(label: "siwa.apple")
+        logger: Logger = Logger(label: "siwa.apple"), metrics: IdentityMetrics = IdentityMetrics()
     ) {
         self.settings = settings
-        let keys = keys ?? AppleServices.keyCache(settings, clock: clock, logger: logger)
+        let keys = keys ?? AppleServices.keyCache(settings, clock: clock, logger: logger, metrics: metrics)
         self.keys = keys
         identityTokens = IdentityTokenVerifier(keys: keys, policy: settings.identityTokenPolicy)
         notifications = NotificationVerifier(keys: keys, policy: settings.identityTokenPolicy)
@@ -36,7 +38,8 @@ package final class AppleServices: Sendable {
     }
 
     /// The cache of Apple's keys, fetched from `GET /auth/keys` of the base URL.
-    private static func keyCache(_ settings: AppleSettings, clock: any WallClock, logger: Logger) -> AppleKeyCache {
+    private static func keyCache(_ settings: AppleSettings, clock: any WallClock, logger: Logger, metrics: IdentityMetrics) -> AppleKeyCache
+    {
         var cacheSettings = AppleKeyCache.Settings()
         cacheSettings.cooldown = settings.keysCooldown
         cacheSettings.waitTimeout = settings.http.timeout
@@ -47,8 +50,11 @@ package final class AppleServices: Sendable {
             settings: cacheSettings, clock: { clock.now() },
             fetch: {
                 do {
-                    return try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http))
+                    let fetched = try AppleClient.fetchKeys(baseURL: baseURL, http: HTTPClient(configuration: http))
+                    metrics.keyFetches["ok"].increment()
+                    return fetched
                 } catch {
+                    metrics.keyFetches[IdentityMetrics.code(of: error)].increment()
                     logger.warning("fetching Apple's keys failed; the cached keys stay in use", metadata: ["error": "\(error)"])
                     throw error
                 }

@@ -19,13 +19,16 @@ package final class IdentityCore: Sendable {
     package let sessionCache: SessionCache
     /// Where lifecycle events for the app's backend are recorded (nothing when no endpoint is set).
     package let webhooks: WebhookOutbox
+    /// The use cases' counters.
+    package let metrics: IdentityMetrics
 
     /// - Parameters:
     ///   - database: where the sync committer opens its own connections.
     package init(
         apple: AppleServices?, sessions: SessionSettings?, database: Configuration, webhooks: WebhookOutbox = WebhookOutbox(),
-        clock: any WallClock = SystemClock()
+        clock: any WallClock = SystemClock(), metrics: IdentityMetrics = IdentityMetrics()
     ) {
+        self.metrics = metrics
         self.apple = apple
         self.sessions = sessions
         self.webhooks = webhooks

@@ -1,8 +1,10 @@
 package import Accounts
 import AppleID
+import CoreMetrics
 import JOSE
 import Logging
 import MariaDB
+import Telemetry
 
 extension Operations {
     /// Handles one of Apple's server-to-server notifications: verifies it like an identity token
@@ -17,6 +19,7 @@ extension Operations {
             notification = try apple.notifications.verify(payload, now: clock.now())
         } catch let error as SignInError {
             logger.warning("Apple notification refused", metadata: ["reason": "\(error.code.rawValue)"])
+            core.metrics.notifications["unverified", "refused"].increment()
             throw error
         }
         let (outcome, userID) = try retryingConflicts {
@@ -25,6 +28,7 @@ extension Operations {
         // Consent revoked or the account deleted: its sessions ended.
         if let userID, outcome == .processed { core.sessionCache.forget(userID: userID) }
         logger.info("Apple notification", metadata: ["type": "\(notification.kind.name)", "outcome": "\(outcome.rawValue)"])
+        core.metrics.notifications[notification.kind.name, outcome.rawValue].increment()
         return outcome
     }
 
@@ -90,12 +94,17 @@ extension Operations {
     /// sync's own statements check (see `authenticateDeferringSessionCheck`).
     /// - Throws: `IdentityError(.sessionEnded)` when that session is no longer active.
     package func sync(_ principal: Principal, uncheckedSession: UInt64?, changes: SyncChanges) throws -> SyncDelta {
-        let delta = try retryingConflicts {
-            try SyncStore.sync(
-                userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
-                cache: core.syncCache)
+        let metrics = core.metrics
+        metrics.syncBatchSize.record(changes.progress.count + changes.achievements.count + (changes.profile == nil ? 0 : 1))
+        return try metrics.counting(metrics.syncRequests, [], success: "ok") {
+            let delta = try retryingConflicts {
+                try SyncStore.sync(
+                    userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
+                    cache: core.syncCache)
+            }
+            guard let delta else { throw IdentityError(.sessionEnded) }
+            metrics.syncRowsWritten.increment(by: delta.changed)
+            return delta
         }
-        guard let delta else { throw IdentityError(.sessionEnded) }
-        return delta
     }
 }

@@ -1,8 +1,10 @@
 package import Accounts
 import AppleID
+import CoreMetrics
 import JOSE
 import Logging
 package import MariaDB
+import Telemetry
 
 /// Who is calling a protected operation: the user and the session, and how they proved it.
 package struct Principal: Sendable, Equatable {
@@ -72,8 +74,9 @@ extension Operations {
                 return rotation
             }
         }
+        core.metrics.refreshes[rotation.metricLabel].increment()
         switch rotation {
-        case .rotated(let session):
+        case .rotated(let session), .reissued(let session):
             return try issue(userID: session.userID, sessionID: session.sessionID, refreshToken: next.value)
         case .unknown:
             throw IdentityError(.refreshTokenUnknown)
@@ -170,5 +173,16 @@ extension Operations {
             logger.warning("health check: database unavailable", metadata: ["error": "\(error)"])
             return (false, keys)
         }
+    }
+
+    /// Seconds since Apple's key set was fetched; nil before the first fetch, or when this process
+    /// does not fetch them (a fixed key set).
+    package var appleKeysAge: Double? {
+        (core.apple?.keys as? AppleKeyCache)?.status.fetchedAt.map { clock.now() - $0 }
+    }
+
+    /// The backlogs of the revocation and webhook outboxes.
+    package func outboxBacklogs() throws -> [Outboxes.Backlog] {
+        try Outboxes.backlogs(on: database)
     }
 }

@@ -1,10 +1,12 @@
 package import Accounts
 import AppleID
+import CoreMetrics
 import Foundation
 import HTTPClient
 import JOSE
 import Logging
 import MariaDB
+import Telemetry
 
 /// What a client presented to sign in: Apple's identity token, and what came with it.
 package struct SignInAttempt: Sendable {
@@ -53,6 +55,12 @@ extension Operations {
     /// - Throws: `SignInError` for a refused identity token; `IdentityError` for a reused nonce,
     ///   a `user` that is not the token's subject, or a code Apple refused or could not take.
     package func signIn(_ attempt: SignInAttempt, device: String?, remoteAddress: String?) throws -> Grant {
+        try core.metrics.counting(core.metrics.signIns, ["native"], success: "success") {
+            try signInOnce(attempt, device: device, remoteAddress: remoteAddress)
+        }
+    }
+
+    private func signInOnce(_ attempt: SignInAttempt, device: String?, remoteAddress: String?) throws -> Grant {
         let settings = try requireSessions()
         let verified = try verify(attempt, audience: nil, redirectURI: nil)
         let refreshToken = try OpaqueToken()

@@ -1,10 +1,12 @@
 import Accounts
 import AppleID
+import CoreMetrics
 import Foundation
 import HTTPClient
 import JOSE
 import Logging
 import MariaDB
+import Telemetry
 
 /// The web flow with the Services ID, in three steps:
 ///
@@ -75,6 +77,20 @@ extension Operations {
     /// - Throws: `IdentityError(.alreadyCompleted)` when a concurrent callback finished it first,
     ///   `.nonceReused`, and Apple's failures to take the code.
     package func completeWebCallback(_ callback: WebCallback) throws -> String? {
+        // A callback that leaves a handle is counted when the browser redeems it.
+        do {
+            guard let handle = try completeWebCallbackOnce(callback) else {
+                core.metrics.signIns["web", "unknown_state"].increment()
+                return nil
+            }
+            return handle
+        } catch {
+            core.metrics.signIns["web", IdentityMetrics.code(of: error)].increment()
+            throw error
+        }
+    }
+
+    private func completeWebCallbackOnce(_ callback: WebCallback) throws -> String? {
         let apple = try requireApple()
         let settings = try requireSessions()
         guard let state = callback.state, let stateHash = OpaqueToken.hash(of: state),
@@ -175,6 +191,7 @@ extension Operations {
         if redemption == .otherBrowser {
             logger.warning("web sign-in completed in another browser than the one that started it")
         }
+        core.metrics.signIns["web", redemption.metricLabel].increment()
         return redemption
     }
 }

@@ -1,4 +1,5 @@
 internal import CMariaDB
+internal import CoreMetrics
 
 /// Calls `mysql_library_init` (not thread-safe). Call once, in `main`, before any thread connects.
 package func initializeMariaDBLibrary() {
@@ -26,6 +27,9 @@ package final class Connection {
     /// Whether the open transaction has begun on the server: lost with the connection, it cannot be
     /// resumed on another. Without autocommit its first statement begins it.
     private var transactionBegun = false
+    /// Whether a connection was open before, so that the next connect is a reconnect.
+    private var connectedBefore = false
+    private let metrics = ConnectionMetrics()
 
     /// Session settings applied on every (re)connect: UTC times and strict data checks, and the
     /// configuration's commit mode.
@@ -55,12 +59,14 @@ package final class Connection {
     /// - Throws: `MariaDBError(.connectionLost)` when the server cannot be reached.
     package func ping() throws {
         let started = ContinuousClock.now
-        do {
-            try pingOnce()
-        } catch let error as MariaDBError where error.code == .connectionLost {
-            disconnect()
-            guard !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
-            try pingOnce()
+        try recordingFailures {
+            do {
+                try pingOnce()
+            } catch let error as MariaDBError where error.code == .connectionLost {
+                disconnect()
+                guard !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
+                try pingOnce()
+            }
         }
     }
 
@@ -101,7 +107,7 @@ package final class Connection {
         try requireCommitMode()
         guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
         let values = rows.map { $0.map(\.databaseValue) }
-        return try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) }
+        return try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) } }
     }
 
     /// Runs SQL text without binds over the text protocol, several statements when the configuration
@@ -146,7 +152,17 @@ package final class Connection {
 
     private func perform(_ sql: String, _ values: [Value], retryAnyLoss: Bool) throws -> (rows: [Row], result: ExecutionResult) {
         try requireCommitMode()
-        return try retryingLoss(anyLoss: retryAnyLoss) { try statement(for: sql).execute(values) }
+        return try recordingFailures { try retryingLoss(anyLoss: retryAnyLoss) { try statement(for: sql).execute(values) } }
+    }
+
+    /// Runs `body`, counting the database error it throws (`ConnectionMetrics`).
+    private func recordingFailures<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as MariaDBError {
+            metrics.failed(error)
+            throw error
+        }
     }
 
     /// Runs `body` (one statement), again once on a new connection when the connection was lost outside
@@ -178,12 +194,14 @@ package final class Connection {
 
     private func command(_ sql: String, retryable: Bool) throws {
         let started = ContinuousClock.now
-        do {
-            try run(sql)
-        } catch let error as MariaDBError where error.code == .connectionLost {
-            disconnect()
-            guard retryable, !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
-            try run(sql)
+        try recordingFailures {
+            do {
+                try run(sql)
+            } catch let error as MariaDBError where error.code == .connectionLost {
+                disconnect()
+                guard retryable, !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
+                try run(sql)
+            }
         }
     }
 
@@ -257,6 +275,8 @@ package final class Connection {
             throw MariaDBError(.connectionLost, errno: error.errno, sqlState: error.sqlState, message: error.message)
         }
         handle = mysql
+        if connectedBefore { metrics.reconnects.increment() }
+        connectedBefore = true
     }
 
     private func disconnect() {
@@ -269,6 +289,34 @@ package final class Connection {
         MariaDBError(
             errno: mysql_errno(mysql), sqlState: String(cString: mysql_sqlstate(mysql)),
             message: String(cString: mysql_error(mysql)), file: file, line: line)
+    }
+}
+
+/// The connection's counters in the process's metrics system: database errors by kind
+/// (`siwa_database_errors_total`) and reconnects (`siwa_database_reconnects_total`).
+private struct ConnectionMetrics {
+    let reconnects: Counter
+    private let errors: [String: Counter]
+
+    init(factory: any MetricsFactory = MetricsSystem.factory) {
+        reconnects = Counter(label: "siwa_database_reconnects_total", factory: factory)
+        errors = Dictionary(
+            uniqueKeysWithValues: ["connection_lost", "deadlock", "lock_wait_timeout", "duplicate_entry", "statement_failed", "other"].map {
+                ($0, Counter(label: "siwa_database_errors_total", dimensions: [("kind", $0)], factory: factory))
+            })
+    }
+
+    func failed(_ error: MariaDBError) {
+        let kind =
+            switch error.code {
+            case .connectionLost: "connection_lost"
+            case .deadlock: "deadlock"
+            case .lockWaitTimeout: "lock_wait_timeout"
+            case .duplicateEntry: "duplicate_entry"
+            case .statementFailed: "statement_failed"
+            case .typeMismatch, .misuse: "other"
+            }
+        errors[kind]?.increment()
     }
 }
 

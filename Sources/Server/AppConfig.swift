@@ -40,6 +40,10 @@ package struct AppConfig: Sendable {
     package var database: MariaDB.Configuration
     /// The log level.
     package var logLevel: Logger.Level
+    /// How log lines are written: readable text, or one JSON object per line.
+    package var logFormat: LogFormat
+    /// Whether `serve` records metrics and answers `GET /metrics`.
+    package var metricsEnabled: Bool
     /// Directory with the `NNNN_name.sql` migration files.
     package var migrationsDirectory: String
     /// Sign in with Apple settings; nil when no `SIWA_APPLE_*` key is set (`serve` then refuses to start).
@@ -87,7 +91,13 @@ package struct AppConfig: Sendable {
             summary: "read and write timeout on an open connection: a frozen database fails a request with 503 within it"),
         Key(
             name: "SIWA_LOG_LEVEL", type: "trace|debug|info|notice|warning|error|critical", defaultValue: "info",
-            summary: "log level (logs go to standard error)"),
+            summary: "log level (logs go to standard error); info logs every request"),
+        Key(
+            name: "SIWA_LOG_FORMAT", type: "text|json", defaultValue: "text",
+            summary: "json writes one JSON object per line, for a log pipeline"),
+        Key(
+            name: "SIWA_METRICS", type: "true|false", defaultValue: "true",
+            summary: "serve Prometheus metrics at GET /metrics (nginx lets loopback only reach it)"),
         Key(name: "SIWA_MIGRATIONS_DIR", type: "path", defaultValue: "sql", summary: "directory of the NNNN_name.sql migrations"),
         Key(
             name: "SIWA_APPLE_TEAM_ID", type: "10 characters A-Z0-9", defaultValue: nil,
@@ -192,6 +202,8 @@ package struct AppConfig: Sendable {
         workerThreads = reader.integer("SIWA_WORKER_THREADS", in: 1...512)
         maxBodyBytes = reader.integer("SIWA_MAX_BODY_BYTES", in: 1024...16_777_216)
         logLevel = reader.logLevel("SIWA_LOG_LEVEL")
+        logFormat = reader.logFormat("SIWA_LOG_FORMAT")
+        metricsEnabled = reader.boolean("SIWA_METRICS")
         migrationsDirectory = reader.string("SIWA_MIGRATIONS_DIR")
 
         let socket = reader.optionalString("SIWA_DB_SOCKET")
@@ -477,6 +489,14 @@ struct EnvironmentReader {
             return 0o600
         }
         return value
+    }
+
+    mutating func logFormat(_ name: String) -> LogFormat {
+        guard let format = LogFormat(rawValue: string(name).lowercased()) else {
+            problem("\(name): expected text or json")
+            return .text
+        }
+        return format
     }
 
     mutating func logLevel(_ name: String) -> Logger.Level {

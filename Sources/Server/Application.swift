@@ -1,9 +1,11 @@
 import Accounts
 package import AppleID
+import CoreMetrics
 package import FastCGI
 package import Identity
 package import Logging
 import MariaDB
+package import Telemetry
 
 /// The process-wide, immutable part of the application: configuration, routes, logger, and the
 /// use cases' shared core.
@@ -12,6 +14,8 @@ package final class Application: Sendable {
     package let router: Router
     package let logger: Logger
     package let core: IdentityCore
+    /// The requests' metrics.
+    let requestMetrics: RequestMetrics
 
     /// The request headers the handlers read (`Caller`, `Cookies`); only these are copied out of
     /// the FastCGI parameters. `content-type` and `x-request-id` are filled from nginx's
@@ -23,18 +27,27 @@ package final class Application: Sendable {
     ///   - logger: the root logger.
     ///   - clock: the time of every use case (tests set it to their tokens' moment).
     ///   - appleKeys: Apple's keys; by default fetched from the configured base URL.
+    ///   - metrics: where the metrics go, served at `GET /metrics`; nil serves no metrics (they go to
+    ///     the metrics system's factory, which records nothing unless bootstrapped).
     ///   - extraRoutes: adds routes after the standard ones (tests use it).
     package init(
         config: AppConfig, logger: Logger, clock: any WallClock = SystemClock(), appleKeys: (any AppleKeySource)? = nil,
-        extraRoutes: (inout Router) -> Void = { _ in }
+        metrics: PrometheusExporter? = nil, extraRoutes: (inout Router) -> Void = { _ in }
     ) {
         self.config = config
         self.logger = logger
+        let factory = metrics?.factory ?? MetricsSystem.factory
+        let identityMetrics = IdentityMetrics(factory: factory)
         self.core = IdentityCore(
-            apple: config.apple.map { AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger) },
+            apple: config.apple.map {
+                AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger, metrics: identityMetrics)
+            },
             sessions: config.sessions,
-            database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox(), clock: clock)
+            database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox(), clock: clock, metrics: identityMetrics)
+        requestMetrics = RequestMetrics(workers: config.workerThreads, factory: factory)
         var router = Application.routes(page: config.page)
+        // Not part of the HTTP contract: an operator's endpoint, which nginx serves to loopback only.
+        if let metrics { router.add("GET", "/metrics", MetricsEndpoint(exporter: metrics).handle) }
         extraRoutes(&router)
         self.router = router
     }
@@ -78,7 +91,7 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let operations = Operations(core: core, database: config.database, logger: logger)
-        return Worker(router: router, operations: operations)
+        return Worker(router: router, operations: operations, metrics: requestMetrics)
     }
 
     /// Stops the sync committer threads and the session cache's poller, which close their
@@ -89,31 +102,60 @@ package final class Application: Sendable {
     }
 }
 
-/// One worker thread's request handler: routes the request and maps every error to a JSON response.
+/// One worker thread's request handler: routes the request, maps every error to a JSON response,
+/// and counts and logs each request (its route, status and duration).
 package final class Worker: RequestHandler {
     private let router: Router
     private let operations: Operations
+    private let metrics: RequestMetrics
 
-    init(router: Router, operations: Operations) {
+    init(router: Router, operations: Operations, metrics: RequestMetrics) {
         self.router = router
         self.operations = operations
+        self.metrics = metrics
     }
 
     package func respond(to request: Request) -> Response {
+        let started = ContinuousClock.now
+        metrics.busyWorkers.increment()
+        defer { metrics.busyWorkers.decrement() }
+        var route = "unmatched"
+        let response: Response
         do {
-            let (handler, parameters) = try router.match(request)
-            return try handler(request, parameters, operations)
+            let match = try router.match(request)
+            route = match.pattern
+            response = try match.handler(request, match.parameters, operations)
         } catch {
-            let response = ErrorResponses.response(for: error, request: request, logger: operations.logger)
-            return WebSignIn.isBrowserPath(request.path) ? WebSignIn.page(showing: response) : response
+            let refusal = ErrorResponses.response(for: error, request: request, logger: operations.logger)
+            response = WebSignIn.isBrowserPath(request.path) ? WebSignIn.page(showing: refusal) : refusal
         }
+        answered(request, route: route, status: response.status, since: started)
+        return response
     }
 
     package func respond(toUnreadableRequest error: FastCGIError) -> Response {
-        switch error.code {
-        case .bodyTooLarge: .error(HTTPError.payloadTooLarge)
-        default: .error(HTTPError.badRequest("The request body could not be read"))
-        }
+        let response: Response =
+            switch error.code {
+            case .bodyTooLarge: .error(HTTPError.payloadTooLarge)
+            default: .error(HTTPError.badRequest("The request body could not be read"))
+            }
+        answered(nil, route: "unreadable", status: response.status, since: .now)
+        return response
+    }
+
+    /// Counts the request and logs it at info: its id (nginx's `$request_id`), route, status and
+    /// milliseconds; never its path parameters, query or headers.
+    private func answered(_ request: Request?, route: String, status: Int, since start: ContinuousClock.Instant) {
+        metrics.answered(route: route, status: status, since: start)
+        guard operations.logger.logLevel <= .info else { return }
+        let elapsed = (ContinuousClock.now - start).components
+        operations.logger.info(
+            "request",
+            metadata: [
+                "request.id": "\(request?.headers["x-request-id"] ?? "-")", "method": "\(request?.method ?? "-")", "route": "\(route)",
+                "status": "\(status)",
+                "duration_ms": "\(Double(elapsed.seconds * 1000) + Double(elapsed.attoseconds / 1_000_000_000_000) / 1000)",
+            ])
     }
 
     package func close() {

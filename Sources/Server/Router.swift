@@ -25,16 +25,24 @@ package struct Router: Sendable {
     /// Every route as its method and pattern, in the order added.
     package var endpoints: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
 
+    /// A route found for a request.
+    package struct Match {
+        package let handler: Handler
+        package let parameters: [String: String]
+        /// The route's pattern, such as `/auth/sessions/{id}` (the metrics' and logs' `route`).
+        package let pattern: String
+    }
+
     /// Finds the handler of `request`. `HEAD` is answered by the `GET` route of the path; nginx
     /// sends the client its headers only (RFC 9110 §9.3.2).
     /// - Throws: `HTTPError` 404 when no route has this path, 405 when none has this method.
-    package func match(_ request: Request) throws -> (Handler, [String: String]) {
+    package func match(_ request: Request) throws -> Match {
         let segments = request.path.split(separator: "/")
         let method = request.method == "HEAD" ? "GET" : request.method
         var allowed: [String] = []
         for route in routes {
             guard let parameters = Router.parameters(route.segments, segments) else { continue }
-            if route.method == method { return (route.handler, parameters) }
+            if route.method == method { return Match(handler: route.handler, parameters: parameters, pattern: route.pattern) }
             allowed.append(route.method)
             if route.method == "GET" { allowed.append("HEAD") }
         }

@@ -1,5 +1,6 @@
 import AppleID
 import ArgumentParser
+import CoreMetrics
 import FastCGI
 import Foundation
 import HTTPClient
@@ -7,6 +8,7 @@ import Identity
 import Logging
 import MariaDB
 import Server
+import Telemetry
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -34,7 +36,10 @@ struct Serve: ParsableCommand {
         initializeMariaDBLibrary()
         initializeHTTPClientLibrary()
 
-        let application = Application(config: config, logger: logger)
+        // Every metric of the process goes to the exporter that GET /metrics renders.
+        let metrics = config.metricsEnabled ? PrometheusExporter() : nil
+        if let metrics { MetricsSystem.bootstrap(metrics.factory) }
+        let application = Application(config: config, logger: logger, metrics: metrics)
         if let keys = application.apple?.keys as? AppleKeyCache {
             // Fetch Apple's keys before the first sign-in needs them, without delaying the start.
             Thread.detachNewThread {

@@ -30,7 +30,10 @@ func loadConfiguration() throws -> AppConfig {
 
 /// Sends logs to standard error at the configured level.
 func makeLogger(_ config: AppConfig, label: String) -> Logger {
-    LoggingSystem.bootstrap(StreamLogHandler.standardError)
+    switch config.logFormat {
+    case .text: LoggingSystem.bootstrap(StreamLogHandler.standardError)
+    case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+    }
     var logger = Logger(label: label)
     logger.logLevel = config.logLevel
     return logger

@@ -124,7 +124,7 @@ import Testing
         let active = Sessions.Active(sessionID: sessionID, userID: userID)
         #expect(try rotate(1, 2, reuseInterval: 10) == .rotated(active))
         // The answer carrying token 2 was lost; the client presents token 1 again.
-        #expect(try rotate(1, 3, reuseInterval: 10) == .rotated(active), "a retry within the interval")
+        #expect(try rotate(1, 3, reuseInterval: 10) == .reissued(active), "a retry within the interval")
         #expect(try count("SELECT COUNT(*) FROM refresh_tokens WHERE spent_at IS NULL") == 1, "one live token per session")
         #expect(try rotate(3, 4, reuseInterval: 10) == .rotated(active), "the retry's token is the session's token")
         #expect(try Sessions.isActive(sessionID: sessionID, userID: userID, on: connection))

@@ -1,0 +1,39 @@
+import Accounts
+import CoreMetrics
+package import FastCGI
+package import Identity
+import Logging
+package import Telemetry
+
+/// `GET /metrics`: the process's metrics in Prometheus' text format, for a scraper on the host
+/// (nginx serves the location to loopback only; docs/OPERATIONS.md). Before rendering it reads
+/// what no event counts: the outboxes' backlogs (one query) and the age of Apple's keys.
+package struct MetricsEndpoint: Sendable {
+    private let exporter: PrometheusExporter
+    private let outboxDepth: MetricFamily<Gauge>
+    private let outboxOldestAge: MetricFamily<Gauge>
+    private let appleKeysAge: Gauge
+
+    package init(exporter: PrometheusExporter) {
+        self.exporter = exporter
+        let factory = exporter.factory
+        outboxDepth = MetricFamily(gauge: MetricNames.outboxDepth, labels: ["outbox"], factory: factory)
+        outboxOldestAge = MetricFamily(gauge: MetricNames.outboxOldestAge, labels: ["outbox"], factory: factory)
+        appleKeysAge = Gauge(label: MetricNames.appleKeysAge, factory: factory)
+    }
+
+    package func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) -> Response {
+        do {
+            for backlog in try operations.outboxBacklogs() {
+                outboxDepth[backlog.outbox].record(backlog.depth)
+                outboxOldestAge[backlog.outbox].record(backlog.oldestAge)
+            }
+        } catch {
+            // The scrape still answers: the database errors counter and /health tell the rest.
+            operations.logger.warning("metrics: the outboxes could not be read", metadata: ["error": "\(error)"])
+        }
+        appleKeysAge.record(operations.appleKeysAge ?? -1)
+        return Response(
+            status: 200, contentType: PrometheusExporter.contentType, headers: [("Cache-Control", "no-store")], body: exporter.render())
+    }
+}

@@ -1,0 +1,63 @@
+package import CoreMetrics
+import Synchronization
+
+/// The metrics of one name with label values known only at run time: one swift-metrics metric per
+/// combination of values, made through the factory on first use and kept.
+///
+/// Making a metric through swift-metrics costs a factory call (for Prometheus, label checks and a
+/// lookup under the registry's lock) each time; a family makes each combination once, so that a
+/// request pays one dictionary lookup.
+package final class MetricFamily<Metric: AnyObject & Sendable>: Sendable {
+    private let labelNames: [String]
+    private let make: @Sendable ([(String, String)]) -> Metric
+    private let metrics = Mutex<[[String]: Metric]>([:])
+
+    private init(labelNames: [String], make: @escaping @Sendable ([(String, String)]) -> Metric) {
+        self.labelNames = labelNames
+        self.make = make
+    }
+
+    /// The metric with these label values, in the order of the family's label names.
+    package subscript(_ values: String...) -> Metric { metric(values) }
+
+    /// The metric with these label values, in the order of the family's label names.
+    package func metric(_ values: [String]) -> Metric {
+        precondition(values.count == labelNames.count, "\(labelNames.count) label values expected")
+        if let metric = metrics.withLock({ $0[values] }) { return metric }
+        let made = make(Array(zip(labelNames, values)))
+        return metrics.withLock { metrics in
+            if let metric = metrics[values] { return metric }
+            metrics[values] = made
+            return made
+        }
+    }
+}
+
+extension MetricFamily where Metric == Counter {
+    /// Counters named `name`, labelled `labels`.
+    package convenience init(counter name: String, labels: [String], factory: any MetricsFactory = MetricsSystem.factory) {
+        self.init(labelNames: labels) { Counter(label: name, dimensions: $0, factory: factory) }
+    }
+}
+
+extension MetricFamily where Metric == CoreMetrics.Timer {
+    /// Duration histograms named `name`, labelled `labels` (their buckets: `MetricNames.durationBuckets`).
+    package convenience init(timer name: String, labels: [String], factory: any MetricsFactory = MetricsSystem.factory) {
+        self.init(labelNames: labels) { CoreMetrics.Timer(label: name, dimensions: $0, factory: factory) }
+    }
+}
+
+extension CoreMetrics.Timer {
+    /// Records the time since `start`.
+    package func recordSince(_ start: ContinuousClock.Instant) {
+        let elapsed = (ContinuousClock.now - start).components
+        recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+    }
+}
+
+extension MetricFamily where Metric == Gauge {
+    /// Gauges named `name`, labelled `labels`.
+    package convenience init(gauge name: String, labels: [String], factory: any MetricsFactory = MetricsSystem.factory) {
+        self.init(labelNames: labels) { Gauge(label: name, dimensions: $0, factory: factory) }
+    }
+}

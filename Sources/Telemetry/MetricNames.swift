@@ -1,0 +1,62 @@
+/// Every metric siwa exports, by its Prometheus name (docs/OPERATIONS.md lists them with their labels).
+package enum MetricNames {
+    /// Requests answered, by `route` (the route's pattern, `unmatched` for none) and `status`.
+    package static let requests = "siwa_http_requests_total"
+    /// Time from the request read to the response handed to the FastCGI connection, by `route`.
+    package static let requestDuration = "siwa_http_request_duration_seconds"
+    /// Worker threads answering a request right now.
+    package static let busyWorkers = "siwa_workers_busy"
+    /// Worker threads of the process.
+    package static let workers = "siwa_workers"
+
+    /// Sign-ins by `flow` (`native`, `web`) and `result` (`success` or the refusal's code).
+    package static let signIns = "siwa_sign_ins_total"
+    /// Refresh-token rotations by `result`: `rotated`, `reuse_interval` (a retry within the reuse
+    /// interval), `reuse_detected` (the session was revoked), `unknown`, `session_ended`, or an error.
+    package static let refreshes = "siwa_refreshes_total"
+
+    /// Calls to Apple by `endpoint` (`token`, `revoke`, `keys`) and `result` (`ok` or Apple's error).
+    package static let appleCalls = "siwa_apple_requests_total"
+    /// Duration of the calls to Apple, by `endpoint`.
+    package static let appleCallDuration = "siwa_apple_request_duration_seconds"
+    /// Fetches of Apple's key set by `result`.
+    package static let appleKeyFetches = "siwa_apple_key_fetches_total"
+    /// Seconds since Apple's key set was fetched (-1: never).
+    package static let appleKeysAge = "siwa_apple_keys_age_seconds"
+
+    /// Rows waiting in an outbox, by `outbox` (`revocations`, `webhooks`).
+    package static let outboxDepth = "siwa_outbox_depth"
+    /// Age in seconds of the oldest row of an outbox, 0 when it is empty.
+    package static let outboxOldestAge = "siwa_outbox_oldest_age_seconds"
+
+    /// Apple's server-to-server notifications by `type` and `outcome` (`processed`, `duplicate`,
+    /// `unknown_user`, ..., `refused`).
+    package static let notifications = "siwa_notifications_total"
+
+    /// Sync requests by `result` (`ok` or the refusal's code).
+    package static let syncRequests = "siwa_sync_requests_total"
+    /// Progress and achievement rows written by syncs.
+    package static let syncRowsWritten = "siwa_sync_rows_written_total"
+    /// Changes per sync request.
+    package static let syncBatchSize = "siwa_sync_batch_changes"
+    /// Sync requests committed together in one transaction of the group commit.
+    package static let syncCommitGroup = "siwa_sync_commit_group_requests"
+
+    /// Statements or connects that failed, by `kind` (`connection_lost`, `conflict`, `other`).
+    package static let databaseErrors = "siwa_database_errors_total"
+    /// Connections opened again after one was lost.
+    package static let databaseReconnects = "siwa_database_reconnects_total"
+
+    /// Histogram buckets of the duration metrics, in seconds: requests are answered in
+    /// milliseconds, a call to Apple in tens to hundreds of them.
+    package static let durationBuckets: [String: [Duration]] = [
+        requestDuration: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5].map(Duration.seconds),
+        appleCallDuration: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10].map(Duration.seconds),
+    ]
+
+    /// Histogram buckets of the value histograms.
+    package static let valueBuckets: [String: [Double]] = [
+        syncBatchSize: [0, 1, 5, 10, 25, 50, 100, 250, 500],
+        syncCommitGroup: [1, 2, 4, 8, 16, 32, 64],
+    ]
+}
