@@ -128,7 +128,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests",
-            dependencies: ["Server", "Identity", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport"],
+            dependencies: [
+                "Server", "Identity", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDEmulatorTests",
@@ -143,7 +146,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "MariaDB", "Server", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
-                "SIWAFixtures", .product(name: "Logging", package: "swift-log"),
+                "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,6 @@
 package import CoreMetrics
 import Foundation
-package import Prometheus
+import Prometheus
 import Synchronization
 
 /// The process's metrics in Prometheus' text format: everything recorded through swift-metrics
@@ -44,13 +44,17 @@ private final class ProcessMetrics: Sendable {
     private let cpuCounted = Mutex<Double>(0)
 
     init(registry: PrometheusCollectorRegistry) {
-        residentMemory = registry.makeGauge(name: "process_resident_memory_bytes", help: "Resident memory size in bytes.")
-        virtualMemory = registry.makeGauge(name: "process_virtual_memory_bytes", help: "Virtual memory size in bytes.")
-        openFiles = registry.makeGauge(name: "process_open_fds", help: "Number of open file descriptors.")
-        maximumFiles = registry.makeGauge(name: "process_max_fds", help: "Maximum number of open file descriptors.")
+        func descriptor(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(namespace: "process", metricName: name, unitName: unit, helpText: help)
+        }
+        residentMemory = registry.makeGauge(descriptor: descriptor("resident_memory", "bytes", "Resident memory size in bytes."))
+        virtualMemory = registry.makeGauge(descriptor: descriptor("virtual_memory", "bytes", "Virtual memory size in bytes."))
+        openFiles = registry.makeGauge(descriptor: descriptor("open", "fds", "Number of open file descriptors."))
+        maximumFiles = registry.makeGauge(descriptor: descriptor("max", "fds", "Maximum number of open file descriptors."))
         startTime = registry.makeGauge(
-            name: "process_start_time_seconds", help: "Start time of the process since the Unix epoch in seconds.")
-        cpuSeconds = registry.makeCounter(name: "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds.")
+            descriptor: descriptor("start_time", "seconds", "Start time of the process since the Unix epoch in seconds."))
+        cpuSeconds = registry.makeCounter(
+            descriptor: descriptor("cpu_seconds", "total", "Total user and system CPU time spent in seconds."))
     }
 
     func update() {

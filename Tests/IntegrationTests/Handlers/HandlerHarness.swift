@@ -10,6 +10,7 @@ import SIWAFixtures
 import SIWATestSupport
 import Server
 import Synchronization
+import Telemetry
 
 /// The application in process: requests go through `Worker.respond(to:)` (the `Request ->
 /// Response` boundary) with a real MariaDB, Apple's real keys (plus a test key for the web flow's
@@ -37,7 +38,7 @@ final class HandlerHarness {
 
     init(
         bundleIDs: [String] = [bundleID], servicesID: String? = servicesID, time: Double = 1_700_000_000,
-        environment extra: [String: String] = [:]
+        environment extra: [String: String] = [:], metrics: PrometheusExporter? = nil
     ) throws {
         database = try TestDatabase.migrated()
         connection = try database.connect()
@@ -66,7 +67,7 @@ final class HandlerHarness {
         webKey = try RSAPrivateKey()
         var keys = try AppleKeySet.parse(AppleFixtures.keySet())
         keys.append(AppleKey(keyID: HandlerHarness.webKeyID, algorithm: "RS256", publicKey: webKey.publicKey))
-        application = Application(config: config, logger: Logger(label: "handler-tests"), clock: clock, appleKeys: StaticAppleKeys(keys))
+        application = Application(config: config, logger: Logger(label: "handler-tests"), clock: clock, appleKeys: StaticAppleKeys(keys), metrics: metrics)
         worker = application.makeWorker(index: 0)
     }
 

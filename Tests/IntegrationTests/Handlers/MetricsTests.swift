@@ -1,0 +1,71 @@
+import FastCGI
+import JOSE
+import SIWAFixtures
+import Server
+import Telemetry
+import Testing
+
+/// `GET /metrics` in process: what the handlers answered, counted by route, status and outcome,
+/// with the outbox read from the database at the scrape.
+@Suite(.serialized) struct MetricsTests {
+    /// The scrape's value of `series` (written as in the exposition); nil when it is absent.
+    func value(_ series: String, in scrape: String) -> Double? {
+        scrape.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
+    }
+
+    @Test("Sign-ins, refusals, refreshes (rotation, retry, reuse) and a deletion's queued revocation appear in the scrape as counted")
+    func countsWhatHappened() throws {
+        let harness = try HandlerHarness(metrics: PrometheusExporter())
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        harness.issued.issue("code-1", subject: real.sub, audience: real.aud)
+        let signedIn = harness.signIn(real.token, code: "code-1", at: real.suggested_fixed_clock)
+        #expect(signedIn.status == 200, "\(signedIn.text)")
+        #expect(harness.signIn("not.a.token", at: real.suggested_fixed_clock).status == 401)
+        let body = try signedIn.json()
+        let refresh = try #require(try body.string("refreshToken"))
+        let rotated = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+        #expect(rotated.status == 200)
+        let second = try #require(try rotated.json().string("refreshToken"))
+        let retried = harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+        #expect(retried.status == 200)
+        let access = try #require(try retried.json().string("accessToken"))
+        #expect(harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(second)"}"#).status == 401)
+        let again = harness.signIn(real.token, at: real.suggested_fixed_clock)
+        let againAccess = try #require(try again.json().string("accessToken"))
+        #expect(harness.send("DELETE", "/auth/account", headers: harness.bearer(againAccess)).status == 204)
+        #expect(harness.send("GET", "/auth/me", headers: harness.bearer(access)).status == 401, "the deleted account's session")
+
+        let response = harness.send("GET", "/metrics")
+        #expect(response.status == 200)
+        #expect(response.contentType == "text/plain; version=0.0.4; charset=utf-8")
+        let scrape = response.text
+        let expected: [(String, Double)] = [
+            (#"siwa_sign_ins_total{flow="native",result="success"}"#, 2),
+            (#"siwa_sign_ins_total{flow="native",result="malformed_token"}"#, 1),
+            (#"siwa_http_requests_total{route="/auth/apple",status="200"}"#, 2),
+            (#"siwa_http_requests_total{route="/auth/apple",status="401"}"#, 1),
+            (#"siwa_refreshes_total{result="rotated"}"#, 1),
+            (#"siwa_refreshes_total{result="reuse_interval"}"#, 1),
+            (#"siwa_refreshes_total{result="reuse_detected"}"#, 1),
+            (#"siwa_http_requests_total{route="/auth/account",status="204"}"#, 1),
+            (#"siwa_http_request_duration_seconds_count{route="/auth/refresh"}"#, 3),
+            (#"siwa_outbox_depth{outbox="revocations"}"#, 1),
+            (#"siwa_outbox_depth{outbox="webhooks"}"#, 0),
+            ("siwa_workers", Double(harness.application.config.workerThreads)),
+        ]
+        for (series, count) in expected {
+            #expect(value(series, in: scrape) == count, "\(series)")
+        }
+        // The scrape itself is being answered.
+        #expect(value("siwa_workers_busy", in: scrape) == 1)
+        #expect((value("process_resident_memory_bytes", in: scrape) ?? 0) > 1_000_000)
+        #expect((value("process_open_fds", in: scrape) ?? 0) > 2)
+        #expect(!scrape.contains(refresh) && !scrape.contains(real.token))
+    }
+
+    @Test("Without metrics, GET /metrics is not a route")
+    func offByChoice() throws {
+        let harness = try HandlerHarness()
+        #expect(harness.send("GET", "/metrics").status == 404)
+    }
+}
