@@ -67,7 +67,8 @@ final class HandlerHarness {
         webKey = try RSAPrivateKey()
         var keys = try AppleKeySet.parse(AppleFixtures.keySet())
         keys.append(AppleKey(keyID: HandlerHarness.webKeyID, algorithm: "RS256", publicKey: webKey.publicKey))
-        application = Application(config: config, logger: Logger(label: "handler-tests"), clock: clock, appleKeys: StaticAppleKeys(keys), metrics: metrics)
+        application = Application(
+            config: config, logger: Logger(label: "handler-tests"), clock: clock, appleKeys: StaticAppleKeys(keys), metrics: metrics)
         worker = application.makeWorker(index: 0)
     }
 
