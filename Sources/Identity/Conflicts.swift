@@ -1,14 +1,19 @@
+import Foundation
 import MariaDB
 
-/// Runs a whole transaction `body` again (up to 3 times in all) when it lost a race: another
-/// worker created the same identity at the same moment (`.duplicateEntry`), or InnoDB chose it
-/// as a deadlock victim. The rolled-back attempt left nothing behind.
-package func retryingConflicts<T>(_ body: () throws -> T) throws -> T {
-    for _ in 1..<3 {
+/// Runs a whole transaction `body` again when it lost a race, up to `attempts` times in all: another
+/// worker created the same identity at the same moment (`.duplicateEntry`), InnoDB chose it as a
+/// deadlock victim, or, on a Galera cluster, another node committed a conflicting write first (the
+/// certification failure surfaces as a deadlock, 1213, often at COMMIT). The rolled-back attempt
+/// left nothing behind, so each attempt starts from the beginning and reads afresh. Between
+/// attempts it waits a random 1 to 5 ms times the attempt number, so that two writers that keep
+/// colliding drift apart.
+package func retryingConflicts<T>(attempts: Int = 5, _ body: () throws -> T) throws -> T {
+    for attempt in 1..<attempts {
         do {
             return try body()
         } catch let error as MariaDBError where error.code == .duplicateEntry || error.code == .deadlock {
-            continue
+            Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.005) * Double(attempt))
         }
     }
     return try body()

@@ -167,31 +167,43 @@ extension Operations {
         guard let handleHash = OpaqueToken.hash(of: handle) else { return .unknown }
         let bindingHash = SHA256.hash(Array((binding ?? "").utf8))
         let cookie = try OpaqueToken()
-        let redemption = try transaction { (connection: Connection) -> WebRedemption in
-            guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: connection) else { return .unknown }
-            guard constantTimeEquals(bindingHash, completed.bindingHash) else { return .otherBrowser }
-            guard completed.error == nil, let userID = completed.userID else {
-                return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
+        let redemption = try retryingConflicts {
+            try transaction { (connection: Connection) -> WebRedemption in
+                try redeem(
+                    handleHash: handleHash, bindingHash: bindingHash, cookie: cookie, servicesID: servicesID, settings: settings,
+                    device: device, remoteAddress: remoteAddress, on: connection)
             }
-            let sessionID: UInt64
-            do {
-                sessionID = try Sessions.create(
-                    userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
-                    lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime,
-                    on: connection)
-            } catch is AccountDisabled {
-                // Nothing was written but the spent handle, which stays spent.
-                return .failed(returnTo: completed.returnTo, code: "user_disabled")
-            }
-            try AuditLog.record(
-                "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: connection)
-            return .signedIn(returnTo: completed.returnTo, cookie: cookie.value)
         }
         if redemption == .otherBrowser {
             logger.warning("web sign-in completed in another browser than the one that started it")
         }
         core.metrics.signIns["web", redemption.metricLabel].increment()
         return redemption
+    }
+
+    /// The redemption's transaction.
+    private func redeem(
+        handleHash: [UInt8], bindingHash: [UInt8], cookie: OpaqueToken, servicesID: String?, settings: SessionSettings, device: String,
+        remoteAddress: String?, on connection: Connection
+    ) throws -> WebRedemption {
+        guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: connection) else { return .unknown }
+        guard constantTimeEquals(bindingHash, completed.bindingHash) else { return .otherBrowser }
+        guard completed.error == nil, let userID = completed.userID else {
+            return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
+        }
+        let sessionID: UInt64
+        do {
+            sessionID = try Sessions.create(
+                userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
+                lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime,
+                on: connection)
+        } catch is AccountDisabled {
+            // Nothing was written but the spent handle, which stays spent.
+            return .failed(returnTo: completed.returnTo, code: "user_disabled")
+        }
+        try AuditLog.record(
+            "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
+            detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: connection)
+        return .signedIn(returnTo: completed.returnTo, cookie: cookie.value)
     }
 }

@@ -1,12 +1,30 @@
 /// Where and how to connect to MariaDB. Built by the application from its own configuration.
 package struct Configuration: Sendable {
     /// The server address.
-    package enum Endpoint: Sendable, Equatable {
+    package enum Endpoint: Sendable, Equatable, CustomStringConvertible {
         case unixSocket(path: String)
         case tcp(host: String, port: Int)
+
+        /// `host:port`, or the socket's path.
+        package var description: String {
+            switch self {
+            case .unixSocket(let path): path
+            case .tcp(let host, let port): "\(host):\(port)"
+            }
+        }
     }
 
-    package var endpoint: Endpoint
+    /// The server address; the first of `endpoints`.
+    package var endpoint: Endpoint {
+        get { endpoints[0] }
+        set { endpoints = [newValue] + endpoints.dropFirst() }
+    }
+    /// The servers to use, in order of preference (the nodes of a Galera cluster): a connection
+    /// goes to the first that accepts it and, once its server is lost or not ready, to the next.
+    package var endpoints: [Endpoint]
+    /// `wsrep_sync_wait` of every session (0: off). On a Galera cluster, 1 makes each read wait
+    /// until the node has applied what the cluster committed before it (causal reads).
+    package var syncWait = 0
     package var user: String
     package var password: String?
     package var database: String?
@@ -25,7 +43,7 @@ package struct Configuration: Sendable {
         endpoint: Endpoint, user: String, password: String? = nil, database: String? = nil,
         connectTimeout: Int = 2, readWriteTimeout: Int = 30, allowsMultipleStatements: Bool = false
     ) {
-        self.endpoint = endpoint
+        self.endpoints = [endpoint]
         self.user = user
         self.password = password
         self.database = database

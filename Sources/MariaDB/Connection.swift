@@ -31,12 +31,20 @@ package final class Connection {
     private var connectedBefore = false
     private let metrics = ConnectionMetrics()
 
-    /// Session settings applied on every (re)connect: UTC times and strict data checks, and the
-    /// configuration's commit mode.
+    /// The index in `configuration.endpoints` of the server the next connect tries first: the one
+    /// that answered last, or the one after a server that was lost.
+    private var endpointIndex = 0
+
+    /// Session settings applied on every (re)connect: UTC times and strict data checks, the
+    /// configuration's commit mode, and causal reads when configured.
     private var initCommand: String {
         "SET SESSION time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
             + "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'" + (configuration.autocommit ? "" : ", autocommit = 0")
+            + (configuration.syncWait > 0 ? ", wsrep_sync_wait = \(configuration.syncWait)" : "")
     }
+
+    /// The server this connection uses (or will try first).
+    package var server: Configuration.Endpoint { configuration.endpoints[endpointIndex] }
 
     /// Creates a connection that opens on first use, so a worker starts even while the server is down.
     /// - Parameter configuration: where and how to connect.
@@ -63,7 +71,7 @@ package final class Connection {
             do {
                 try pingOnce()
             } catch let error as MariaDBError where error.code == .connectionLost {
-                disconnect()
+                dropServer()
                 guard !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
                 try pingOnce()
             }
@@ -175,7 +183,7 @@ package final class Connection {
             if inTransaction { transactionBegun = true }
             return value
         } catch let error as MariaDBError where error.code == .connectionLost {
-            disconnect()
+            dropServer()
             // Without autocommit, a transaction's first statement begins it: when its connection is
             // lost, the server keeps nothing of it, so it runs again on a new one like a read.
             let nothingBegun = inTransaction && !transactionBegun
@@ -198,7 +206,7 @@ package final class Connection {
             do {
                 try run(sql)
             } catch let error as MariaDBError where error.code == .connectionLost {
-                disconnect()
+                dropServer()
                 guard retryable, !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
                 try run(sql)
             }
@@ -212,9 +220,10 @@ package final class Connection {
     }
 
     /// Errors after which the statement cannot have been executed: the connection was refused, the
-    /// request could not be written (2006), or the server forgot the statement after a restart (1243).
+    /// request could not be written (2006), the server forgot the statement after a restart (1243),
+    /// or a Galera node out of the cluster refused it (1047).
     private static func neverReachedServer(_ error: MariaDBError) -> Bool {
-        [2002, 2003, 2006, 1243].contains(error.errno)
+        [2002, 2003, 2006, 1243, 1047].contains(error.errno)
     }
 
     private func statement(for sql: String) throws -> PreparedStatement {
@@ -233,7 +242,25 @@ package final class Connection {
         return handle!
     }
 
+    /// Connects to the servers in turn, from `endpointIndex`, until one accepts.
+    /// - Throws: the last server's failure.
     private func connect() throws {
+        let count = configuration.endpoints.count
+        var failure: (any Error)?
+        for offset in 0..<count {
+            let index = (endpointIndex + offset) % count
+            do {
+                try connect(to: configuration.endpoints[index])
+                endpointIndex = index
+                return
+            } catch {
+                failure = error
+            }
+        }
+        throw failure!
+    }
+
+    private func connect(to endpoint: Configuration.Endpoint) throws {
         guard let mysql = mysql_init(nil) else {
             fatalError("mysql_init failed: out of memory")
         }
@@ -251,7 +278,7 @@ package final class Connection {
         var host: String?
         var port: UInt32 = 0
         var socket: String?
-        switch configuration.endpoint {
+        switch endpoint {
         case .unixSocket(let path):
             socket = path
             host = "localhost"
@@ -283,6 +310,13 @@ package final class Connection {
         statements.removeAll()
         if let handle { mysql_close(handle) }
         handle = nil
+    }
+
+    /// Drops a connection whose server was lost or is not ready: the next connect tries the next
+    /// server first.
+    private func dropServer() {
+        disconnect()
+        endpointIndex = (endpointIndex + 1) % configuration.endpoints.count
     }
 
     private func failure(_ mysql: UnsafeMutablePointer<MYSQL>, file: String = #fileID, line: Int = #line) -> MariaDBError {

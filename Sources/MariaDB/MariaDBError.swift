@@ -46,7 +46,9 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
     package init(errno: UInt32, sqlState: String, message: String, file: String = #fileID, line: Int = #line) {
         let code: Code =
             switch errno {
-            case 2002, 2003, 2005, 2006, 2013, 2055, 1243, 1927, 1053, 4031: .connectionLost
+            // 1047: a Galera node that is not part of the primary component ("WSREP has not yet
+            // prepared node for application use"): the statement was refused, use another node.
+            case 2002, 2003, 2005, 2006, 2013, 2055, 1243, 1927, 1053, 4031, 1047: .connectionLost
             case 1062: .duplicateEntry
             case 1213: .deadlock
             case 1205: .lockWaitTimeout

@@ -80,8 +80,17 @@ package struct AppConfig: Sendable {
             name: "SIWA_MAX_BODY_BYTES", type: "int 1024...16777216", defaultValue: "1048576",
             summary: "hard limit on a request body (413 above)"),
         Key(name: "SIWA_DB_SOCKET", type: "path", defaultValue: nil, summary: "MariaDB unix socket (or SIWA_DB_HOST)"),
-        Key(name: "SIWA_DB_HOST", type: "host", defaultValue: nil, summary: "MariaDB TCP host (or SIWA_DB_SOCKET)"),
-        Key(name: "SIWA_DB_PORT", type: "int 1...65535", defaultValue: "3306", summary: "MariaDB TCP port"),
+        Key(
+            name: "SIWA_DB_HOST", type: "host[:port],...", defaultValue: nil,
+            summary:
+                "MariaDB TCP host (or SIWA_DB_SOCKET); several, in order of preference, for a Galera cluster: a worker whose node is lost or not ready moves to the next"
+        ),
+        Key(name: "SIWA_DB_PORT", type: "int 1...65535", defaultValue: "3306", summary: "MariaDB TCP port of a host without its own"),
+        Key(
+            name: "SIWA_DB_SYNC_WAIT", type: "int 0...15", defaultValue: nil,
+            summary:
+                "wsrep_sync_wait of every session: 1 (causal reads) by default with several hosts, so that a read sees what another node committed; 0 otherwise"
+        ),
         Key(name: "SIWA_DB_NAME", type: "string", defaultValue: nil, summary: "database (schema) name"),
         Key(name: "SIWA_DB_USER", type: "string", defaultValue: nil, summary: "database user"),
         Key(name: "SIWA_DB_PASSWORD_FILE", type: "path", defaultValue: "(none)", summary: "file holding the database password"),
@@ -207,27 +216,32 @@ package struct AppConfig: Sendable {
         migrationsDirectory = reader.string("SIWA_MIGRATIONS_DIR")
 
         let socket = reader.optionalString("SIWA_DB_SOCKET")
-        let host = reader.optionalString("SIWA_DB_HOST")
+        let hosts = reader.optionalString("SIWA_DB_HOST")
         let port = reader.integer("SIWA_DB_PORT", in: 1...65535)
-        let endpoint: MariaDB.Configuration.Endpoint
-        switch (socket, host) {
-        case (let socket?, nil): endpoint = .unixSocket(path: socket)
-        case (nil, let host?): endpoint = .tcp(host: host, port: port)
+        var endpoints: [MariaDB.Configuration.Endpoint]
+        switch (socket, hosts) {
+        case (let socket?, nil): endpoints = [.unixSocket(path: socket)]
+        case (nil, let hosts?): endpoints = reader.databaseHosts(hosts, defaultPort: port)
         case (.some, .some):
             reader.problem("SIWA_DB_SOCKET and SIWA_DB_HOST: set only one of them")
-            endpoint = .unixSocket(path: "")
+            endpoints = []
         case (nil, nil):
             reader.problem("SIWA_DB_SOCKET or SIWA_DB_HOST: one of them is required")
-            endpoint = .unixSocket(path: "")
+            endpoints = []
         }
+        if endpoints.isEmpty { endpoints = [.unixSocket(path: "")] }
         database = MariaDB.Configuration(
-            endpoint: endpoint,
+            endpoint: endpoints[0],
             user: reader.required("SIWA_DB_USER"),
             password: reader.secret("SIWA_DB_PASSWORD_FILE")?.value,
             database: reader.required("SIWA_DB_NAME"),
             connectTimeout: reader.integer("SIWA_DB_CONNECT_TIMEOUT", in: 1...60),
             readWriteTimeout: reader.integer("SIWA_DB_TIMEOUT", in: 1...3600)
         )
+        database.endpoints = endpoints
+        database.syncWait =
+            reader.optionalString("SIWA_DB_SYNC_WAIT") == nil
+            ? (endpoints.count > 1 ? 1 : 0) : reader.integer("SIWA_DB_SYNC_WAIT", in: 0...15)
         apple = reader.appleSettings(workerThreads: workerThreads)
         sessions = reader.sessionSettings(clock: clock)
         accessTokenAlgorithm = reader.accessTokenAlgorithm()
@@ -463,6 +477,22 @@ struct EnvironmentReader {
             return ""
         }
         return value
+    }
+
+    /// `host[:port],...` in order, each host at most once.
+    mutating func databaseHosts(_ list: String, defaultPort: Int) -> [MariaDB.Configuration.Endpoint] {
+        var endpoints: [MariaDB.Configuration.Endpoint] = []
+        for item in list.split(separator: ",", omittingEmptySubsequences: false).map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            let parts = item.split(separator: ":", omittingEmptySubsequences: false)
+            let port = parts.count == 2 ? Int(parts[1]) : defaultPort
+            guard !item.isEmpty, parts.count <= 2, !parts[0].isEmpty, let port, (1...65535).contains(port) else {
+                problem("SIWA_DB_HOST: expected host or host:port, comma-separated, got \"\(item)\"")
+                continue
+            }
+            endpoints.append(.tcp(host: String(parts[0]), port: port))
+        }
+        if Set(endpoints.map(\.description)).count != endpoints.count { problem("SIWA_DB_HOST: a host is listed twice") }
+        return endpoints
     }
 
     mutating func integer(_ name: String, in range: ClosedRange<Int>) -> Int {
