@@ -22,8 +22,10 @@ package struct MigrationError: Error, CustomStringConvertible {
 /// Applies `sql/NNNN_name.sql` files once each, in order, recording each in `schema_migrations`
 /// with its checksum; refuses to run when an applied file has changed or disappeared.
 ///
-/// MariaDB commits DDL implicitly, so a migration cannot be rolled back as a whole: keep one schema
-/// change per file. Concurrent runs are serialised with a named lock.
+/// MariaDB commits DDL implicitly, so a migration cannot be rolled back as a whole: from version
+/// `oneStatementFrom` on, a file holds one statement. Concurrent runs are serialised by a lease in
+/// the `schema_migrations_lock` row, which replicates (on a Galera cluster `GET_LOCK()` is local to
+/// a node, and a row lock would end at the first DDL's implicit commit).
 package struct Migrator: Sendable {
     package let migrations: [Migration]
 
@@ -48,8 +50,22 @@ package struct Migrator: Sendable {
             }
             migrations.append(migration)
         }
+        for migration in migrations where migration.version >= Migrator.oneStatementFrom {
+            let statements = Migrator.statementCount(migration.sql)
+            if statements != 1 { problems.append("\(migration.fileName): one statement per migration, found \(statements)") }
+        }
         if !problems.isEmpty { throw MigrationError(problems: problems) }
         self.migrations = migrations.sorted { $0.version < $1.version }
+    }
+
+    /// The first version held to one statement per file (the earlier files were applied as they are).
+    package static let oneStatementFrom = 12
+
+    /// The statements of a migration: its `;`-separated parts that are not empty once `--` comment
+    /// lines are left out. (A `;` inside a string literal would count as a separator.)
+    static func statementCount(_ sql: String) -> Int {
+        let code = sql.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("--") }.joined(separator: "\n")
+        return code.split(separator: ";").filter { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }.count
     }
 
     private static func parse(fileName: String, directory: String) -> Migration? {
@@ -79,17 +95,16 @@ package struct Migrator: Sendable {
     /// - Returns: the migrations applied by this call.
     /// - Throws: `MigrationError` when an applied file changed, disappeared, or a pending file is older
     ///   than an applied one; `MariaDBError` when a statement fails (naming the file in the log).
-    package func migrate(on connection: Connection, log: (String) -> Void = { _ in }) throws -> [Migration] {
-        guard try connection.query("SELECT GET_LOCK('siwa.migrate', 60)").first?.decode(Int?.self, at: 0) == 1 else {
-            throw MigrationError(problems: ["another migration run holds the lock"])
-        }
-        defer { _ = try? connection.query("SELECT RELEASE_LOCK('siwa.migrate')") }
+    package func migrate(on connection: Connection, wait: Double = 60, log: (String) -> Void = { _ in }) throws -> [Migration] {
+        let lease = try MigrationLease.acquire(on: connection, wait: wait)
+        defer { lease.release(on: connection) }
 
         let applied = try applied(on: connection)
         try verify(applied: applied)
         var done: [Migration] = []
         for migration in migrations where applied[migration.version] == nil {
             log("applying \(migration.fileName)")
+            try lease.renew(on: connection)
             do {
                 try connection.run(migration.sql)
             } catch {
@@ -132,4 +147,60 @@ package struct Migrator: Sendable {
             applied_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
         ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
         """
+}
+
+/// The lease that serialises migration runs, on every server of a cluster: the one row of
+/// `schema_migrations_lock` names its holder until it is released or expires (a run that died
+/// leaves it for `duration` seconds). Taking it is one conditional `UPDATE` in its own commit; two
+/// runs on two Galera nodes cannot both change the row (one fails certification).
+struct MigrationLease {
+    /// Seconds a lease lasts without renewal; renewed before each migration.
+    static let duration = 300
+    let holder: String
+
+    /// Takes the lease, waiting up to `wait` seconds for another run to release it.
+    /// - Throws: `MigrationError` when another run holds it all that time.
+    static func acquire(on connection: Connection, wait: Double) throws -> MigrationLease {
+        try connection.run(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations_lock (
+                id TINYINT UNSIGNED NOT NULL PRIMARY KEY,
+                holder CHAR(32) NULL,
+                expires_at DATETIME(3) NOT NULL
+            ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin
+            """)
+        _ = try connection.execute("INSERT IGNORE INTO schema_migrations_lock (id, holder, expires_at) VALUES (1, NULL, UTC_TIMESTAMP(3))")
+        let lease = MigrationLease(holder: try SecureRandom.bytes(count: 16).map { String(format: "%02x", $0) }.joined())
+        let deadline = Date().addingTimeInterval(wait)
+        while true {
+            do {
+                let taken = try connection.execute(
+                    """
+                    UPDATE schema_migrations_lock SET holder = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
+                    WHERE id = 1 AND (holder IS NULL OR expires_at < UTC_TIMESTAMP(3))
+                    """, lease.holder, duration)
+                if taken.affectedRows == 1 { return lease }
+            } catch let error as MariaDBError where error.code == .deadlock {
+                // Another node's run took it at the same moment.
+            }
+            guard Date() < deadline else { throw MigrationError(problems: ["another migration run holds the lock"]) }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
+
+    /// Extends the lease by `duration` from now.
+    /// - Throws: `MigrationError` when it expired and another run took it.
+    func renew(on connection: Connection) throws {
+        _ = try connection.execute(
+            "UPDATE schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = 1 AND holder = ?",
+            MigrationLease.duration, holder)
+        // Read back rather than counted: an update within the same millisecond changes no row.
+        let held: Bool? = try connection.query("SELECT holder <=> ? FROM schema_migrations_lock WHERE id = 1", holder).first?.decode(at: 0)
+        if held != true { throw MigrationError(problems: ["the migration lock expired and another run took it"]) }
+    }
+
+    /// Gives the lease up (best effort: it expires anyway).
+    func release(on connection: Connection) {
+        _ = try? connection.execute("UPDATE schema_migrations_lock SET holder = NULL WHERE id = 1 AND holder = ?", holder)
+    }
 }

@@ -21,6 +21,8 @@ package final class IdentityCore: Sendable {
     package let webhooks: WebhookOutbox
     /// The use cases' counters.
     package let metrics: IdentityMetrics
+    /// How many database servers the connections may use (the nodes of a cluster).
+    package let databaseServers: Int
 
     /// - Parameters:
     ///   - database: where the sync committer opens its own connections.
@@ -29,6 +31,7 @@ package final class IdentityCore: Sendable {
         clock: any WallClock = SystemClock(), metrics: IdentityMetrics = IdentityMetrics()
     ) {
         self.metrics = metrics
+        self.databaseServers = database.endpoints.count
         self.apple = apple
         self.sessions = sessions
         self.webhooks = webhooks

@@ -164,14 +164,19 @@ extension Operations {
 
     /// Whether this thread reaches the database (a ping, which also reconnects a lost connection),
     /// and the state of Apple's keys (never fetched here: a health check makes no call to Apple).
-    package func health() -> (databaseUp: Bool, appleKeys: String) {
+    /// - Returns: whether the database answers, the state of Apple's keys, and, with several
+    ///   database servers, the one this worker uses (its first choice while none answers).
+    package func health() -> (databaseUp: Bool, appleKeys: String, databaseNode: String?) {
         let keys = core.apple.map { $0.keys.health.rawValue } ?? "not_configured"
+        let cluster = core.databaseServers > 1
         do {
-            try database.ping()
-            return (true, keys)
+            // A Galera node out of the cluster answers a ping but refuses statements (1047): with
+            // several servers the check is a statement, which moves to the next server if refused.
+            if cluster { _ = try database.query("SELECT 1") } else { try database.ping() }
+            return (true, keys, cluster ? database.server.description : nil)
         } catch {
             logger.warning("health check: database unavailable", metadata: ["error": "\(error)"])
-            return (false, keys)
+            return (false, keys, cluster ? database.server.description : nil)
         }
     }
 

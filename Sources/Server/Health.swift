@@ -1,5 +1,6 @@
 package import FastCGI
 package import Identity
+import JOSE
 
 /// `GET /health`: whether this worker can reach the database, and the state of Apple's keys.
 ///
@@ -10,10 +11,12 @@ package import Identity
 /// `unavailable` (none fetched yet) or `not_configured`.
 package enum Health {
     package static func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) -> Response {
-        let (databaseUp, keys) = operations.health()
+        let (databaseUp, keys, node) = operations.health()
         let healthy = databaseUp && (keys == "ok" || keys == "stale")
         // fetch_failing is degraded: a new Apple key would refuse every sign-in.
-        let body = #"{"appleKeys":"\#(keys)","database":"\#(databaseUp ? "ok" : "down")","status":"\#(healthy ? "ok" : "degraded")"}"#
+        let nodeMember = node.map { #","databaseNode":\#(JSONText.quoted($0))"# } ?? ""
+        let body =
+            #"{"appleKeys":"\#(keys)","database":"\#(databaseUp ? "ok" : "down")"\#(nodeMember),"status":"\#(healthy ? "ok" : "degraded")"}"#
         // Only a dead database makes the worker unable to serve anything: 503. Without Apple's keys
         // sign-ins fail but sessions and sync still work, so the status says degraded with 200.
         return Response(status: databaseUp ? 200 : 503, headers: [("Cache-Control", "no-store")], body: Array(body.utf8))

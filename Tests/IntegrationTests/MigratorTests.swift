@@ -86,6 +86,46 @@ import Testing
         let applied = try Migrator(directory: sql).migrate(on: connection)
         #expect(!applied.isEmpty)
         #expect(try Migrator(directory: sql).migrate(on: connection).isEmpty)
+        // Galera replicates rows by primary key: a table without one is not safe on a cluster.
+        let withoutPrimaryKey = try connection.query(
+            """
+            SELECT t.table_name FROM information_schema.tables t
+            WHERE t.table_schema = DATABASE() AND t.table_type = 'BASE TABLE' AND NOT EXISTS (
+                SELECT 1 FROM information_schema.table_constraints c
+                WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.constraint_type = 'PRIMARY KEY')
+            """
+        ).map { try $0.decode(String.self, at: 0) }
+        #expect(withoutPrimaryKey == [], "tables without a primary key")
+        #expect(try connection.query("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()")[0].decode(Int.self, at: 0) > 10)
+    }
+
+    @Test("From version 12 on, a migration file holds one statement; a second is refused before anything runs")
+    func oneStatementPerFile() throws {
+        try write("0012_two.sql", "-- two changes; one too many\nALTER TABLE a ADD COLUMN b INT NULL;\nALTER TABLE a ADD COLUMN c INT NULL;\n")
+        #expect(throws: MigrationError.self) { try Migrator(directory: self.directory) }
+        try write("0012_two.sql", "-- one change\nALTER TABLE a ADD COLUMN b INT NULL;\n")
+        #expect(try Migrator(directory: directory).migrations.count == 1)
+    }
+
+    @Test("A run waits for the lease another run holds, takes it once released or expired, and gives up after its wait")
+    func lease() throws {
+        let connection = try database.connect(multipleStatements: true)
+        let other = try database.connect(multipleStatements: true)
+        defer {
+            connection.close()
+            other.close()
+        }
+        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        // Another run's lease, held for a while.
+        _ = try Migrator(directory: directory).migrate(on: other)
+        _ = try other.execute(
+            "UPDATE schema_migrations_lock SET holder = 'another', expires_at = UTC_TIMESTAMP(3) + INTERVAL 60 SECOND WHERE id = 1")
+        #expect(throws: MigrationError.self) { try Migrator(directory: self.directory).migrate(on: connection, wait: 0.5) }
+        // An expired lease is taken over.
+        _ = try other.execute("UPDATE schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = 1")
+        try write("0002_second.sql", "ALTER TABLE a ADD COLUMN b INT NULL;")
+        #expect(try Migrator(directory: directory).migrate(on: connection, wait: 0.5).map(\.version) == [2])
+        #expect(try connection.query("SELECT holder IS NULL FROM schema_migrations_lock WHERE id = 1")[0].decode(Bool.self, at: 0))
     }
 
     @Test("0008 moves each stored Apple token to its (identity, client id) row, leaves revoked ones behind, and finishes a stopped run")

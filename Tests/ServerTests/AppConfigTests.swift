@@ -20,6 +20,21 @@ import Testing
         #expect(config.database.password == nil)
     }
 
+    @Test("SIWA_DB_HOST lists a cluster's nodes in order (causal reads on by default), and refuses a bad or repeated one")
+    func databaseHosts() throws {
+        var environment = ["SIWA_DB_NAME": "siwa", "SIWA_DB_USER": "siwa", "SIWA_DB_HOST": "db1, db2:3307,10.0.0.3", "SIWA_DB_PORT": "3310"]
+        let cluster = try AppConfig(environment: environment).database
+        #expect(cluster.endpoints == [.tcp(host: "db1", port: 3310), .tcp(host: "db2", port: 3307), .tcp(host: "10.0.0.3", port: 3310)])
+        #expect(cluster.syncWait == 1)
+        environment["SIWA_DB_SYNC_WAIT"] = "0"
+        #expect(try AppConfig(environment: environment).database.syncWait == 0)
+        #expect(try AppConfig(environment: Self.minimal).database.syncWait == 0)
+        for bad in ["db1,db1", "db1,", "db1:x", "db1:70000"] {
+            environment["SIWA_DB_HOST"] = bad
+            #expect(throws: ConfigurationError.self, "\(bad)") { try AppConfig(environment: environment) }
+        }
+    }
+
     @Test("Every problem is named in one error")
     func allProblemsAtOnce() {
         let environment = [
