@@ -96,12 +96,15 @@ import Testing
             """
         ).map { try $0.decode(String.self, at: 0) }
         #expect(withoutPrimaryKey == [], "tables without a primary key")
-        #expect(try connection.query("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()")[0].decode(Int.self, at: 0) > 10)
+        #expect(
+            try connection.query("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()")[0].decode(
+                Int.self, at: 0) > 10)
     }
 
     @Test("From version 12 on, a migration file holds one statement; a second is refused before anything runs")
     func oneStatementPerFile() throws {
-        try write("0012_two.sql", "-- two changes; one too many\nALTER TABLE a ADD COLUMN b INT NULL;\nALTER TABLE a ADD COLUMN c INT NULL;\n")
+        try write(
+            "0012_two.sql", "-- two changes; one too many\nALTER TABLE a ADD COLUMN b INT NULL;\nALTER TABLE a ADD COLUMN c INT NULL;\n")
         #expect(throws: MigrationError.self) { try Migrator(directory: self.directory) }
         try write("0012_two.sql", "-- one change\nALTER TABLE a ADD COLUMN b INT NULL;\n")
         #expect(try Migrator(directory: directory).migrations.count == 1)

@@ -22,7 +22,9 @@ import Testing
 
     @Test("SIWA_DB_HOST lists a cluster's nodes in order (causal reads on by default), and refuses a bad or repeated one")
     func databaseHosts() throws {
-        var environment = ["SIWA_DB_NAME": "siwa", "SIWA_DB_USER": "siwa", "SIWA_DB_HOST": "db1, db2:3307,10.0.0.3", "SIWA_DB_PORT": "3310"]
+        var environment = [
+            "SIWA_DB_NAME": "siwa", "SIWA_DB_USER": "siwa", "SIWA_DB_HOST": "db1, db2:3307,10.0.0.3", "SIWA_DB_PORT": "3310",
+        ]
         let cluster = try AppConfig(environment: environment).database
         #expect(cluster.endpoints == [.tcp(host: "db1", port: 3310), .tcp(host: "db2", port: 3307), .tcp(host: "10.0.0.3", port: 3310)])
         #expect(cluster.syncWait == 1)
