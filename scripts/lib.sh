@@ -99,6 +99,62 @@ start_mariadb() {
     die "MariaDB did not start"
 }
 
+# A three-node MariaDB Galera cluster on loopback, for 11_galera.sh and scripts/bench's cluster
+# runs. Each node has DIR/nodeN (data, mysql.sock, mariadb.pid, mariadb.log) and listens for SQL on
+# 127.0.0.1:$(cat DIR/nodeN/port). The nodes run as the mysql user: rsync state transfer into a
+# joiner fails for root-owned data directories.
+#   galera_init DIR            allocates the ports and installs the three data directories
+#   galera_start_node DIR N    starts node N (node 1 bootstraps the cluster when no node runs)
+#   galera_wait DIR N SIZE     waits until node N is ready in a cluster of SIZE nodes
+#   galera_sql DIR N SQL       runs SQL as root on node N
+galera_init() {
+    local dir=$1 n
+    mkdir -p "$dir"
+    dir=$(realpath "$dir")
+    chmod 755 "$dir"
+    for n in 1 2 3; do
+        mkdir -p "$dir/node$n"
+        for kind in port gcomm ist sst; do free_port >"$dir/node$n/$kind"; done
+        chown -R mysql:mysql "$dir/node$n"
+        mariadb-install-db --no-defaults --datadir="$dir/node$n/data" --user=mysql \
+            --auth-root-authentication-method=socket --skip-test-db >"$dir/node$n/install.log" 2>&1 \
+            || { cat "$dir/node$n/install.log" >&2; die "mariadb-install-db failed for node $n"; }
+    done
+}
+galera_start_node() {
+    local dir n peers="" bootstrap="" i
+    dir=$(realpath "$1")
+    n=$2
+    for i in 1 2 3; do peers="$peers${peers:+,}127.0.0.1:$(cat "$dir/node$i/gcomm")"; done
+    # The first node starts a new cluster, unless another node runs (then it rejoins).
+    if [ "$n" = 1 ] && ! pidfile_alive "$dir/node2/mariadb.pid" && ! pidfile_alive "$dir/node3/mariadb.pid"; then
+        bootstrap=--wsrep-new-cluster
+    fi
+    mariadbd --no-defaults --datadir="$dir/node$n/data" --socket="$dir/node$n/mysql.sock" \
+        --port="$(cat "$dir/node$n/port")" --bind-address=127.0.0.1 --pid-file="$dir/node$n/mariadb.pid" \
+        --log-error="$dir/node$n/mariadb.log" --user=mysql --character-set-server=utf8mb4 \
+        --collation-server=utf8mb4_unicode_ci --innodb-buffer-pool-size=128M --max-connections=500 \
+        --binlog-format=ROW --default-storage-engine=InnoDB --innodb-autoinc-lock-mode=2 \
+        --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so --wsrep-cluster-name=siwa \
+        --wsrep-cluster-address="gcomm://$peers" --wsrep-node-address="127.0.0.1:$(cat "$dir/node$n/gcomm")" \
+        --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:$(cat "$dir/node$n/gcomm");ist.recv_addr=127.0.0.1:$(cat "$dir/node$n/ist");gcache.size=64M" \
+        --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(cat "$dir/node$n/sst")" \
+        $bootstrap >/dev/null 2>&1 &
+}
+galera_sql() { mariadb --no-defaults --socket="$1/node$2/mysql.sock" -uroot -N -B -e "$3"; }
+galera_wait() {
+    local dir=$1 n=$2 size=$3 state
+    for _ in $(seq 600); do
+        state=$(galera_sql "$dir" "$n" "SELECT CONCAT(MAX(IF(VARIABLE_NAME = 'WSREP_READY', VARIABLE_VALUE, '')), ' ',
+            MAX(IF(VARIABLE_NAME = 'WSREP_CLUSTER_SIZE', VARIABLE_VALUE, ''))) FROM information_schema.GLOBAL_STATUS
+            WHERE VARIABLE_NAME IN ('WSREP_READY', 'WSREP_CLUSTER_SIZE')" 2>/dev/null || true)
+        [ "$state" = "ON $size" ] && return 0
+        sleep 0.1
+    done
+    tail -20 "$dir/node$n/mariadb.log" >&2
+    die "Galera node $n did not become ready in a cluster of $size (last: $state)"
+}
+
 # Runs SQL as MariaDB's root user over the socket: mariadb_root DIR SQL.
 mariadb_root() { mariadb --no-defaults --socket="$1/mysql.sock" -uroot -e "$2"; }
 

@@ -161,6 +161,21 @@ struct MigrationLease {
     /// Takes the lease, waiting up to `wait` seconds for another run to release it.
     /// - Throws: `MigrationError` when another run holds it all that time.
     static func acquire(on connection: Connection, wait: Double) throws -> MigrationLease {
+        let lease = MigrationLease(holder: try SecureRandom.bytes(count: 16).map { String(format: "%02x", $0) }.joined())
+        let deadline = Date().addingTimeInterval(wait)
+        while true {
+            do {
+                if try lease.take(on: connection) { return lease }
+            } catch let error as MariaDBError where error.code == .deadlock {
+                // Another node's run changed the row, or its DDL aborted this statement: try again.
+            }
+            guard Date() < deadline else { throw MigrationError(problems: ["another migration run holds the lock"]) }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
+
+    /// One attempt: creates the row if needed, then takes it when it is free or expired.
+    private func take(on connection: Connection) throws -> Bool {
         try connection.run(
             """
             CREATE TABLE IF NOT EXISTS schema_migrations_lock (
@@ -170,22 +185,12 @@ struct MigrationLease {
             ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin
             """)
         _ = try connection.execute("INSERT IGNORE INTO schema_migrations_lock (id, holder, expires_at) VALUES (1, NULL, UTC_TIMESTAMP(3))")
-        let lease = MigrationLease(holder: try SecureRandom.bytes(count: 16).map { String(format: "%02x", $0) }.joined())
-        let deadline = Date().addingTimeInterval(wait)
-        while true {
-            do {
-                let taken = try connection.execute(
-                    """
-                    UPDATE schema_migrations_lock SET holder = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
-                    WHERE id = 1 AND (holder IS NULL OR expires_at < UTC_TIMESTAMP(3))
-                    """, lease.holder, duration)
-                if taken.affectedRows == 1 { return lease }
-            } catch let error as MariaDBError where error.code == .deadlock {
-                // Another node's run took it at the same moment.
-            }
-            guard Date() < deadline else { throw MigrationError(problems: ["another migration run holds the lock"]) }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
+        let taken = try connection.execute(
+            """
+            UPDATE schema_migrations_lock SET holder = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
+            WHERE id = 1 AND (holder IS NULL OR expires_at < UTC_TIMESTAMP(3))
+            """, holder, MigrationLease.duration)
+        return taken.affectedRows == 1
     }
 
     /// Extends the lease by `duration` from now.

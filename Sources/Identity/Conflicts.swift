@@ -6,14 +6,15 @@ import MariaDB
 /// deadlock victim, or, on a Galera cluster, another node committed a conflicting write first (the
 /// certification failure surfaces as a deadlock, 1213, often at COMMIT). The rolled-back attempt
 /// left nothing behind, so each attempt starts from the beginning and reads afresh. Between
-/// attempts it waits a random 1 to 5 ms times the attempt number, so that two writers that keep
-/// colliding drift apart.
-package func retryingConflicts<T>(attempts: Int = 5, _ body: () throws -> T) throws -> T {
+/// attempts it waits a random time up to 1, 2, 4, ... 64 ms (full jitter), so that writers that
+/// keep colliding (many writes to one user through several nodes) drift apart: 12 attempts wait
+/// about 0.3 s in all at most.
+package func retryingConflicts<T>(attempts: Int = 12, _ body: () throws -> T) throws -> T {
     for attempt in 1..<attempts {
         do {
             return try body()
         } catch let error as MariaDBError where error.code == .duplicateEntry || error.code == .deadlock {
-            Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.005) * Double(attempt))
+            Thread.sleep(forTimeInterval: Double.random(in: 0...0.001) * Double(1 << min(attempt - 1, 6)))
         }
     }
     return try body()

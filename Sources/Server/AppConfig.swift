@@ -89,7 +89,7 @@ package struct AppConfig: Sendable {
         Key(
             name: "SIWA_DB_SYNC_WAIT", type: "int 0...15", defaultValue: nil,
             summary:
-                "wsrep_sync_wait of every session: 1 (causal reads) by default with several hosts, so that a read sees what another node committed; 0 otherwise"
+                "wsrep_sync_wait of every session: 15 by default with several hosts (every statement first waits until the node has applied what the cluster committed), 0 otherwise"
         ),
         Key(name: "SIWA_DB_NAME", type: "string", defaultValue: nil, summary: "database (schema) name"),
         Key(name: "SIWA_DB_USER", type: "string", defaultValue: nil, summary: "database user"),
@@ -241,7 +241,7 @@ package struct AppConfig: Sendable {
         database.endpoints = endpoints
         database.syncWait =
             reader.optionalString("SIWA_DB_SYNC_WAIT") == nil
-            ? (endpoints.count > 1 ? 1 : 0) : reader.integer("SIWA_DB_SYNC_WAIT", in: 0...15)
+            ? (endpoints.count > 1 ? 15 : 0) : reader.integer("SIWA_DB_SYNC_WAIT", in: 0...15)
         apple = reader.appleSettings(workerThreads: workerThreads)
         sessions = reader.sessionSettings(clock: clock)
         accessTokenAlgorithm = reader.accessTokenAlgorithm()

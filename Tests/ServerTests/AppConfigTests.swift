@@ -27,7 +27,7 @@ import Testing
         ]
         let cluster = try AppConfig(environment: environment).database
         #expect(cluster.endpoints == [.tcp(host: "db1", port: 3310), .tcp(host: "db2", port: 3307), .tcp(host: "10.0.0.3", port: 3310)])
-        #expect(cluster.syncWait == 1)
+        #expect(cluster.syncWait == 15)
         environment["SIWA_DB_SYNC_WAIT"] = "0"
         #expect(try AppConfig(environment: environment).database.syncWait == 0)
         #expect(try AppConfig(environment: Self.minimal).database.syncWait == 0)
