@@ -27,6 +27,9 @@ package final class Connection {
     /// Whether the open transaction has begun on the server: lost with the connection, it cannot be
     /// resumed on another. Without autocommit its first statement begins it.
     private var transactionBegun = false
+    /// Whether a statement of the open transaction changed a row (then the server must still
+    /// have the transaction open at COMMIT).
+    private var transactionWrote = false
     /// Whether a connection was open before, so that the next connect is a reconnect.
     private var connectedBefore = false
     private let metrics = ConnectionMetrics()
@@ -103,7 +106,9 @@ package final class Connection {
 
     /// `execute(_:_:)` with the binds as an array.
     package func execute(_ sql: String, binds: [any DatabaseValueConvertible]) throws -> ExecutionResult {
-        try perform(sql, binds.map(\.databaseValue), retryAnyLoss: false).result
+        let result = try perform(sql, binds.map(\.databaseValue), retryAnyLoss: false).result
+        if inTransaction && result.affectedRows > 0 { transactionWrote = true }
+        return result
     }
 
     /// Runs a changing statement once for each of `rows` (each row its binds), all in one round trip
@@ -115,7 +120,9 @@ package final class Connection {
         try requireCommitMode()
         guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
         let values = rows.map { $0.map(\.databaseValue) }
-        return try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) } }
+        let result = try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) } }
+        if inTransaction && result.affectedRows > 0 { transactionWrote = true }
+        return result
     }
 
     /// Runs SQL text without binds over the text protocol, several statements when the configuration
@@ -145,9 +152,20 @@ package final class Connection {
         if configuration.autocommit { try command("START TRANSACTION", retryable: true) }
         inTransaction = true
         transactionBegun = configuration.autocommit
+        transactionWrote = false
         defer { inTransaction = false }
+        let value: T
         do {
-            let value = try body()
+            value = try body()
+            try requireOpenTransaction()
+        } catch var error as MariaDBError where error.code == .connectionLost {
+            error.rolledBackTransaction = true
+            throw error
+        } catch {
+            if let handle { mysql_rollback(handle) }
+            throw error
+        }
+        do {
             try command("COMMIT", retryable: false)
             return value
         } catch {
@@ -191,6 +209,16 @@ package final class Connection {
             guard safe, Connection.noticedAtOnce(since: started) else { throw error }
             return try body()
         }
+    }
+
+    /// Checks that the server still has this connection's transaction open. On a Galera cluster a
+    /// replicated write can abort a local transaction between its statements (a brute-force
+    /// abort); 11_galera.sh saw such a transaction's later statements and its COMMIT answered OK,
+    /// with nothing of it kept. The server's status flags tell: its transaction is gone.
+    /// - Throws: `MariaDBError(.deadlock)`, which callers retry like any conflict.
+    private func requireOpenTransaction() throws {
+        guard transactionWrote, let handle, handle.pointee.server_status & UInt32(SERVER_STATUS_IN_TRANS) == 0 else { return }
+        throw MariaDBError(.deadlock, errno: 1213, sqlState: "40001", message: "the server rolled the transaction back")
     }
 
     /// Without autocommit a statement outside `transaction` would leave a transaction open.

@@ -29,6 +29,10 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
     package let message: String
     package let file: String
     package let line: Int
+    /// A lost connection that ended a transaction before its COMMIT was sent: the server rolled it
+    /// back, so running the whole transaction again is safe. False for a loss at COMMIT, whose
+    /// outcome is unknown.
+    package var rolledBackTransaction = false
 
     package init(
         _ code: Code, errno: UInt32 = 0, sqlState: String = "HY000", message: String = "",

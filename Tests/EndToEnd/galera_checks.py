@@ -1,0 +1,205 @@
+"""The concurrency checks of 11_galera.sh, through one nginx in front of two siwa hosts.
+
+    galera_checks.py SIWA_URL APPLE_URL ADMIN_SECRET_FILE OUT_DIR CHECK [ARGS]
+
+Checks: syncs, replays, refreshes, notifications, load SECONDS. Each prints one line of results
+and exits 1 when a check fails (the shell script then reads the database for the rest).
+"""
+import concurrent.futures
+import json
+import random
+import ssl
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+siwa, apple, secret_file, out, check = sys.argv[1:6]
+args = sys.argv[6:]
+admin = {"Authorization": "Bearer " + open(secret_file).read().strip()}
+tls = ssl.create_default_context()
+tls.check_hostname = False
+tls.verify_mode = ssl.CERT_NONE
+
+
+def call(url, body=None, headers=None, method=None):
+    """(status, parsed JSON body or {})."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, context=tls, timeout=60) as response:
+            text = response.read()
+            return response.status, json.loads(text or b"{}")
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        try:
+            return error.code, json.loads(text or b"{}")
+        except ValueError:
+            return error.code, {}
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+        return 0, {"error": str(error)}
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def apple_token(name, nonce):
+    status, user = call(apple + "/admin/users", {"email": f"{name}@example.com"}, admin)
+    if status != 201:
+        fail(f"emulator user: {status} {user}")
+    status, grant = call(apple + "/admin/sign-in", {"userId": user["id"], "clientId": "com.example.siwa", "nonce": nonce}, admin)
+    if status != 200:
+        fail(f"emulator sign-in: {status} {grant}")
+    return user["id"], grant["identityToken"]
+
+
+def signed_in(name):
+    """A new person signed in to siwa: (apple user id, access token, refresh token, user id)."""
+    nonce = f"nonce-{name}-{random.getrandbits(40)}"
+    apple_user, token = apple_token(name, nonce)
+    status, body = call(siwa + "/auth/apple", {"identityToken": token, "nonce": nonce})
+    if status != 200:
+        fail(f"sign-in of {name}: {status} {body}")
+    return apple_user, body["accessToken"], body["refreshToken"], body["user"]["id"]
+
+
+def lesson(lesson_id):
+    return {"beliefSystemId": "galera", "lessonId": lesson_id, "status": "completed", "score": 1, "earnedXp": 1,
+            "completedAt": 1000}
+
+
+def sync(access, lessons, cursor=None):
+    return call(siwa + "/sync", {"cursor": cursor, "progress": lessons, "achievements": []},
+                {"Authorization": "Bearer " + access})
+
+
+def stored_lessons(access):
+    status, body = sync(access, [])
+    if status != 200:
+        fail(f"reading the synced state: {status} {body}")
+    return {item["lessonId"] for item in body["progress"]}
+
+
+def parallel(count, task):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(task, range(count)))
+
+
+if check == "syncs":
+    # 50 concurrent syncs of one person, each adding its own lesson: nginx spreads them over both
+    # hosts, which write through different nodes. Every one must be answered 200 and kept.
+    _, access, _, user_id = signed_in("galera-syncs")
+    def sync_retrying(i):
+        # As the app does: a 503 (the database unavailable to that worker for a moment) is retried.
+        for _ in range(3):
+            status, body = sync(access, [lesson(f"s{i}")])
+            if status != 503:
+                break
+            retried.append(i)
+            time.sleep(0.2)
+        return status, body
+    retried = []
+    results = parallel(50, sync_retrying)
+    statuses = [status for status, _ in results]
+    # Each sync that changed something moved the user's version on by one: no two share a cursor.
+    cursors = [body.get("cursor") for status, body in results if status == 200]
+    shared = sorted({c for c in cursors if cursors.count(c) > 1})
+    kept = stored_lessons(access)
+    missing = [f"s{i}" for i in range(50) if f"s{i}" not in kept]
+    print(f"  50 concurrent syncs: statuses {sorted(set(statuses))} ({len(retried)} retried after a 503), "
+          f"{50 - len(missing)} of 50 lessons kept, {len(set(cursors))} distinct versions")
+    open(f"{out}/syncs_user", "w").write(str(user_id))
+    if statuses.count(200) != 50 or missing or shared:
+        time.sleep(1)
+        later = stored_lessons(access)
+        fail(f"statuses {statuses}, missing {missing}; a second later still missing: {[m for m in missing if m not in later]}; "
+             f"cursors answered twice: {shared}; cursors {[(i, body.get('cursor')) for i, (status, body) in enumerate(results)]}")
+
+elif check == "replays":
+    # One identity token and nonce presented 20 times at once: exactly one sign-in.
+    nonce = f"nonce-replay-{random.getrandbits(40)}"
+    _, token = apple_token("galera-replays", nonce)
+    results = parallel(20, lambda i: call(siwa + "/auth/apple", {"identityToken": token, "nonce": nonce}))
+    statuses = [status for status, _ in results]
+    codes = sorted({body.get("error", "-") for status, body in results if status != 200})
+    print(f"  20 concurrent replays of one token: {statuses.count(200)} signed in, the others {codes}")
+    if statuses.count(200) != 1 or any(status not in (200, 401) for status in statuses) or codes != ["nonce_reused"]:
+        fail(f"statuses {statuses}, codes {codes}")
+    open(f"{out}/replay_user", "w").write(next(body["user"]["id"] for status, body in results if status == 200))
+
+elif check == "refreshes":
+    # One refresh token presented 20 times at once: the answers may be new pairs (a retry within
+    # the reuse interval) or refusals, never a 500, and the session ends with one live token.
+    _, _, refresh, user_id = signed_in("galera-refreshes")
+    results = parallel(20, lambda i: call(siwa + "/auth/refresh", {"refreshToken": refresh}))
+    statuses = [status for status, _ in results]
+    print(f"  20 concurrent refreshes of one token: statuses {sorted(statuses)}")
+    if any(status not in (200, 401) for status in statuses) or 200 not in statuses:
+        fail(f"statuses {statuses}")
+    open(f"{out}/refresh_user", "w").write(str(user_id))
+
+elif check == "notifications":
+    # 1,000 notifications, 200 of them duplicates, 32 at a time through both hosts.
+    random.seed(11)
+    users = [signed_in(f"galera-notify{i}")[0] for i in range(20)]
+    types = ["email-disabled"] * 4 + ["email-enabled"] * 4 + ["consent-revoked"] * 2
+    payloads = []
+    for i in range(800):
+        order = {"type": random.choice(types), "userId": random.choice(users), "deliver": False}
+        status, made = call(apple + "/admin/notifications", order, admin)
+        if status != 200:
+            fail(f"emulator notification: {status} {made}")
+        payloads.append((made["jti"], made["payload"]))
+    sends = payloads + random.sample(payloads, 200)
+    random.shuffle(sends)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+        statuses = list(pool.map(lambda sent: call(siwa + "/webhook/apple", {"payload": sent[1]})[0], sends))
+    print(f"  1,000 notifications (800 distinct) through both hosts: statuses {sorted(set(statuses))}")
+    if statuses.count(200) != 1000:
+        fail(f"statuses {sorted(set(statuses))}")
+    open(f"{out}/notification_jtis", "w").write("\n".join(jti for jti, _ in payloads) + "\n")
+
+elif check == "load":
+    # Syncs from 8 people for SECONDS, each adding a new lesson per request; every answer is
+    # recorded with its time, so that the shell script can kill a node meanwhile and then check
+    # that no lesson answered 200 is missing.
+    seconds = float(args[0])
+    people = [signed_in(f"galera-load{i}") for i in range(8)]
+    records = []
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def person(index):
+        access = people[index][1]
+        number = 0
+        while time.monotonic() - start < seconds:
+            number += 1
+            lesson_id = f"p{index}-{number}"
+            sent = time.monotonic()
+            status, body = sync(access, [lesson(lesson_id)])
+            with lock:
+                records.append((sent - start, time.monotonic() - start, index, lesson_id, status, body.get("error", "")))
+
+    parallel(8, person)
+    acknowledged = [(index, lesson_id) for _, _, index, lesson_id, status, _ in records if status == 200]
+    failed = [record for record in records if record[4] != 200]
+    missing = []
+    for index, (_, access, _, _) in enumerate(people):
+        kept = stored_lessons(access)
+        missing += [lesson_id for i, lesson_id in acknowledged if i == index and lesson_id not in kept]
+    window = (min(r[0] for r in failed), max(r[1] for r in failed)) if failed else (0, 0)
+    reasons = sorted({f"{r[4]} {r[5]}" for r in failed})
+    summary = {"requests": len(records), "answered200": len(acknowledged), "failed": len(failed),
+               "failureWindowSeconds": round(window[1] - window[0], 2), "failuresFrom": round(window[0], 2),
+               "failureReasons": reasons, "acknowledgedMissing": len(missing)}
+    json.dump(summary, open(f"{out}/load_summary.json", "w"))
+    print("  " + json.dumps(summary))
+    if missing:
+        fail(f"acknowledged lessons missing: {missing[:10]}")
+
+else:
+    fail(f"unknown check {check}")
