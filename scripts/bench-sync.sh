@@ -28,12 +28,12 @@ open(out, "w").write("\n".join(lines) + "\n")
 PY
 # users_file: "<token> <sync version>" from the database, so each run starts from the right cursors.
 users_file() {
-    mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -N -B siwa -e "SELECT id, sync_version FROM users" >"$TMP/versions"
+    mariadb --no-defaults --socket="${BENCH_DB_SOCKET:-$TMP/db/mysql.sock}" -uroot -N -B siwa -e "SELECT id, sync_version FROM users" >"$TMP/versions"
     awk 'NR == FNR { version[$1] = $2; next } { print $1, version[$2] }' "$TMP/versions" "$TMP/sync_users" >"$TMP/sync_run_users"
 }
 # Row writes to tables (Handler_write, Handler_update, Handler_delete: an upsert that updates counts
 # twice; temporary tables are not counted), from the server's counters.
-writes() { mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -N -B -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update', 'Handler_delete')" \
+writes() { mariadb --no-defaults --socket="${BENCH_DB_SOCKET:-$TMP/db/mysql.sock}" -uroot -N -B -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update', 'Handler_delete')" \
     | awk '{ n += $2 } END { print n + 0 }'; }
 
 if [ -n "${BENCH_HOLD:-}" ]; then

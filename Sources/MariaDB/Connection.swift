@@ -30,6 +30,9 @@ package final class Connection {
     /// Whether a statement of the open transaction changed a row (then the server must still
     /// have the transaction open at COMMIT).
     private var transactionWrote = false
+    /// Whether the latest lost connection was noticed at once (the server closed it), rather than
+    /// after a timeout (a frozen server, which a second try would wait for again).
+    private var lossNoticedAtOnce = false
     /// Whether a connection was open before, so that the next connect is a reconnect.
     private var connectedBefore = false
     private let metrics = ConnectionMetrics()
@@ -159,7 +162,7 @@ package final class Connection {
             value = try body()
             try requireOpenTransaction()
         } catch var error as MariaDBError where error.code == .connectionLost {
-            error.rolledBackTransaction = true
+            error.rolledBackTransaction = lossNoticedAtOnce
             throw error
         } catch {
             if let handle { mysql_rollback(handle) }
@@ -202,6 +205,7 @@ package final class Connection {
             return value
         } catch let error as MariaDBError where error.code == .connectionLost {
             dropServer()
+            lossNoticedAtOnce = Connection.noticedAtOnce(since: started)
             // Without autocommit, a transaction's first statement begins it: when its connection is
             // lost, the server keeps nothing of it, so it runs again on a new one like a read.
             let nothingBegun = inTransaction && !transactionBegun

@@ -1,0 +1,68 @@
+# BENCH_GALERA=1 with `scripts/bench auth` or `scripts/bench sync`: the benchmark runs first against
+# the single MariaDB server, then against a three-node Galera cluster on the same machine, with two
+# siwa processes (half the threads each) behind the same nginx upstream, A writing through node 1
+# and B through node 2 (multi-primary), and prints the cluster's figures as a ratio of the single
+# server's, with the certification conflicts (Galera's wsrep_local_cert_failures and
+# wsrep_local_bf_aborts on all nodes) and siwa's retried conflicts per thousand requests. Sourced
+# by scripts/bench; uses MODE, URL, TMP, BIN, THREADS, and the bench locations /bench/metrics-a|b.
+
+log "single server"
+. "$SIWA_ROOT/scripts/bench-$MODE.sh" | tee "$TMP/single.out"
+
+log "a three-node Galera cluster"
+G=$TMP/galera
+galera_init "$G"
+galera_start_node "$G" 1
+galera_wait "$G" 1 1
+galera_start_node "$G" 2
+galera_start_node "$G" 3
+for n in 1 2 3; do galera_wait "$G" "$n" 3; done
+create_database "$G/node1" siwa siwa "$TMP/db_password"
+galera_sql "$G" 1 "CREATE USER IF NOT EXISTS 'siwa'@'127.0.0.1' IDENTIFIED BY '$(cat "$TMP/db_password")';
+    GRANT ALL PRIVILEGES ON siwa.* TO 'siwa'@'127.0.0.1';"
+P1=$(cat "$G/node1/port") P2=$(cat "$G/node2/port") P3=$(cat "$G/node3/port")
+stop_pidfile "$TMP/siwa.pid" 30
+cluster_env() { # cluster_env NAME SOCKET HOSTS
+    grep -vE '^SIWA_(SOCKET_PATH|DB_SOCKET|WORKER_THREADS)=' "$TMP/siwa.env" >"$TMP/$1.env"
+    printf 'SIWA_SOCKET_PATH=%s\nSIWA_DB_HOST=%s\nSIWA_WORKER_THREADS=%s\n' "$2" "$3" $((THREADS / 2)) >>"$TMP/$1.env"
+}
+cluster_env siwa-a "$TMP/siwa.sock" "127.0.0.1:$P1,127.0.0.1:$P2,127.0.0.1:$P3"
+cluster_env siwa-b "$TMP/siwa-b.sock" "127.0.0.1:$P2,127.0.0.1:$P3,127.0.0.1:$P1"
+siwa_with_env "$BIN" "$TMP/siwa-a.env" migrate >/dev/null
+start_siwa "$BIN" "$TMP/siwa-a.env" "$TMP/siwa.log" "$TMP/siwa.pid"
+start_siwa "$BIN" "$TMP/siwa-b.env" "$TMP/siwa-b.log" "$TMP/siwa-b.pid"
+sed -i "s|server unix:$TMP/siwa.sock;|server unix:$TMP/siwa.sock;\n        server unix:$TMP/siwa-b.sock;|" "$TMP/nginx/nginx.conf"
+start_nginx "$TMP/nginx"
+sleep 1
+curl -ksf "$URL/health" >/dev/null || die "the cluster's siwa hosts do not answer"
+
+counter() { # counter FILE PATTERN: the sum of the matching series
+    grep -E "$2" "$1" | awk '{ s += $NF } END { printf "%d", s }'
+}
+scrape() { # scrape NAME
+    curl -ks "$URL/bench/metrics-a" >"$TMP/$1-a.prom"
+    curl -ks "$URL/bench/metrics-b" >"$TMP/$1-b.prom"
+    cat "$TMP/$1-a.prom" "$TMP/$1-b.prom" >"$TMP/$1.prom"
+    for n in 1 2 3; do
+        galera_sql "$G" "$n" "SELECT SUM(VARIABLE_VALUE) FROM information_schema.GLOBAL_STATUS
+            WHERE VARIABLE_NAME IN ('WSREP_LOCAL_CERT_FAILURES', 'WSREP_LOCAL_BF_ABORTS')"
+    done | awk '{ s += $1 } END { print s }' >"$TMP/$1.conflicts"
+}
+scrape before
+BENCH_DB_SOCKET=$G/node1/mysql.sock
+. "$SIWA_ROOT/scripts/bench-$MODE.sh" | tee "$TMP/cluster.out"
+scrape after
+requests=$(( $(counter "$TMP/after.prom" '^siwa_http_requests_total\{route="/(auth|sync)') - $(counter "$TMP/before.prom" '^siwa_http_requests_total\{route="/(auth|sync)') ))
+retried=$(( $(counter "$TMP/after.prom" '^siwa_database_errors_total\{kind="deadlock"') - $(counter "$TMP/before.prom" '^siwa_database_errors_total\{kind="deadlock"') ))
+conflicts=$(( $(cat "$TMP/after.conflicts") - $(cat "$TMP/before.conflicts") ))
+
+echo
+echo "single server against the three-node cluster (two siwa processes of $((THREADS / 2)) threads, writing through nodes 1 and 2):"
+extract() { # extract FILE: "label req/s" for each measured line of the benchmark's table
+    awk '/^(POST|GET|reference)/ { n = split($0, f, /  +/); for (i = 2; i <= n; i++) if (f[i] ~ /^[0-9]+$/) { print f[1] "\t" f[i]; break } }' "$1"
+}
+join -t$'\t' <(extract "$TMP/single.out" | sort) <(extract "$TMP/cluster.out" | sort) \
+    | awk -F'\t' '{ printf "%-44s single %8d/s  cluster %8d/s  ratio %.3fx\n", $1, $2, $3, $3 / $2 }'
+awk -v r="$requests" -v c="$conflicts" -v t="$retried" 'BEGIN {
+    printf "cluster run: %d requests to /auth and /sync; certification conflicts (cert failures + BF aborts, all nodes) %d = %.2f per 1,000; conflicts siwa retried %d = %.2f per 1,000\n",
+        r, c, r ? 1000 * c / r : 0, t, r ? 1000 * t / r : 0 }'
