@@ -130,7 +130,8 @@ galera_start_node() {
     if [ "$n" = 1 ] && ! pidfile_alive "$dir/node2/mariadb.pid" && ! pidfile_alive "$dir/node3/mariadb.pid"; then
         bootstrap=--wsrep-new-cluster
     fi
-    mariadbd --no-defaults --datadir="$dir/node$n/data" --socket="$dir/node$n/mysql.sock" \
+    # In a subshell, so that the caller's shell does not report the node's end (11_galera kills one).
+    (mariadbd --no-defaults --datadir="$dir/node$n/data" --socket="$dir/node$n/mysql.sock" \
         --port="$(cat "$dir/node$n/port")" --bind-address=127.0.0.1 --pid-file="$dir/node$n/mariadb.pid" \
         --log-error="$dir/node$n/mariadb.log" --user=mysql --character-set-server=utf8mb4 \
         --collation-server=utf8mb4_unicode_ci --innodb-buffer-pool-size=128M --max-connections=500 \
@@ -139,7 +140,7 @@ galera_start_node() {
         --wsrep-cluster-address="gcomm://$peers" --wsrep-node-address="127.0.0.1:$(cat "$dir/node$n/gcomm")" \
         --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:$(cat "$dir/node$n/gcomm");ist.recv_addr=127.0.0.1:$(cat "$dir/node$n/ist");gcache.size=64M" \
         --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(cat "$dir/node$n/sst")" \
-        $bootstrap >/dev/null 2>&1 &
+        $bootstrap >/dev/null 2>&1 &)
 }
 galera_sql() { mariadb --no-defaults --socket="$1/node$2/mysql.sock" -uroot -N -B -e "$3"; }
 galera_wait() {
