@@ -107,6 +107,7 @@ start_mariadb() {
 #   galera_start_node DIR N    starts node N (node 1 bootstraps the cluster when no node runs)
 #   galera_wait DIR N SIZE     waits until node N is ready in a cluster of SIZE nodes
 #   galera_sql DIR N SQL       runs SQL as root on node N
+#   galera_start_cluster DIR   all of it: installs, starts the three nodes, waits until all are ready
 galera_init() {
     local dir=$1 n
     mkdir -p "$dir"
@@ -141,6 +142,15 @@ galera_start_node() {
         --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:$(cat "$dir/node$n/gcomm");ist.recv_addr=127.0.0.1:$(cat "$dir/node$n/ist");gcache.size=64M" \
         --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(cat "$dir/node$n/sst")" \
         $bootstrap >/dev/null 2>&1 &)
+}
+galera_start_cluster() {
+    local n
+    galera_init "$1"
+    galera_start_node "$1" 1
+    galera_wait "$1" 1 1
+    galera_start_node "$1" 2
+    galera_start_node "$1" 3
+    for n in 1 2 3; do galera_wait "$1" "$n" 3; done
 }
 galera_sql() { mariadb --no-defaults --socket="$1/node$2/mysql.sock" -uroot -N -B -e "$3"; }
 galera_wait() {

@@ -27,12 +27,7 @@ trap cleanup EXIT
 
 # --- The cluster.
 start=$(date +%s%N)
-galera_init "$G"
-galera_start_node "$G" 1
-galera_wait "$G" 1 1
-galera_start_node "$G" 2
-galera_start_node "$G" 3
-for n in 1 2 3; do galera_wait "$G" "$n" 3; done
+galera_start_cluster "$G"
 pass "three Galera nodes in one cluster in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 create_database "$G/node1" siwa_galera siwa "$DIR/db_password"
 galera_sql "$G" 1 "CREATE USER IF NOT EXISTS 'siwa'@'127.0.0.1' IDENTIFIED BY '$(cat "$DIR/db_password")';
