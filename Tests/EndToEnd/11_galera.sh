@@ -100,12 +100,12 @@ conflicts=$(for n in 1 2 3; do galera_sql "$G" "$n" "SELECT SUM(VARIABLE_VALUE) 
 pass "across both hosts: 50 syncs kept, one sign-in of 20 replays, at most one live token after 20 refreshes, 800 notifications handled once each ($conflicts certification conflicts and brute-force aborts on the nodes, each retried)"
 
 # --- A node killed under load.
-checks load 24 >"$DIR/load.out" 2>&1 &
+checks load 18 >"$DIR/load.out" 2>&1 &
 load=$!
-sleep 8
+sleep 6
 kill -KILL "$(cat "$G/node1/mariadb.pid")"
 killed_at=$(date +%s%N)
-sleep 6
+sleep 4
 galera_start_node "$G" 1
 galera_wait "$G" 1 3
 rejoined_ms=$(( ($(date +%s%N) - killed_at) / 1000000 ))
