@@ -149,7 +149,10 @@ package final class Connection {
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. Without
     /// autocommit, the first statement of `body` starts it.
-    /// - Throws: what `body` throws, or `MariaDBError` from BEGIN/COMMIT; `.misuse` when nested.
+    /// - Throws: what `body` throws, or `MariaDBError` from BEGIN/COMMIT; `.misuse` when nested;
+    ///   `.deadlock` when the server rolled back a transaction that changed rows before its COMMIT;
+    ///   `.connectionLost` marked `rolledBackTransaction` when the connection was lost (and noticed
+    ///   at once) before the COMMIT was sent.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
         guard !inTransaction else { throw MariaDBError(.misuse, message: "nested transaction") }
         if configuration.autocommit { try command("START TRANSACTION", retryable: true) }
@@ -162,6 +165,7 @@ package final class Connection {
             value = try body()
             try requireOpenTransaction()
         } catch var error as MariaDBError where error.code == .connectionLost {
+            if let handle { mysql_rollback(handle) }
             error.rolledBackTransaction = lossNoticedAtOnce
             throw error
         } catch {
