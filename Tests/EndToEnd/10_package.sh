@@ -141,6 +141,11 @@ for check in configuration database socket keys "apple keys" clock "client secre
     grep -q "^ok    $check:" <<<"$report" || fail "siwa doctor has no passing $check line: $report"
 done
 [ "$(grep -c '^ok    client secret:' <<<"$report")" = 2 ] || fail "not one client-secret line per client id: $report"
+# SIGTERM to siwa itself, as systemd sends it: stopping runuser instead would have it kill siwa
+# after a moment, before siwa removed its socket.
+siwa_pid=$(pgrep -P "$(cat "$PACKAGE_PID")" || true)
+[ -n "$siwa_pid" ] && kill -TERM "$siwa_pid"
+for _ in $(seq 300); do pidfile_alive "$PACKAGE_PID" || break; sleep 0.1; done
 stop_pidfile "$PACKAGE_PID" 30
 down=$(doctor 2>&1) && fail "siwa doctor passed with siwa stopped"
 grep -q "^FAIL  socket:" <<<"$down" || fail "siwa doctor with siwa stopped: $down"
