@@ -1,4 +1,6 @@
-/// Every metric siwa exports, by its Prometheus name (docs/OPERATIONS.md lists them with their labels).
+/// Every metric siwa exports, by its Prometheus name (docs/OPERATIONS.md lists them with their labels),
+/// except the two the `MariaDB` wrapper records itself, below this module:
+/// `siwa_database_errors_total` and `siwa_database_reconnects_total` (`Connection.swift`).
 package enum MetricNames {
     /// Requests answered, by `route` (the route's pattern, `unmatched` for none) and `status`.
     package static let requests = "siwa_http_requests_total"
@@ -41,11 +43,6 @@ package enum MetricNames {
     package static let syncBatchSize = "siwa_sync_batch_changes"
     /// Sync requests committed together in one transaction of the group commit.
     package static let syncCommitGroup = "siwa_sync_commit_group_requests"
-
-    /// Statements or connects that failed, by `kind` (`connection_lost`, `conflict`, `other`).
-    package static let databaseErrors = "siwa_database_errors_total"
-    /// Connections opened again after one was lost.
-    package static let databaseReconnects = "siwa_database_reconnects_total"
 
     /// Histogram buckets of the duration metrics, in seconds: requests are answered in
     /// milliseconds, a call to Apple in tens to hundreds of them.
