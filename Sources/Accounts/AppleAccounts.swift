@@ -59,15 +59,19 @@ package struct SignedInAccount: Sendable, Equatable {
     package var isNewUser: Bool
     /// A new user's profile, exactly as just stored (so it needs no reading back); nil for a returning user.
     package var newProfile: Profile?
+    /// How the identity came to this user, when this sign-in attached it to a user it did not
+    /// belong to yet (a guest, an external user, the user of a team transfer).
+    package var linkedBy: AccountLink?
 
-    package init(userID: UInt64, isNewUser: Bool, newProfile: Profile? = nil) {
+    package init(userID: UInt64, isNewUser: Bool, newProfile: Profile? = nil, linkedBy: AccountLink? = nil) {
         self.userID = userID
         self.isNewUser = isNewUser
         self.newProfile = newProfile
+        self.linkedBy = linkedBy
     }
 
     package static func == (lhs: SignedInAccount, rhs: SignedInAccount) -> Bool {
-        lhs.userID == rhs.userID && lhs.isNewUser == rhs.isNewUser
+        lhs.userID == rhs.userID && lhs.isNewUser == rhs.isNewUser && lhs.linkedBy == rhs.linkedBy
     }
 }
 
@@ -82,9 +86,17 @@ package enum AppleAccounts {
 
     /// Finds or creates the user of `signIn` and records what it brings. Must run inside a
     /// transaction (`connection.transaction`), so nothing is half-written.
-    /// - Throws: `MariaDBError`; `.duplicateEntry` when another worker created the same identity at
-    ///   the same moment, `.deadlock` under contention (run the transaction again: the retry finds it).
-    package static func signIn(_ signIn: AppleSignIn, on connection: Connection) throws -> SignedInAccount {
+    ///
+    /// The identity is found by (team, `sub`); failing that, by a `transfer_sub` the token carries
+    /// and `siwa transfer prepare` stored (the user of the sending team's identity). With `target`,
+    /// the identity goes to that user (see `AccountTarget`), and a conflict is refused without
+    /// changing anything.
+    /// - Throws: `AccountConflict` when the identity or the target belongs to someone else;
+    ///   `MariaDBError`: `.duplicateEntry` when another worker created the same identity at the
+    ///   same moment, `.deadlock` under contention (run the transaction again: the retry finds it).
+    package static func signIn(_ signIn: AppleSignIn, attachingTo target: AccountTarget? = nil, on connection: Connection) throws
+        -> SignedInAccount
+    {
         let firstName = sanitizedName(signIn.firstName)
         let lastName = sanitizedName(signIn.lastName)
         // A plain read, not FOR UPDATE: a locking read of a missing key takes a gap lock, and two
@@ -93,28 +105,42 @@ package enum AppleAccounts {
         let existing = try connection.query(
             "SELECT id, user_id FROM apple_identities WHERE team_id = ? AND sub = ?", signIn.teamID, signIn.sub
         ).first
-        let identityID: UInt64
+        var owner: UInt64? = try existing?.decode(at: 1)
+        var transfer: AppleTransfers.Origin?
+        if existing == nil, let transferSub = signIn.transferSub {
+            transfer = try AppleTransfers.origin(of: transferSub, receivingTeam: signIn.teamID, on: connection)
+            owner = transfer?.userID
+        }
+        let placement = try AccountPlacement.place(owner: owner, target: target, on: connection)
         let userID: UInt64
+        if let placed = placement.userID {
+            userID = placed
+        } else {
+            userID =
+                try connection.execute(
+                    "INSERT INTO users (first_name, last_name, external_id) VALUES (?, ?, ?)", firstName, lastName, placement.externalID
+                ).lastInsertID
+        }
+        let identityID: UInt64
         if let existing {
             identityID = try existing.decode(at: 0)
-            userID = try existing.decode(at: 1)
             _ = try connection.execute(
                 """
                 UPDATE apple_identities SET audience = ?, consent_state = 'active', transfer_sub = COALESCE(?, transfer_sub),
                     real_user_status = COALESCE(?, real_user_status), updated_at = UTC_TIMESTAMP(3)
                 WHERE team_id = ? AND sub = ?
                 """, signIn.audience, signIn.transferSub, signIn.realUserStatus, signIn.teamID, signIn.sub)
-            if firstName != nil || lastName != nil {
-                _ = try connection.execute(
-                    "UPDATE users SET first_name = COALESCE(?, first_name), last_name = COALESCE(?, last_name), updated_at = UTC_TIMESTAMP(3) WHERE id = ?",
-                    firstName, lastName, userID)
-            }
         } else {
-            userID = try connection.execute("INSERT INTO users (first_name, last_name) VALUES (?, ?)", firstName, lastName).lastInsertID
             identityID = try connection.execute(
                 "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status) VALUES (?, ?, ?, ?, ?, ?)",
                 userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub, signIn.realUserStatus
             ).lastInsertID
+            if let transfer { try AppleTransfers.markResolved(transfer.identityID, to: identityID, on: connection) }
+        }
+        if placement.userID != nil, firstName != nil || lastName != nil {
+            _ = try connection.execute(
+                "UPDATE users SET first_name = COALESCE(?, first_name), last_name = COALESCE(?, last_name), updated_at = UTC_TIMESTAMP(3) WHERE id = ?",
+                firstName, lastName, userID)
         }
         if let token = signIn.appleRefreshToken {
             // One token per client id: a sign-in on the web does not replace the app's token.
@@ -138,11 +164,12 @@ package enum AppleAccounts {
                     updated_at = UTC_TIMESTAMP(3)
                 """, userID, email, isRelay, signIn.emailVerified ?? false)
         }
-        guard existing == nil else { return SignedInAccount(userID: userID, isNewUser: false) }
+        let linkedBy = placement.linkedBy ?? (transfer == nil ? nil : .teamTransfer)
+        guard placement.userID == nil else { return SignedInAccount(userID: userID, isNewUser: false, linkedBy: linkedBy) }
         let profile = Profile(
             userID: userID, firstName: firstName, lastName: lastName, createdAt: Int64(Date().timeIntervalSince1970),
-            emails: storedEmail.map { [$0] } ?? [])
-        return SignedInAccount(userID: userID, isNewUser: true, newProfile: profile)
+            emails: storedEmail.map { [$0] } ?? [], externalID: placement.externalID)
+        return SignedInAccount(userID: userID, isNewUser: true, newProfile: profile, linkedBy: linkedBy)
     }
 
     /// A name part trimmed, without control characters, at most `maximum` code points (the

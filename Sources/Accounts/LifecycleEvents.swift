@@ -3,9 +3,11 @@ package import MariaDB
 
 /// A change in a user's life the app's own backend hears about through its webhooks.
 package enum LifecycleEvent: Sendable, Equatable {
-    /// A sign-in created the user (`flow`: `native` or `web`), with what Apple gave about them.
+    /// A sign-in created the user (`flow`: `native`, `web`, or `guest` for a guest account), with
+    /// what Apple gave about them.
     case userCreated(flow: String, email: String?, firstName: String?, lastName: String?)
-    /// The user is gone (`source`: `user`, `apple_account_delete` or `operator`); anonymised
+    /// The user is gone (`source`: `user`, `apple_account_delete`, `operator`, or `guest_expired`
+    /// for a guest purged after going unused); anonymised
     /// rather than deleted when the server is set to keep the row. Every session ended with it.
     case userDeleted(source: String, anonymised: Bool)
     /// Sessions ended (`reason`: `logout`, `revoked_by_user`, `refresh_token_reuse`,
@@ -16,6 +18,9 @@ package enum LifecycleEvent: Sendable, Equatable {
     case appleConsentRevoked(source: String, clientID: String?)
     /// Mail forwarding of a relay address (of all of them when nil) was turned off or on.
     case emailForwardingChanged(address: String?, enabled: Bool)
+    /// A sign-in attached an Apple ID to an account that existed without it (`by`: `guest`,
+    /// `link_token` with the older backend's `externalId`, or `team_transfer`).
+    case appleIdLinked(by: String, externalID: String?)
 
     /// The `type` receivers switch on.
     package var type: String {
@@ -25,6 +30,7 @@ package enum LifecycleEvent: Sendable, Equatable {
         case .sessionsRevoked: "session.revoked"
         case .appleConsentRevoked: "apple.consent_revoked"
         case .emailForwardingChanged: "email.forwarding_changed"
+        case .appleIdLinked: "apple.id_linked"
         }
     }
 
@@ -47,6 +53,8 @@ package enum LifecycleEvent: Sendable, Equatable {
             JSONText.object([("source", .string(source)), ("clientId", clientID.map { .string($0) })])
         case .emailForwardingChanged(let address, let enabled):
             JSONText.object([("email", address.map { .string($0) }), ("forwardingEnabled", .bool(enabled))])
+        case .appleIdLinked(let by, let externalID):
+            JSONText.object([("by", .string(by)), ("externalId", externalID.map { .string($0) })])
         }
     }
 

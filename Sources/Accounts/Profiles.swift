@@ -15,12 +15,32 @@ package struct Profile: Sendable, Equatable {
     /// Unix seconds.
     package var createdAt: Int64
     package var emails: [Email]
+    /// The user's id in the app's older backend, set by a link token; nil for others.
+    package var externalID: String?
+    /// A guest: no Apple identity yet (`POST /auth/guest`).
+    package var isGuest: Bool
+
+    package init(
+        userID: UInt64, firstName: String?, lastName: String?, createdAt: Int64, emails: [Email], externalID: String? = nil,
+        isGuest: Bool = false
+    ) {
+        self.userID = userID
+        self.firstName = firstName
+        self.lastName = lastName
+        self.createdAt = createdAt
+        self.emails = emails
+        self.externalID = externalID
+        self.isGuest = isGuest
+    }
 
     /// The user `userID`, or nil when there is none (deleted).
     package static func load(userID: UInt64, on connection: Connection) throws -> Profile? {
         guard
             let user = try connection.query(
-                "SELECT first_name, last_name, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED) FROM users WHERE id = ?", userID
+                """
+                SELECT first_name, last_name, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED), external_id, guest_since IS NOT NULL
+                FROM users WHERE id = ?
+                """, userID
             ).first
         else { return nil }
         let emails = try connection.query(
@@ -33,6 +53,6 @@ package struct Profile: Sendable, Equatable {
         }
         return Profile(
             userID: userID, firstName: try user.decode(at: 0), lastName: try user.decode(at: 1), createdAt: try user.decode(at: 2),
-            emails: emails)
+            emails: emails, externalID: try user.decode(at: 3), isGuest: try user.decode(at: 4))
     }
 }

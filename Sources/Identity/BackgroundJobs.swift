@@ -19,6 +19,7 @@ package struct BackgroundJobs {
         package var validationsFailed = 0
         package var webhooks = WebhookSender.Outcome()
         package var purged: UInt64 = 0
+        package var guestsPurged = 0
 
         package init() {}
 
@@ -28,7 +29,7 @@ package struct BackgroundJobs {
         package var description: String {
             "revoked=\(revoked) revocationsFailed=\(revocationsFailed) validated=\(validated) "
                 + "consentRevoked=\(consentRevoked) validationsFailed=\(validationsFailed) webhooksDelivered=\(webhooks.delivered) "
-                + "webhooksFailed=\(webhooks.failed) webhooksGivenUp=\(webhooks.givenUp) purged=\(purged)"
+                + "webhooksFailed=\(webhooks.failed) webhooksGivenUp=\(webhooks.givenUp) purged=\(purged) guestsPurged=\(guestsPurged)"
         }
     }
 
@@ -72,12 +73,31 @@ package struct BackgroundJobs {
         try sendRevocations(&summary, until: clock.now() + passTime / 2)
         try validateAppleTokens(&summary, until: clock.now() + passTime / 2)
         if let webhooks { summary.webhooks = try webhooks.deliver(batch: batch, until: clock.now() + passTime / 2) }
+        summary.guestsPurged = try purgeUnusedGuests()
         summary.purged =
-            try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database)
+            try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database) + LinkTokens.purgeExpired(on: database)
             + AppleNotifications.purgeOld(on: database) + WebhookDeliveries.purgeOld(on: database)
             + SessionRevocations.purgeOld(on: database)
             + (auditRetentionDays.map { try AuditLog.purge(olderThan: $0, on: database) } ?? 0)
         return summary
+    }
+
+    /// Deletes up to `batch` guests unused for `settings.guestRetentionDays`, each in its own
+    /// transaction with its `user.deleted` event (`guest_expired`).
+    /// - Returns: how many were deleted.
+    func purgeUnusedGuests() throws -> Int {
+        let days = settings.guestRetentionDays
+        var purged = 0
+        for userID in try Guests.unused(forDays: days, limit: batch, on: database) {
+            let deleted = try database.transaction {
+                guard try Guests.purge(userID, unusedForDays: days, on: database) else { return false }
+                try outbox.record(.userDeleted(source: "guest_expired", anonymised: false), userID: userID, at: clock.now(), on: database)
+                return true
+            }
+            if deleted { purged += 1 }
+        }
+        if purged > 0 { logger.info("guests purged", metadata: ["count": "\(purged)", "unusedForDays": "\(days)"]) }
+        return purged
     }
 
     /// Revokes at Apple, with the client id that minted each token; failures wait for their retry.

@@ -36,6 +36,20 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         case userDisabled
         /// The caller exported their data too often lately; `reason` holds the seconds to wait.
         case exportLimited
+        /// The Apple ID already belongs to another user; nothing was merged.
+        case identityInUse
+        /// The external id's user already has a different Apple ID.
+        case externalUserLinked
+        /// No such link token.
+        case linkTokenUnknown
+        /// The link token's time is up.
+        case linkTokenExpired
+        /// The link token was used already.
+        case linkTokenUsed
+        /// Guest accounts are turned off on this server.
+        case guestsDisabled
+        /// Linking is not set up (no link secret), or the secret presented is not one of them.
+        case linkingRefused
     }
 
     package let code: Code

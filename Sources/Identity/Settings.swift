@@ -82,11 +82,25 @@ package struct SessionSettings: Sendable {
     /// Seconds during which the refresh token rotated last may be presented again (a retry whose
     /// answer was lost) without being taken for reuse; 0 turns it off.
     package var refreshReuseInterval: Int
+    /// Whether `POST /auth/guest` makes guest accounts (off unless turned on).
+    package var guestAccounts: Bool
+    /// Days after which a guest nobody used is purged by `siwa jobs`.
+    package var guestRetentionDays: Int
+    /// The secrets the app's older backend presents to mint link tokens (any of them is accepted,
+    /// so that one can be replaced while the other still works); none turns linking off.
+    package var linkSecrets: [[UInt8]]
+    /// Seconds a link token can be used.
+    package var linkTokenLifetime: Int
 
     package init(
         publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000,
-        maximumLifetime: Int = Sessions.unlimited, refreshReuseInterval: Int = 10
+        maximumLifetime: Int = Sessions.unlimited, refreshReuseInterval: Int = 10, guestAccounts: Bool = false,
+        guestRetentionDays: Int = 30, linkSecrets: [[UInt8]] = [], linkTokenLifetime: Int = 600
     ) {
+        self.guestAccounts = guestAccounts
+        self.guestRetentionDays = guestRetentionDays
+        self.linkSecrets = linkSecrets
+        self.linkTokenLifetime = linkTokenLifetime
         self.maximumLifetime = maximumLifetime
         self.publicURL = publicURL
         self.accessTokens = accessTokens

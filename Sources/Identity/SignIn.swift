@@ -54,14 +54,19 @@ extension Operations {
     /// `device`, in one transaction retried on a conflict.
     /// - Throws: `SignInError` for a refused identity token; `IdentityError` for a reused nonce,
     ///   a `user` that is not the token's subject, or a code Apple refused or could not take.
-    package func signIn(_ attempt: SignInAttempt, device: String?, remoteAddress: String?) throws -> Grant {
+    /// - Parameter link: a guest session or a link token that says which account the Apple ID
+    ///   goes to (`SignInLink`); checked before Apple is called.
+    /// - Throws: also `IdentityError(.identityInUse)` or `.externalUserLinked` when the link would
+    ///   put one person's Apple ID on another's account, and the link-token refusals.
+    package func signIn(_ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink? = nil) throws -> Grant {
         try core.metrics.counting(core.metrics.signIns, ["native"], success: "success") {
-            try signInOnce(attempt, device: device, remoteAddress: remoteAddress)
+            try signInOnce(attempt, device: device, remoteAddress: remoteAddress, link: link)
         }
     }
 
-    private func signInOnce(_ attempt: SignInAttempt, device: String?, remoteAddress: String?) throws -> Grant {
+    private func signInOnce(_ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink?) throws -> Grant {
         let settings = try requireSessions()
+        let checkedLink = try link.map(check)
         let verified = try verify(attempt, audience: nil, redirectURI: nil)
         let refreshToken = try OpaqueToken()
         let account: SignedInAccount
@@ -71,7 +76,8 @@ extension Operations {
                 try retryingConflicts {
                     try transaction { connection in
                         try verified.unclaimedNonce?.claim(on: connection)
-                        let account = try AppleAccounts.signIn(verified.signIn, on: connection)
+                        if let checkedLink { try use(checkedLink, on: connection) }
+                        let account = try AppleAccounts.signIn(verified.signIn, attachingTo: checkedLink?.target, on: connection)
                         let sessionID = try Sessions.create(
                             userID: account.userID, appleClientID: verified.signIn.audience, device: device,
                             refreshTokenHash: refreshToken.hash,
@@ -81,11 +87,15 @@ extension Operations {
                             "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
                             detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
                         try reportIfCreated(account, verified.signIn, flow: "native", on: connection)
+                        try reportIfLinked(account, link: checkedLink, on: connection)
                         return (account, sessionID)
                     }
                 }
         } catch is AccountDisabled {
             throw IdentityError(.userDisabled)
+        } catch let conflict as AccountConflict {
+            logger.notice("sign-in refused: the Apple ID and the account it was to go to belong to different users")
+            throw Self.identityError(conflict)
         }
         guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
             throw IdentityError(.accountGone)

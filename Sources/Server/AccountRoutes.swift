@@ -100,7 +100,8 @@ package enum AccountRoutes {
         return JSONText.object([
             ("id", .string(String(profile.userID))), ("firstName", profile.firstName.map { .string($0) }),
             ("lastName", profile.lastName.map { .string($0) }), ("createdAt", .integer(profile.createdAt)),
-            ("emails", .raw("[" + emails.joined(separator: ",") + "]")),
+            ("emails", .raw("[" + emails.joined(separator: ",") + "]")), ("guest", .bool(profile.isGuest)),
+            ("externalId", profile.externalID.map { .string($0) }),
         ])
     }
 }

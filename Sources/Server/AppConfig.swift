@@ -181,6 +181,20 @@ package struct AppConfig: Sendable {
                 "the refresh token rotated last, presented again this soon (a retry whose answer was lost), gets a new pair instead of ending the session; 0 turns it off"
         ),
         Key(
+            name: "SIWA_GUEST_ACCOUNTS", type: "true|false", defaultValue: "false",
+            summary: "POST /auth/guest makes guest accounts, which a later sign-in with Apple upgrades keeping their progress"),
+        Key(
+            name: "SIWA_GUEST_RETENTION_DAYS", type: "days 1...3650", defaultValue: "30",
+            summary: "guests whose sessions went unused this long are deleted by `siwa jobs`"),
+        Key(
+            name: "SIWA_LINK_SECRET_FILE", type: "path", defaultValue: "(none: linking off)",
+            summary:
+                "secrets (one per line, 32 characters or more) the app's older backend presents to POST /internal/link-tokens; any line is accepted"
+        ),
+        Key(
+            name: "SIWA_LINK_TOKEN_LIFETIME", type: "seconds 60...3600", defaultValue: "600",
+            summary: "how long a link token can be used (once)"),
+        Key(
             name: "SIWA_WEBHOOK_URLS", type: "URLs, comma-separated", defaultValue: "(none)",
             summary: "the app backend's webhook endpoints; every lifecycle event goes to each (https, or http to a loopback address)"),
         Key(
@@ -385,10 +399,27 @@ extension EnvironmentReader {
         let maximumLifetime =
             optionalString("SIWA_SESSION_MAX_LIFETIME") == nil
             ? Sessions.unlimited : integer("SIWA_SESSION_MAX_LIFETIME", in: 3600...315_360_000)
+        let guestAccounts = boolean("SIWA_GUEST_ACCOUNTS")
+        let guestRetentionDays = integer("SIWA_GUEST_RETENTION_DAYS", in: 1...3650)
+        let linkTokenLifetime = integer("SIWA_LINK_TOKEN_LIFETIME", in: 60...3600)
+        let linkSecrets = lineSecrets("SIWA_LINK_SECRET_FILE")
         guard let tokens, let keys else { return nil }
         return SessionSettings(
             publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime, maximumLifetime: maximumLifetime,
-            refreshReuseInterval: reuseInterval)
+            refreshReuseInterval: reuseInterval, guestAccounts: guestAccounts, guestRetentionDays: guestRetentionDays,
+            linkSecrets: linkSecrets, linkTokenLifetime: linkTokenLifetime)
+    }
+
+    /// The secrets of a `*_SECRET_FILE` key: one per line, at least 32 characters each; none when
+    /// the key is not set.
+    mutating func lineSecrets(_ key: String) -> [[UInt8]] {
+        guard let secret = secret(key) else { return [] }
+        let secrets = secret.value.split(whereSeparator: \.isNewline).map { Array($0.trimmingCharacters(in: .whitespaces).utf8) }
+            .filter { !$0.isEmpty }
+        if secrets.isEmpty || secrets.contains(where: { $0.count < 32 }) {
+            problem("\(key): expected one secret of at least 32 characters per line (openssl rand -hex 32)")
+        }
+        return secrets
     }
 
     /// The webhook settings; nil (and no problem) when no endpoint is set, or when a problem was
@@ -412,14 +443,8 @@ extension EnvironmentReader {
             }
         }
         if Set(endpoints).count != endpoints.count { problem("SIWA_WEBHOOK_URLS: an endpoint is listed twice") }
-        var secrets: [[UInt8]] = []
-        if let secret = secret("SIWA_WEBHOOK_SECRET_FILE") {
-            secrets = secret.value.split(whereSeparator: \.isNewline).map { Array($0.trimmingCharacters(in: .whitespaces).utf8) }
-                .filter { !$0.isEmpty }
-            if secrets.isEmpty || secrets.contains(where: { $0.count < 32 }) {
-                problem("SIWA_WEBHOOK_SECRET_FILE: expected one secret of at least 32 characters per line (openssl rand -hex 32)")
-            }
-        } else if optionalString("SIWA_WEBHOOK_SECRET_FILE") == nil {
+        let secrets = lineSecrets("SIWA_WEBHOOK_SECRET_FILE")
+        if optionalString("SIWA_WEBHOOK_SECRET_FILE") == nil {
             problem("SIWA_WEBHOOK_SECRET_FILE: required with SIWA_WEBHOOK_URLS")
         }
         guard problems.isEmpty else { return nil }

@@ -59,6 +59,8 @@ package final class Application: Sendable {
         router.add("GET", "/health", Health.handle)
         router.add("POST", "/auth/apple", NativeSignIn.signIn)
         router.add("POST", "/auth/refresh", NativeSignIn.refresh)
+        router.add("POST", "/auth/guest", AccountLinks.guest)
+        router.add("POST", "/internal/link-tokens", AccountLinks.linkToken)
         router.add("POST", "/auth/logout", AccountRoutes.logout)
         router.add("GET", "/auth/me", AccountRoutes.me)
         router.add("GET", "/auth/check", AccountRoutes.check)

@@ -17,6 +17,8 @@ package enum NativeSignIn {
         var user: String?
         var fullName: FullName?
         var device: String?
+        /// A link token from the app's older backend: the Apple ID goes to that backend's user.
+        var linkToken: String?
     }
 
     /// Signs in with Apple's identity token (and code), opening a session for the device.
@@ -29,8 +31,22 @@ package enum NativeSignIn {
             firstName: try limited(body.fullName?.givenName, "fullName.givenName", maximum: 1024),
             lastName: try limited(body.fullName?.familyName, "fullName.familyName", maximum: 1024))
         let device = try limited(body.device, "device", maximum: 512)
-        let grant = try operations.signIn(attempt, device: device, remoteAddress: request.remoteAddress)
+        let grant = try operations.signIn(attempt, device: device, remoteAddress: request.remoteAddress, link: try link(request, body))
         return tokenResponse(grant)
+    }
+
+    /// The account the Apple ID is to go to: a guest's, when the request carries the guest's
+    /// access token, or the older backend's user of a link token; not both.
+    static func link(_ request: Request, _ body: SignInBody) throws -> SignInLink? {
+        let guestToken = try Caller.bearerToken(request)
+        let linkToken = try limited(body.linkToken, "linkToken", maximum: 64)
+        switch (guestToken, linkToken) {
+        case (let token?, nil): return .guestSession(accessToken: token)
+        case (nil, let token?): return .linkToken(token)
+        case (nil, nil): return nil
+        case (.some, .some):
+            throw HTTPError.badRequest("Send either a guest session (Authorization: Bearer) or a `linkToken`, not both")
+        }
     }
 
     struct RefreshBody: Decodable {
