@@ -25,11 +25,14 @@ extension Emulator {
         case ("POST", 2, "keys") where path[1] == "rotate": return try rotateKeys()
         case ("DELETE", 2, "keys"): return try removeKey(path[1])
         case ("POST", 1, "notifications"): return try sendNotification(request)
+        case ("POST", 1, "transfers"): return try transferClients(request)
+        case ("POST", 2, "transfers") where path[1] == "age": return try ageTransfers(request)
+        case ("POST", 3, "users") where path[2] == "migration": return try setMigrationFailure(path[1], request)
         default: throw AdminError(404, "not_found", "no admin call \(method) \(request.path)")
         }
     }
 
-    private func decode<Body: Decodable>(_ type: Body.Type, _ request: Request) throws -> Body {
+    func decodeAdmin<Body: Decodable>(_ type: Body.Type, _ request: Request) throws -> Body {
         do {
             return try JSONDecoder().decode(type, from: Data(request.body.isEmpty ? Array("{}".utf8) : request.body))
         } catch {
@@ -51,7 +54,7 @@ extension Emulator {
 
     /// `POST /admin/users` {email?, firstName?, lastName?, emailVerified?}
     private func createUser(_ request: Request) throws -> Response {
-        let body = try decode(NewUser.self, request)
+        let body = try decodeAdmin(NewUser.self, request)
         let user = try createUser(
             email: body.email, firstName: body.firstName ?? "Test", lastName: body.lastName ?? "User",
             emailVerified: body.emailVerified ?? true)
@@ -105,7 +108,7 @@ extension Emulator {
 
     /// `POST /admin/users/{id}/revoke` {clientId}: the person stops using Sign in with Apple with the app.
     private func revokeConsent(_ id: String, _ request: Request) throws -> Response {
-        let body = try decode(ClientChoice.self, request)
+        let body = try decodeAdmin(ClientChoice.self, request)
         _ = try user(id)
         try store.update { $0.revokeAuthorization(user: id, client: body.clientId) }
         return adminJSON(200, userJSON(try user(id)))
@@ -117,7 +120,7 @@ extension Emulator {
 
     /// `POST /admin/users/{id}/relay` {enabled}: turns mail forwarding of the relay addresses off or on.
     private func setRelayForwarding(_ id: String, _ request: Request) throws -> Response {
-        let body = try decode(RelaySetting.self, request)
+        let body = try decodeAdmin(RelaySetting.self, request)
         _ = try user(id)
         try store.update { $0.users[id]?.relayForwarding = body.enabled }
         return adminJSON(200, userJSON(try user(id)))
@@ -137,7 +140,7 @@ extension Emulator {
     /// transferSub?}: what the native SDK hands the app. The raw nonce is hashed into the claim
     /// (SHA-256, lowercase hex) as an app does before passing it to Apple.
     private func nativeSignIn(_ request: Request) throws -> Response {
-        let body = try decode(NativeSignIn.self, request)
+        let body = try decodeAdmin(NativeSignIn.self, request)
         guard configuration.client(body.clientId) != nil else {
             throw AdminError(400, "invalid_request", "unknown clientId \(body.clientId)")
         }
@@ -159,7 +162,7 @@ extension Emulator {
             JSONText.object([
                 ("identityToken", .string(try currentKey.sign(claims: claims.json))),
                 ("authorizationCode", .string(grant.code)), ("user", grant.userJSON.map { .string($0) }),
-                ("sub", .string(grant.user.sub)),
+                ("sub", .string(claims.subject)),
             ]))
     }
 
@@ -188,7 +191,7 @@ extension Emulator {
         return Response(status: 204, contentType: "application/json")
     }
 
-    private func adminJSON(_ status: Int, _ body: String) -> Response {
+    func adminJSON(_ status: Int, _ body: String) -> Response {
         Response(status: status, headers: [("Cache-Control", "no-store")], body: Array(body.utf8))
     }
 }

@@ -14,6 +14,17 @@ enum AppleFormats {
         return padded(head, 6) + "." + hexString(Array(hash[3..<19])) + "." + padded(tail, 4)
     }
 
+    /// A user's `transfer_sub` for a transfer from team `from` to team `to`: stable, shaped like
+    /// a `sub`, never equal to one.
+    static func transferSub(userID: String, from: String, to: String) -> String {
+        sub(teamID: "transfer|\(from)|\(to)", userID: userID)
+    }
+
+    /// The relay address that replaces `relay` when the app moves to `team`.
+    static func relayAddress(derivedFrom relay: String, team: String) -> String {
+        String(hexString(SHA256.hash(Array("relay|\(team)|\(relay)".utf8))).prefix(10)) + "@" + relayDomain
+    }
+
     /// A relay address such as `zdfu7jtuus@privaterelay.appleid.com`.
     static func relayAddress() throws -> String {
         try randomLetters(10, alphabet: "abcdefghijklmnopqrstuvwxyz0123456789") + "@" + relayDomain

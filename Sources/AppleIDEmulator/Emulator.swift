@@ -9,7 +9,8 @@ import JOSE
 package final class Emulator: Sendable {
     let configuration: EmulatorConfiguration
     let store: EmulatorStore
-    let secrets: ClientSecretCheck
+    /// The client-secret check of each team, by team id.
+    let secrets: [String: ClientSecretCheck]
     let adminSecret: String?
     let clock: @Sendable () -> Int64
 
@@ -32,8 +33,12 @@ package final class Emulator: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.store = try EmulatorStore(file: configuration.stateFile, now: clock())
-        self.secrets = ClientSecretCheck(
-            teamID: configuration.teamID, keyID: configuration.keyID, teamKey: try configuration.teamPublicKey())
+        var secrets: [String: ClientSecretCheck] = [:]
+        for team in configuration.teams {
+            secrets[team.teamID] = ClientSecretCheck(
+                teamID: team.teamID, keyID: team.keyID, teamKey: try EmulatorConfiguration.teamPublicKey(file: team.teamKeyFile))
+        }
+        self.secrets = secrets
         self.adminSecret = try configuration.adminSecret()
     }
 
@@ -48,7 +53,7 @@ package final class Emulator: Sendable {
             identity tokens, the authorize page, the token and revoke endpoints, server-to-server notifications. Nothing here is Apple.</p>
             <ul><li><a href="/auth/keys">/auth/keys</a>: the signing keys (JWKS)</li>
             <li>/auth/authorize: the consent page the web sign-in is sent to</li>
-            <li>/auth/token, /auth/revoke: the endpoints the server calls</li>
+            <li>/auth/token, /auth/revoke, /auth/usermigrationinfo: the endpoints the server calls</li>
             <li>/admin/…: test users, native sign-ins, notifications (a Bearer admin secret; see the project's README)</li></ul>
             </body></html>
             """
@@ -65,8 +70,9 @@ package final class Emulator: Sendable {
             case ("POST", "/auth/authorize"): return try decide(request)
             case ("POST", "/auth/token"): return try token(request)
             case ("POST", "/auth/revoke"): return try revoke(request)
+            case ("POST", "/auth/usermigrationinfo"): return try userMigrationInfo(request)
             case (_, let path) where path.hasPrefix("/admin/"): return try admin(request)
-            case (_, "/auth/keys"), (_, "/auth/authorize"), (_, "/auth/token"), (_, "/auth/revoke"):
+            case (_, "/auth/keys"), (_, "/auth/authorize"), (_, "/auth/token"), (_, "/auth/revoke"), (_, "/auth/usermigrationinfo"):
                 return Response(status: 405, contentType: "text/plain", body: Array("Method Not Allowed\n".utf8))
             default:
                 return Response(status: 404, contentType: "text/plain", body: Array("Not Found\n".utf8))

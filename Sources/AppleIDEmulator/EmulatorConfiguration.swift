@@ -9,8 +9,12 @@ package import JOSE
 ///  "clients": [{"id": "com.example.app"},
 ///              {"id": "com.example.web", "redirectURIs": ["https://example.com/auth/callback"]}],
 ///  "adminSecretFile": "/etc/emulator/admin_secret", "notificationURL": "https://example.com/webhook/apple",
-///  "caFile": "/etc/ssl/local.pem", "threads": 4}
+///  "caFile": "/etc/ssl/local.pem", "threads": 4,
+///  "otherTeams": [{"teamId": "TEAMID0002", "keyId": "KEYID00002", "teamKeyFile": "/etc/siwa/team_b.p8"}]}
 /// ```
+///
+/// The clients belong to the first team until a transfer (`POST /admin/transfers`) moves them to
+/// one of `otherTeams`.
 package struct EmulatorConfiguration: Sendable, Decodable {
     /// A client id the team owns: a bundle id (native apps) or a Services ID with its registered
     /// return URLs (the web flow).
@@ -32,6 +36,25 @@ package struct EmulatorConfiguration: Sendable, Decodable {
         private enum CodingKeys: String, CodingKey { case id, redirectURIs }
     }
 
+    /// Another developer team, which a transfer can move clients to.
+    package struct Team: Sendable, Decodable, Equatable {
+        package var teamID: String
+        package var keyID: String
+        package var teamKeyFile: String
+
+        package init(teamID: String, keyID: String, teamKeyFile: String) {
+            self.teamID = teamID
+            self.keyID = keyID
+            self.teamKeyFile = teamKeyFile
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case teamID = "teamId"
+            case keyID = "keyId"
+            case teamKeyFile
+        }
+    }
+
     /// The FastCGI unix socket to listen on.
     package var socket: String
     /// Where the state (users, authorizations, tokens, keys) is kept; nil keeps it in memory only.
@@ -51,12 +74,15 @@ package struct EmulatorConfiguration: Sendable, Decodable {
     package var caFile: String?
     /// Worker threads.
     package var threads: Int
+    /// The other teams (team transfer).
+    package var otherTeams: [Team]
 
     package init(
         socket: String, stateFile: String? = nil, teamID: String, keyID: String, teamKeyFile: String,
         clients: [Client], adminSecretFile: String? = nil, notificationURL: String? = nil, caFile: String? = nil,
-        threads: Int = 4
+        threads: Int = 4, otherTeams: [Team] = []
     ) {
+        self.otherTeams = otherTeams
         self.socket = socket
         self.stateFile = stateFile
         self.teamID = teamID
@@ -81,6 +107,7 @@ package struct EmulatorConfiguration: Sendable, Decodable {
         notificationURL = try container.decodeIfPresent(String.self, forKey: .notificationURL)
         caFile = try container.decodeIfPresent(String.self, forKey: .caFile)
         threads = try container.decodeIfPresent(Int.self, forKey: .threads) ?? 4
+        otherTeams = try container.decodeIfPresent([Team].self, forKey: .otherTeams) ?? []
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -88,7 +115,7 @@ package struct EmulatorConfiguration: Sendable, Decodable {
         case teamID = "teamId"
         case keyID = "keyId"
         case teamKeyFile, clients, adminSecretFile
-        case notificationURL, caFile, threads
+        case notificationURL, caFile, threads, otherTeams
     }
 
     /// Reads and checks the configuration file at `path`.
@@ -111,6 +138,9 @@ package struct EmulatorConfiguration: Sendable, Decodable {
         guard !clients.isEmpty else { throw EmulatorConfigurationError("clients: at least one client id is needed") }
         guard Set(clients.map(\.id)).count == clients.count else { throw EmulatorConfigurationError("clients: duplicate id") }
         guard (1...64).contains(threads) else { throw EmulatorConfigurationError("threads: 1 to 64") }
+        guard Set([teamID] + otherTeams.map(\.teamID)).count == otherTeams.count + 1 else {
+            throw EmulatorConfigurationError("otherTeams: every team id must differ from the others and from teamId")
+        }
         for client in clients {
             for uri in client.redirectURIs where !uri.hasPrefix("https://") || uri.contains("#") {
                 throw EmulatorConfigurationError("clients[\(client.id)].redirectURIs: \(uri) must be https without a fragment")
@@ -118,14 +148,17 @@ package struct EmulatorConfiguration: Sendable, Decodable {
         }
     }
 
-    /// The team's public key, from the `.p8` private key or a `PUBLIC KEY` PEM.
-    package func teamPublicKey() throws -> P256PublicKey {
-        guard let pem = try? String(contentsOfFile: teamKeyFile, encoding: .utf8) else {
-            throw EmulatorConfigurationError("teamKeyFile: cannot read \(teamKeyFile)")
+    /// Every team: the first one (which owns the clients at first), then `otherTeams`.
+    package var teams: [Team] { [Team(teamID: teamID, keyID: keyID, teamKeyFile: teamKeyFile)] + otherTeams }
+
+    /// A team's public key, from the `.p8` private key or a `PUBLIC KEY` PEM in `file`.
+    package static func teamPublicKey(file: String) throws -> P256PublicKey {
+        guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw EmulatorConfigurationError("teamKeyFile: cannot read \(file)")
         }
         if let key = try? P256PublicKey(pem: pem) { return key }
         if let key = try? P256PrivateKey(pem: pem) { return key.publicKey }
-        throw EmulatorConfigurationError("teamKeyFile: \(teamKeyFile) holds no P-256 key")
+        throw EmulatorConfigurationError("teamKeyFile: \(file) holds no P-256 key")
     }
 
     /// The admin secret, or nil when the admin API is off.

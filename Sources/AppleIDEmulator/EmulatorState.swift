@@ -16,6 +16,32 @@ struct EmulatorState: Codable {
     var codes: [String: IssuedCode] = [:]
     var refreshTokens: [String: IssuedToken] = [:]
     var accessTokens: [String: IssuedToken] = [:]
+    /// The team of each client a transfer moved; the others belong to the first team.
+    var clientTeams: [String: String] = [:]
+    /// The transfers made, oldest first.
+    var transfers: [AppTransfer] = []
+    /// Users whose `usermigrationinfo` calls are refused (400), to test how a transfer copes.
+    var migrationFailures: Set<String> = []
+    /// Access tokens of the `client_credentials` grant (scope `user.migration`).
+    var migrationTokens: [String: MigrationToken] = [:]
+
+    init() {}
+
+    /// Reads a state file, also one written before the team-transfer members existed.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        signingKeys = try container.decode([SigningKey].self, forKey: .signingKeys)
+        users = try container.decode([String: TestUser].self, forKey: .users)
+        authorizations = try container.decode([String: Authorization].self, forKey: .authorizations)
+        relayAddresses = try container.decode([String: String].self, forKey: .relayAddresses)
+        codes = try container.decode([String: IssuedCode].self, forKey: .codes)
+        refreshTokens = try container.decode([String: IssuedToken].self, forKey: .refreshTokens)
+        accessTokens = try container.decode([String: IssuedToken].self, forKey: .accessTokens)
+        clientTeams = try container.decodeIfPresent([String: String].self, forKey: .clientTeams) ?? [:]
+        transfers = try container.decodeIfPresent([AppTransfer].self, forKey: .transfers) ?? []
+        migrationFailures = try container.decodeIfPresent(Set<String>.self, forKey: .migrationFailures) ?? []
+        migrationTokens = try container.decodeIfPresent([String: MigrationToken].self, forKey: .migrationTokens) ?? [:]
+    }
 
     /// Drops codes that can no longer be redeemed.
     mutating func pruneCodes(now: Int64) {
@@ -101,6 +127,22 @@ struct Authorization: Codable {
     /// The scopes consented to (`name`, `email`).
     let scopes: [String]
     let grantedAt: Int64
+}
+
+/// A client moved from one team to another.
+struct AppTransfer: Codable {
+    let clientID: String
+    let fromTeam: String
+    let toTeam: String
+    /// When; identity tokens carry `transfer_sub` for 60 days after it.
+    var at: Int64
+}
+
+/// An access token of the `client_credentials` grant, for `usermigrationinfo`.
+struct MigrationToken: Codable {
+    let clientID: String
+    let teamID: String
+    let expiresAt: Int64
 }
 
 /// An authorization code: single use, five minutes, bound to its client and redirect URI.

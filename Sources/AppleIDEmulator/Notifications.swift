@@ -35,8 +35,13 @@ extension Emulator {
         let clientID = order.clientId ?? configuration.clients[0].id
         guard configuration.client(clientID) != nil else { throw AdminError(400, "invalid_request", "unknown clientId \(clientID)") }
         // A deleted Apple Account is still notified about, by the sub it had.
-        let sub = AppleFormats.sub(teamID: configuration.teamID, userID: order.userId)
-        let relay = store.read { $0.relayAddresses[Pair.key(order.userId, clientID)] }
+        let (sub, relay) = store.read { state -> (String, String?) in
+            let owner = self.team(of: clientID, in: state)
+            return (
+                AppleFormats.sub(teamID: owner, userID: order.userId),
+                self.relayAddress(of: order.userId, clientID: clientID, team: owner, in: state)
+            )
+        }
         let now = clock()
         let jti = try AppleFormats.notificationID()
         let eventTime = order.eventTimeInSeconds == true ? now : now * 1000 + Int64.random(in: 0..<1000)

@@ -5,25 +5,27 @@ import JOSE
 extension Emulator {
     /// Checks `client_id` and `client_secret`: both present, the client registered, the secret
     /// acceptable. Returns the client id.
-    private func authenticatedClient(_ form: FormFields, now: Int64) throws -> String {
+    /// The client secret must be signed by the team that owns the client now.
+    func authenticatedClient(_ form: FormFields, now: Int64) throws -> String {
         let clientID = try form.required("client_id")
         let secret = try form.required("client_secret")
         guard configuration.client(clientID) != nil else { throw AppleError(.invalidClient) }
-        guard secrets.problem(with: secret, clientID: clientID, now: now) == nil else { throw AppleError(.invalidClient) }
+        let check = store.read { secrets[team(of: clientID, in: $0)] }
+        guard check?.problem(with: secret, clientID: clientID, now: now) == nil else { throw AppleError(.invalidClient) }
         return clientID
     }
 
-    /// `POST /auth/token`: the `authorization_code` and `refresh_token` grants. `client_credentials`
-    /// is refused with the codes Apple documents (`invalid_scope`, `unauthorized_client`).
+    /// `POST /auth/token`: the `authorization_code` and `refresh_token` grants, and
+    /// `client_credentials` with scope `user.migration` (team transfer; `invalid_scope` otherwise).
     func token(_ request: Request) throws -> Response {
         let form = try FormFields(body: request)
         let now = clock()
         let grant = try form.required("grant_type")
         let clientID = try authenticatedClient(form, now: now)
         if grant == "client_credentials" {
-            // Apple's only use of this grant is team transfer (scope user.migration), which the
-            // emulator does not offer: the client is not authorized for it.
-            throw AppleError(form["scope"] == "user.migration" ? .unauthorizedClient : .invalidScope)
+            // Apple's only use of this grant is team transfer (scope user.migration).
+            guard form["scope"] == "user.migration" else { throw AppleError(.invalidScope) }
+            return try migrationAccessToken(clientID: clientID, now: now)
         }
         guard grant == "authorization_code" || grant == "refresh_token" else { throw AppleError(.unsupportedGrantType) }
         if grant == "authorization_code" {
@@ -116,8 +118,12 @@ extension Emulator {
         user: TestUser, clientID: String, now: Int64, lifetime: Int64, nonce: String?, authTime: Int64,
         codeHash: String? = nil, accessTokenHash: String? = nil, realUserStatus: Int? = nil, transferSub: String? = nil
     ) throws -> IdentityClaims {
-        let (authorization, relay) = store.read { state in
-            (state.authorizations[Pair.key(user.id, clientID)], state.relayAddresses[Pair.key(user.id, clientID)])
+        let (authorization, relay, owner, currentTransferSub) = store.read { state -> (Authorization?, String?, String, String?) in
+            let owner = self.team(of: clientID, in: state)
+            return (
+                state.authorizations[Pair.key(user.id, clientID)], self.relayAddress(of: user.id, clientID: clientID, team: owner, in: state),
+                owner, self.transferSub(of: user.id, clientID: clientID, now: now, in: state)
+            )
         }
         var email: String?
         var isPrivate = false
@@ -130,8 +136,8 @@ extension Emulator {
             }
         }
         return IdentityClaims(
-            audience: clientID, subject: user.sub, issuedAt: now, lifetime: lifetime, nonce: nonce, codeHash: codeHash,
+            audience: clientID, subject: sub(of: user, team: owner), issuedAt: now, lifetime: lifetime, nonce: nonce, codeHash: codeHash,
             accessTokenHash: accessTokenHash, email: email, emailVerified: isPrivate || user.emailVerified, isPrivateEmail: isPrivate,
-            authTime: authTime, realUserStatus: realUserStatus, transferSub: transferSub)
+            authTime: authTime, realUserStatus: realUserStatus, transferSub: transferSub ?? currentTransferSub)
     }
 }
