@@ -17,6 +17,11 @@ package enum AppleTransfers {
     package struct Origin: Sendable, Equatable {
         package var identityID: UInt64
         package var userID: UInt64
+
+        package init(identityID: UInt64, userID: UInt64) {
+            self.identityID = identityID
+            self.userID = userID
+        }
     }
 
     /// Counts of one transfer's records.

@@ -120,6 +120,76 @@ package final class AppleClient {
         }
     }
 
+    /// An access token of the `client_credentials` grant with scope `user.migration`, for
+    /// `usermigrationinfo` (team transfer).
+    package func migrationAccessToken(clientID: String) throws -> AppleTokenResponse {
+        try tokenCall([
+            ("client_id", clientID), ("client_secret", try secret(clientID)), ("grant_type", "client_credentials"),
+            ("scope", "user.migration"),
+        ])
+    }
+
+    /// The sending team's side of a transfer: the `transfer_sub` of the user `sub` for the team
+    /// `target` (`POST /auth/usermigrationinfo` with `sub` and `target`).
+    package func transferSub(of sub: String, to target: String, clientID: String, accessToken: String) throws -> String {
+        struct Answer: Decodable {
+            let transferSub: String
+            enum CodingKeys: String, CodingKey { case transferSub = "transfer_sub" }
+        }
+        let answer = try migrationCall(
+            [("sub", sub), ("target", target), ("client_id", clientID), ("client_secret", try secret(clientID))], accessToken: accessToken,
+            as: Answer.self)
+        return answer.transferSub
+    }
+
+    /// What the receiving team learns of a transferred user.
+    package struct MigratedUser: Sendable, Equatable, Decodable {
+        /// The user's `sub` for the receiving team.
+        package var sub: String
+        package var email: String?
+        package var isPrivateEmail: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case sub, email
+            case isPrivateEmail = "is_private_email"
+        }
+
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            sub = try container.decode(String.self, forKey: .sub)
+            email = try container.decodeIfPresent(String.self, forKey: .email)
+            // Apple's notifications send it as a string, its documentation as a boolean: both.
+            if let flag = try? container.decodeIfPresent(Bool.self, forKey: .isPrivateEmail) {
+                isPrivateEmail = flag
+            } else {
+                isPrivateEmail = (try? container.decodeIfPresent(String.self, forKey: .isPrivateEmail)).map { $0 == "true" }
+            }
+        }
+    }
+
+    /// The receiving team's side of a transfer: the user's new `sub` (and email) for a
+    /// `transfer_sub` (`POST /auth/usermigrationinfo` with `transfer_sub`).
+    package func migratedUser(transferSub: String, clientID: String, accessToken: String) throws -> MigratedUser {
+        try migrationCall(
+            [("transfer_sub", transferSub), ("client_id", clientID), ("client_secret", try secret(clientID))], accessToken: accessToken,
+            as: MigratedUser.self)
+    }
+
+    private func migrationCall<Answer: Decodable>(_ fields: [(String, String)], accessToken: String, as type: Answer.Type) throws -> Answer {
+        try metrics.measure("usermigrationinfo") {
+            let response = try send(
+                .form(
+                    url: baseURL + "/auth/usermigrationinfo", fields,
+                    headers: [("Accept", "application/json"), ("Authorization", "Bearer " + accessToken)]))
+            guard response.status == 200 else { throw Self.error(from: response) }
+            do {
+                return try JSONDecoder().decode(Answer.self, from: Data(response.body))
+            } catch {
+                throw AppleAPIError(.unexpectedResponse, status: 200, reason: "the usermigrationinfo answer is not \(Answer.self)")
+            }
+        }
+    }
+
     /// Fetches Apple's key set (`GET /auth/keys`) with its `Cache-Control: max-age`.
     package static func fetchKeys(baseURL: String, http: HTTPClient, metrics: AppleCallMetrics = AppleCallMetrics()) throws
         -> AppleKeyCache.Fetched

@@ -10,7 +10,8 @@ struct Siwa: ParsableCommand {
         abstract: "A Sign in with Apple backend: a FastCGI application behind nginx.",
         version: siwaVersion,
         subcommands: [
-            Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, Webhooks.self, Admin.self, Setup.self, Doctor.self,
+            Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, Webhooks.self, Admin.self, Transfer.self, Setup.self,
+            Doctor.self,
             VerifyToken.self,
             ClientSecret.self,
             BenchVerify.self,
