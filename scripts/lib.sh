@@ -195,21 +195,26 @@ make_certificate() {
 # Prepares the Apple ID emulator for a local stack in DIR and points siwa at it: a P-256 team key
 # as Apple's .p8 would be, an admin secret, the emulator's configuration (clients com.example.siwa
 # and com.example.siwa.web returning to https://localhost:SIWA_PORT/auth/callback, and
-# com.example.other, which siwa does not accept, for tests), notifications
-# to /webhook/apple), an nginx server on EMULATOR_PORT for it, and the SIWA_APPLE_* lines:
+# com.example.other and com.example.moving, which siwa does not accept, for tests; a second team
+# TEAMID0002 to transfer clients to), notifications to /webhook/apple), an nginx server on
+# EMULATOR_PORT for it, and the SIWA_APPLE_* lines:
 # apple_emulator DIR EMULATOR_PORT SIWA_PORT CERT_DIR HTTP_EXTRA_CONF ENV_FILE
 apple_emulator() {
     local dir=$1 port=$2 siwa_port=$3 certs=$4 extra=$5 env_file=$6
     mkdir -p "$dir"
     [ -s "$dir/apple_key.p8" ] || (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
         -out "$dir/apple_key.p8" 2>/dev/null) || die "openssl genpkey failed"
+    # A second team's key, for team transfers (otherTeams below).
+    [ -s "$dir/apple_key_b.p8" ] || (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+        -out "$dir/apple_key_b.p8" 2>/dev/null) || die "openssl genpkey failed"
     [ -s "$dir/admin_secret" ] || (umask 077; openssl rand -hex 24 >"$dir/admin_secret")
     cat >"$dir/emulator.json" <<JSON
 {"socket": "$dir/emulator.sock", "stateFile": "$dir/state.json",
  "teamId": "TEAMID0001", "keyId": "KEYID00001", "teamKeyFile": "$dir/apple_key.p8",
  "clients": [{"id": "com.example.siwa"},
              {"id": "com.example.siwa.web", "redirectURIs": ["https://localhost:$siwa_port/auth/callback"]},
-             {"id": "com.example.other"}],
+             {"id": "com.example.other"}, {"id": "com.example.moving"}],
+ "otherTeams": [{"teamId": "TEAMID0002", "keyId": "KEYID00002", "teamKeyFile": "$dir/apple_key_b.p8"}],
  "adminSecretFile": "$dir/admin_secret", "notificationURL": "https://localhost:$siwa_port/webhook/apple",
  "caFile": "$certs/cert.pem", "threads": 4}
 JSON
@@ -239,8 +244,9 @@ ENV
 }
 
 # Creates the app's own secrets once in DIR (an access-token signing key, the data key that encrypts
-# Apple's refresh tokens) and writes the session lines, with the account page of an example app that
-# syncs progress: session_keys DIR PUBLIC_URL ENV_FILE
+# Apple's refresh tokens, a link secret for an older backend) and writes the session lines, with
+# guest accounts on and the account page of an example app that syncs progress:
+# session_keys DIR PUBLIC_URL ENV_FILE
 session_keys() {
     local dir=$1 url=$2 env_file=$3
     mkdir -p "$dir/access_keys"
@@ -250,7 +256,10 @@ session_keys() {
             -out "$dir/access_keys/$(date -u +%Y%m%dT%H%M%SZ).pem" 2>/dev/null) || die "openssl genpkey failed"
     fi
     [ -s "$dir/data_keys" ] || (umask 077; echo "k1 $(openssl rand -base64 32)" >"$dir/data_keys")
+    [ -s "$dir/link_secret" ] || (umask 077; openssl rand -hex 32 >"$dir/link_secret")
     cat >>"$env_file" <<ENV
+SIWA_GUEST_ACCOUNTS=true
+SIWA_LINK_SECRET_FILE=$dir/link_secret
 SIWA_PUBLIC_URL=$url
 SIWA_ACCESS_KEYS_DIR=$dir/access_keys
 SIWA_DATA_KEYS_FILE=$dir/data_keys
