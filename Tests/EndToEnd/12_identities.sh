@@ -125,7 +125,7 @@ mint legacy-42
 link_sign_in "$APPLE_USER" nonce-link-5 "$(json linkToken <<<"$BODY")"
 refused 409 external_user_linked "an external user who has another Apple ID"
 mint legacy-77
-link_sign_in "$UPGRADED_APPLE" nonce-link-6 "$(json linkToken <<<"$BODY")"
+link_sign_in "$LINKED_APPLE" nonce-link-6 "$(json linkToken <<<"$BODY")"
 refused 409 identity_in_use "an Apple ID of another user, with a link token"
 [ "$(snapshot)" = "$before" ] || fail "a refused link changed users or identities"
 [ "$(sql "SELECT COUNT(*) FROM link_tokens WHERE external_id IN ('legacy-77') AND used_at IS NULL")" = 1 ] || fail "a refused sign-in used up its link token"
@@ -229,7 +229,7 @@ transfer b complete
 [ "$CODE" = 0 ] && grep -q "done=0 failed=0" <<<"$OUT" && grep -q "resolved=3" <<<"$OUT" || fail "complete again (status $CODE): $OUT"
 [ "$(tsql "SELECT * FROM apple_transfers ORDER BY identity_id; SELECT id, user_id, team_id, sub FROM apple_identities ORDER BY id; SELECT id FROM users" | md5sum)" = "$before" ] \
     || fail "a second complete changed the records"
-transfer b status
+OUT=$(siwa_with_env "$E2E_BIN" "$DIR/b.env" transfer status 2>&1) || fail "transfer status: $OUT"
 grep -q "TEAMID0001 -> TEAMID0002: identities=3 minted=3 resolved=3 failing=0" <<<"$OUT" || fail "transfer status: $OUT"
 pass "a second complete changed nothing; status: $OUT"
 
