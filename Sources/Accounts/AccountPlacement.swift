@@ -65,9 +65,8 @@ struct AccountPlacement {
                 guard holder == nil else { throw AccountConflict(.identityInUse) }
                 // No user carries the external id yet: the identity's own user takes it, unless it
                 // carries another one.
-                let current: String?? = try connection.query("SELECT external_id FROM users WHERE id = ? FOR UPDATE", owner).first?
-                    .decode(at: 0)
-                guard case .some(nil) = current else { throw AccountConflict(.identityInUse) }
+                let row = try connection.query("SELECT external_id FROM users WHERE id = ? FOR UPDATE", owner).first
+                guard let row, try row.decode(String?.self, at: 0) == nil else { throw AccountConflict(.identityInUse) }
                 _ = try connection.execute(
                     "UPDATE users SET external_id = ?, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", externalID, owner)
                 return AccountPlacement(userID: owner, linkedBy: .linkToken)

@@ -84,7 +84,8 @@ package enum AppleTransfers {
             """, teamID, afterID, limit
         ).map {
             Identity(
-                identityID: try $0.decode(at: 0), userID: try $0.decode(at: 1), sub: try $0.decode(at: 2), transferSub: try $0.decode(at: 3))
+                identityID: try $0.decode(at: 0), userID: try $0.decode(at: 1), sub: try $0.decode(at: 2), transferSub: try $0.decode(at: 3)
+            )
         }
     }
 

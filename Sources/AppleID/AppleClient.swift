@@ -175,7 +175,8 @@ package final class AppleClient {
             as: MigratedUser.self)
     }
 
-    private func migrationCall<Answer: Decodable>(_ fields: [(String, String)], accessToken: String, as type: Answer.Type) throws -> Answer {
+    private func migrationCall<Answer: Decodable>(_ fields: [(String, String)], accessToken: String, as type: Answer.Type) throws -> Answer
+    {
         try metrics.measure("usermigrationinfo") {
             let response = try send(
                 .form(

@@ -110,7 +110,9 @@ extension Emulator {
         let now = clock()
         let moved = try store.update { state -> [String] in
             for clientID in order.clientIds {
-                guard configuration.client(clientID) != nil else { throw AdminError(400, "invalid_request", "unknown clientId \(clientID)") }
+                guard configuration.client(clientID) != nil else {
+                    throw AdminError(400, "invalid_request", "unknown clientId \(clientID)")
+                }
                 let from = self.team(of: clientID, in: state)
                 guard from != order.toTeam else { throw AdminError(409, "conflict", "\(clientID) already belongs to \(order.toTeam)") }
                 state.transfers.append(AppTransfer(clientID: clientID, fromTeam: from, toTeam: order.toTeam, at: now))

@@ -121,7 +121,8 @@ extension Emulator {
         let (authorization, relay, owner, currentTransferSub) = store.read { state -> (Authorization?, String?, String, String?) in
             let owner = self.team(of: clientID, in: state)
             return (
-                state.authorizations[Pair.key(user.id, clientID)], self.relayAddress(of: user.id, clientID: clientID, team: owner, in: state),
+                state.authorizations[Pair.key(user.id, clientID)],
+                self.relayAddress(of: user.id, clientID: clientID, team: owner, in: state),
                 owner, self.transferSub(of: user.id, clientID: clientID, now: now, in: state)
             )
         }

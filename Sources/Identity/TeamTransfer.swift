@@ -158,12 +158,15 @@ package struct TeamTransfer {
         let resolution = try retryingConflicts {
             try database.transaction {
                 let resolution = try AppleTransfers.resolve(
-                    origin, teamID: team, sub: user.sub, audience: clientID, email: user.email, isPrivateEmail: user.isPrivateEmail ?? false,
+                    origin, teamID: team, sub: user.sub, audience: clientID, email: user.email,
+                    isPrivateEmail: user.isPrivateEmail ?? false,
                     on: database)
                 if case .attached = resolution {
-                    try outbox.record(.appleIdLinked(by: "team_transfer", externalID: nil), userID: identity.userID, at: clock.now(), on: database)
+                    try outbox.record(
+                        .appleIdLinked(by: "team_transfer", externalID: nil), userID: identity.userID, at: clock.now(), on: database)
                     try AuditLog.record(
-                        "apple_id_linked", userID: identity.userID, detail: JSONText.object([("by", .string("team_transfer"))]), on: database)
+                        "apple_id_linked", userID: identity.userID, detail: JSONText.object([("by", .string("team_transfer"))]),
+                        on: database)
                 }
                 return resolution
             }

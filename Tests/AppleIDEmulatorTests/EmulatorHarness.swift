@@ -16,9 +16,13 @@ final class EmulatorHarness: Sendable {
     static let servicesID = "com.example.web"
     static let redirectURI = "https://app.example.com/auth/callback"
     static let adminSecret = "admin-secret-0123456789"
+    /// The second team, which transfers move clients to.
+    static let teamB = "TEAMID0002"
+    static let keyIDB = "KEYID00002"
 
     let directory: String
     let teamKey: P256PrivateKey
+    let teamKeyB: P256PrivateKey
     let configuration: EmulatorConfiguration
     let emulator: Emulator
     private let time = TestTime()
@@ -29,12 +33,15 @@ final class EmulatorHarness: Sendable {
         self.directory = directory
         self.teamKey = try teamKey ?? P256PrivateKey()
         try self.teamKey.pem().write(toFile: directory + "/team.p8", atomically: true, encoding: .utf8)
+        teamKeyB = try P256PrivateKey()
+        try teamKeyB.pem().write(toFile: directory + "/team_b.p8", atomically: true, encoding: .utf8)
         try Self.adminSecret.write(toFile: directory + "/admin_secret", atomically: true, encoding: .utf8)
         configuration = EmulatorConfiguration(
             socket: directory + "/emulator.sock", stateFile: directory + "/state.json", teamID: Self.teamID, keyID: Self.keyID,
             teamKeyFile: directory + "/team.p8",
             clients: [.init(id: Self.bundleID), .init(id: Self.servicesID, redirectURIs: [Self.redirectURI])],
-            adminSecretFile: adminSecret ? directory + "/admin_secret" : nil, notificationURL: notificationURL)
+            adminSecretFile: adminSecret ? directory + "/admin_secret" : nil, notificationURL: notificationURL,
+            otherTeams: [.init(teamID: Self.teamB, keyID: Self.keyIDB, teamKeyFile: directory + "/team_b.p8")])
         let time = self.time
         emulator = try Emulator(configuration: configuration, clock: { time.now })
     }

@@ -126,7 +126,7 @@ import Testing
     }
 
     @Test(
-        "Every documented error: invalid_request (missing or repeated parameters), unsupported_grant_type, unauthorized_client, invalid_scope, invalid_client (a JSON body)"
+        "Every documented error: invalid_request (missing or repeated parameters), unsupported_grant_type, invalid_scope, invalid_client (a JSON body)"
     )
     func malformedRequests() throws {
         let harness = try EmulatorHarness()
@@ -153,11 +153,6 @@ import Testing
         #expect(
             harness.post("/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "password")]).appleError
                 == "unsupported_grant_type")
-        #expect(
-            harness.post(
-                "/auth/token",
-                [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "user.migration")]
-            ).appleError == "unauthorized_client", "team transfer is not offered")
         #expect(
             harness.post(
                 "/auth/token", [("client_id", client), ("client_secret", secret), ("grant_type", "client_credentials"), ("scope", "email")]

@@ -176,6 +176,26 @@ import Testing
         let sessions = try #require(config.sessions)
         #expect(sessions.publicURL == "https://auth.example.com" && sessions.callbackURL == "https://auth.example.com/auth/callback")
         #expect(sessions.lifetime == 7_776_000 && sessions.dataKeys.currentKeyID == "k1")
+        // Guest accounts and linking are off unless turned on; a link secret needs 32 characters.
+        #expect(!sessions.guestAccounts && sessions.guestRetentionDays == 30 && sessions.linkSecrets.isEmpty)
+        #expect(sessions.linkTokenLifetime == 600)
+        let base = [
+            "SIWA_PUBLIC_URL": "https://auth.example.com", "SIWA_ACCESS_KEYS_DIR": emptyDirectory, "SIWA_DATA_KEYS_FILE": keys,
+        ]
+        let link = try temporaryFile(contents: String(repeating: "l", count: 32) + "\n", mode: 0o600)
+        let on = try #require(
+            try AppConfig(
+                environment: Self.minimal.merging(base) { $1 }.merging([
+                    "SIWA_GUEST_ACCOUNTS": "true", "SIWA_GUEST_RETENTION_DAYS": "7", "SIWA_LINK_SECRET_FILE": link,
+                ]) { $1 }
+            ).sessions)
+        #expect(on.guestAccounts && on.guestRetentionDays == 7 && on.linkSecrets.map(\.count) == [32])
+        let shortLink = try temporaryFile(contents: "short\n", mode: 0o600)
+        for extra in [["SIWA_LINK_SECRET_FILE": shortLink], ["SIWA_GUEST_RETENTION_DAYS": "0"], ["SIWA_LINK_TOKEN_LIFETIME": "5"]] {
+            #expect(throws: ConfigurationError.self, "\(extra)") {
+                try AppConfig(environment: Self.minimal.merging(base) { $1 }.merging(extra) { $1 })
+            }
+        }
     }
 
     @Test("Webhooks: URLs (https, http only to loopback) with a secret file of one secret of 32+ characters per line; none without URLs")
