@@ -29,7 +29,9 @@ public enum AppleCredentialState: Sendable, Equatable {
     /// The person stopped using Sign in with Apple with the app.
     case revoked
     case notFound
-    /// The app moved to another developer team: the person must be migrated (see the server's docs).
+    /// The app moved to another developer team: the kept Apple user id is the old team's. The
+    /// server's session goes on; signing in with Apple again gets the new team's id, and the
+    /// server matches its `transfer_sub` to the same account.
     case transferred
 }
 
@@ -39,7 +41,8 @@ public enum CredentialStateOutcome: Sendable, Equatable {
     case unchanged
     /// Revoked or not found: signed out on the server and on the device.
     case signedOut
-    /// The app was transferred to another team; the app decides what to do.
+    /// The app was transferred to another team: still signed in; sign in with Apple again when
+    /// convenient to get the new team's user id (the server keeps the same account).
     case transferred
 }
 

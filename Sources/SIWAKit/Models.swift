@@ -8,6 +8,14 @@ public struct User: Sendable, Equatable, Codable {
     public var lastName: String?
     public var createdAt: Date
     public var emails: [Email]
+    /// True for a guest account (`SIWAClient.continueAsGuest`): no Apple ID yet. Absent (nil) in
+    /// answers of servers before guest accounts.
+    public var guest: Bool?
+    /// The user's id in the app's older backend, when a link token attached the Apple ID to it.
+    public var externalId: String?
+
+    /// Whether this is a guest account, which a sign-in with Apple upgrades.
+    public var isGuest: Bool { guest ?? false }
 
     public struct Email: Sendable, Equatable, Codable {
         public var address: String

@@ -46,11 +46,20 @@ public final class SIWAClient: Sendable {
     /// Apple gives the name on the first authorization only. It is kept on the device until a
     /// sign-in that carried it succeeded, and added to later sign-ins of the same Apple user until
     /// then, so a first exchange that failed does not lose it.
+    ///
+    /// Signed in as a guest, the sign-in carries the guest's session, and the Apple ID is attached
+    /// to the guest, who keeps everything synced. If that Apple ID already belongs to another
+    /// account, the server refuses with 409 `identity_in_use` (`SIWAError.server`) and the guest
+    /// session stays as it was.
     /// - Parameters:
     ///   - nonce: the nonce whose `hashed` value was given to Apple's request.
     ///   - device: a label for the session list, such as "Jane's iPhone".
+    ///   - linkToken: a link token the app's older backend minted for the person's account there
+    ///     (`POST /internal/link-tokens`): the Apple ID goes to that account.
     @discardableResult
-    public func signIn(with credential: AppleSignInCredential, nonce: SignInNonce, device: String? = nil) async throws -> User {
+    public func signIn(
+        with credential: AppleSignInCredential, nonce: SignInNonce, device: String? = nil, linkToken: String? = nil
+    ) async throws -> User {
         var name = PendingName(credential)
         if name != nil {
             try PendingName.save(name, in: storage)
@@ -59,11 +68,29 @@ public final class SIWAClient: Sendable {
         }
         let body = SignInBody(
             identityToken: credential.identityToken, authorizationCode: credential.authorizationCode, nonce: nonce.value,
-            user: credential.user, fullName: name.map { .init(givenName: $0.givenName, familyName: $0.familyName) }, device: device)
-        let grant: Grant = try await api.call(try api.request("POST", "auth/apple", json: body))
+            user: credential.user, fullName: name.map { .init(givenName: $0.givenName, familyName: $0.familyName) }, device: device,
+            linkToken: linkToken)
+        var request = try api.request("POST", "auth/apple", json: body)
+        if await session.state.user?.isGuest == true, linkToken == nil {
+            request = authorized(request, try await session.accessToken())
+        }
+        let grant: Grant = try await api.call(request)
         guard let user = grant.user else { throw SIWAError.invalidResponse("a sign-in answered without the user") }
         try await session.begin(grant, user: user, appleUserID: credential.user, receivedAt: now())
         if name != nil { try PendingName.save(nil, in: storage) }
+        return user
+    }
+
+    /// Starts as a guest (`POST /auth/guest`), when the server has guest accounts turned on: a user
+    /// without an Apple ID, with a session, who syncs like anyone. A later `signIn(with:nonce:)`
+    /// upgrades the guest, keeping their progress.
+    /// - Throws: `SIWAError.server` with 403 `guests_disabled` when the server does not offer them.
+    @discardableResult
+    public func continueAsGuest(device: String? = nil) async throws -> User {
+        struct GuestBody: Encodable { var device: String? }
+        let grant: Grant = try await api.call(try api.request("POST", "auth/guest", json: GuestBody(device: device)))
+        guard let user = grant.user else { throw SIWAError.invalidResponse("a guest account answered without the user") }
+        try await session.begin(grant, user: user, appleUserID: "", receivedAt: now())
         return user
     }
 
@@ -142,8 +169,14 @@ public final class SIWAClient: Sendable {
 
     /// Acts on Apple's credential state, which the app reads at launch and when it comes to the
     /// foreground (`ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)`).
+    ///
+    /// `.transferred` means the app moved to another developer team, so the Apple user id the app
+    /// kept belongs to the old team. The session stays valid (it is the server's own); when
+    /// convenient, sign in with Apple again: the new credential's token carries `transfer_sub`,
+    /// which the server matches to the same account (see the server's docs on team transfer), and
+    /// the app then keeps the new user id.
     public func handleCredentialState(_ state: AppleCredentialState) async -> CredentialStateOutcome {
-        guard case .signedIn = await session.state else { return .unchanged }
+        guard case .signedIn(let user) = await session.state, !user.isGuest else { return .unchanged }
         switch state {
         case .authorized:
             return .unchanged
@@ -175,6 +208,7 @@ private struct SignInBody: Encodable {
     var user: String
     var fullName: FullName?
     var device: String?
+    var linkToken: String?
 }
 
 /// A name Apple gave that the server has not stored yet.
