@@ -86,16 +86,18 @@ package enum AppleValidations {
     /// When Apple could not be asked: try again in 15 minutes (also the claim's lease).
     static let retrySQL = "UTC_TIMESTAMP(3) + INTERVAL 900 SECOND"
 
-    /// Claims up to `limit` tokens whose check is due, pushing their next check back by the retry
-    /// delay first so that no other sender takes them.
-    package static func claimDue(limit: Int, on connection: Connection) throws -> [DueValidation] {
+    /// Claims up to `limit` tokens of `teamID`'s identities whose check is due, pushing their next
+    /// check back by the retry delay first so that no other sender takes them. Tokens of another
+    /// team's identities (kept after a team transfer) are never checked: this server's credentials
+    /// are not that team's, and a refusal would end sessions the transfer kept.
+    package static func claimDue(teamID: String, limit: Int, on connection: Connection) throws -> [DueValidation] {
         let due = try connection.query(
             """
             SELECT t.identity_id, i.user_id, t.client_id, t.token, t.token_key_id
             FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id
-            WHERE t.next_validation_at <= UTC_TIMESTAMP(3) AND i.consent_state = 'active'
+            WHERE t.next_validation_at <= UTC_TIMESTAMP(3) AND i.consent_state = 'active' AND i.team_id = ?
             ORDER BY t.next_validation_at LIMIT ?
-            """, limit)
+            """, teamID, limit)
         var claimed: [DueValidation] = []
         for row in due {
             let validation = DueValidation(

@@ -222,11 +222,14 @@ import Testing
         _ = try connection.transaction { try AppleAccounts.signIn(onTheWeb, on: connection) }
         #expect(try count("SELECT COUNT(*) FROM apple_revocations") == 0)
         #expect(try count("SELECT COUNT(*) FROM apple_tokens") == 2, "one token per client id")
-        #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "not due for a day")
+        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection).isEmpty, "not due for a day")
         _ = try connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3)")
-        let due = try AppleValidations.claimDue(limit: 10, on: connection)
+        #expect(
+            try AppleValidations.claimDue(teamID: "OTHERTEAM1", limit: 10, on: connection).isEmpty,
+            "another team's tokens (after a transfer) are never checked with this team's credentials")
+        let due = try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection)
         #expect(Set(due.map(\.token.clientID)) == [app.clientID, web.clientID] && due.allSatisfy { $0.userID == userID })
-        #expect(try AppleValidations.claimDue(limit: 10, on: connection).isEmpty, "claimed once")
+        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection).isEmpty, "claimed once")
         let appSession = try Sessions.create(
             userID: userID, appleClientID: app.clientID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
             on: connection)
