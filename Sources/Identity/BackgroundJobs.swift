@@ -137,7 +137,9 @@ package struct BackgroundJobs {
     /// `invalid_grant` means consent was withdrawn for that client: the sessions opened with it end. Apple unreachable changes nothing; the check is retried.
     func validateAppleTokens(_ summary: inout Summary, until deadline: Double) throws {
         for _ in 0..<batch {
-            guard clock.now() < deadline, let due = try AppleValidations.claimDue(teamID: apple.settings.teamID, limit: 1, on: database).first else { return }
+            guard clock.now() < deadline,
+                let due = try AppleValidations.claimDue(teamID: apple.settings.teamID, limit: 1, on: database).first
+            else { return }
             guard let token = settings.dataKeys.open(due.token) else {
                 logger.error("validation: cannot decrypt the Apple token (data key missing?)", metadata: ["identity": "\(due.identityID)"])
                 summary.validationsFailed += 1
