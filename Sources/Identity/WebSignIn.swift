@@ -131,6 +131,7 @@ extension Operations {
                         pending.id, handleHash: handle.hash, userID: account.userID, isNewUser: account.isNewUser, error: nil,
                         on: connection)
                     try reportIfCreated(account, verified.signIn, flow: "web", on: connection)
+                    try reportIfLinked(account, link: nil, on: connection)
                 case .failure(let failure):
                     try WebSignIns.complete(
                         pending.id, handleHash: handle.hash, userID: nil, isNewUser: false, error: failure.code, on: connection)

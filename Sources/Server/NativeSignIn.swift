@@ -35,18 +35,12 @@ package enum NativeSignIn {
         return tokenResponse(grant)
     }
 
-    /// The account the Apple ID is to go to: a guest's, when the request carries the guest's
-    /// access token, or the older backend's user of a link token; not both.
+    /// The account the Apple ID is to go to: the older backend's user of a link token, or else a
+    /// guest's, when the request carries the guest's access token. A link token names its account
+    /// itself, so a Bearer sent with it is not used.
     static func link(_ request: Request, _ body: SignInBody) throws -> SignInLink? {
-        let guestToken = try Caller.bearerToken(request)
-        let linkToken = try limited(body.linkToken, "linkToken", maximum: 64)
-        switch (guestToken, linkToken) {
-        case (let token?, nil): return .guestSession(accessToken: token)
-        case (nil, let token?): return .linkToken(token)
-        case (nil, nil): return nil
-        case (.some, .some):
-            throw HTTPError.badRequest("Send either a guest session (Authorization: Bearer) or a `linkToken`, not both")
-        }
+        if let linkToken = try limited(body.linkToken, "linkToken", maximum: 64) { return .linkToken(linkToken) }
+        return try Caller.bearerToken(request).map { .guestSession(accessToken: $0) }
     }
 
     struct RefreshBody: Decodable {

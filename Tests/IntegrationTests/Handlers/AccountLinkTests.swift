@@ -166,8 +166,11 @@ import Testing
         let late = try signIn(harness, sub: "link.apple.3", linkToken: other)
         #expect(late.status == 200, "\(late.text)")
         #expect(try late.json().object("user")?.string("externalId") == "legacy-77" && late.json().bool("isNewUser") == false)
-        // A guest session and a link token at once are refused.
-        #expect(try signIn(harness, sub: "link.apple.4", bearer: access, linkToken: again).status == 400)
+        // With a link token, a Bearer sent along is not used: the link token decides the account.
+        let fresh = try mint("legacy-88").json().string("linkToken")
+        let both = try signIn(harness, sub: "link.apple.4", bearer: access, linkToken: fresh)
+        #expect(both.status == 200, "\(both.text)")
+        #expect(try both.json().object("user")?.string("externalId") == "legacy-88")
     }
 
     @Test(
