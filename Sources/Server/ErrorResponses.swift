@@ -59,8 +59,8 @@ package enum ErrorResponses {
             HTTPError(409, "identity_in_use", "This Apple ID already belongs to another account; nothing was merged or changed")
         case .externalUserLinked:
             HTTPError(409, "external_user_linked", "The account of this link token already has a different Apple ID; nothing was changed")
-        case .linkTokenUnknown: HTTPError(400, "invalid_link_token", "The link token is not valid")
-        case .linkTokenExpired: HTTPError(400, "link_token_expired", "The link token has expired; ask for a new one")
+        case .linkTokenUnknown: HTTPError(401, "invalid_link_token", "The link token is not valid")
+        case .linkTokenExpired: HTTPError(401, "link_token_expired", "The link token has expired; ask for a new one")
         case .linkTokenUsed: HTTPError(409, "link_token_used", "The link token was already used; ask for a new one")
         case .guestsDisabled: HTTPError(403, "guests_disabled", "Guest accounts are turned off on this server")
         case .linkingRefused: HTTPError(401, "invalid_link_secret", "A valid link secret (Authorization: Bearer) is required")

@@ -118,9 +118,9 @@ EXPIRED=$(json linkToken <<<"$BODY")
 sql "UPDATE link_tokens SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE external_id = 'legacy-43'"
 new_apple_user late.user@example.com Lars Late
 link_sign_in "$APPLE_USER" nonce-link-3 "$EXPIRED"
-refused 400 link_token_expired "an expired link token"
+refused 401 link_token_expired "an expired link token"
 link_sign_in "$APPLE_USER" nonce-link-4 "$(openssl rand 32 | base64 | tr '+/' '-_' | tr -d '=')"
-refused 400 invalid_link_token "an unknown link token"
+refused 401 invalid_link_token "an unknown link token"
 mint legacy-42
 link_sign_in "$APPLE_USER" nonce-link-5 "$(json linkToken <<<"$BODY")"
 refused 409 external_user_linked "an external user who has another Apple ID"
@@ -129,7 +129,7 @@ link_sign_in "$LINKED_APPLE" nonce-link-6 "$(json linkToken <<<"$BODY")"
 refused 409 identity_in_use "an Apple ID of another user, with a link token"
 [ "$(snapshot)" = "$before" ] || fail "a refused link changed users or identities"
 [ "$(sql "SELECT COUNT(*) FROM link_tokens WHERE external_id IN ('legacy-77') AND used_at IS NULL")" = 1 ] || fail "a refused sign-in used up its link token"
-pass "link tokens used twice, expired, unknown, for an external user with another Apple ID, or with another user's Apple ID: 409/400 each, nothing changed"
+pass "link tokens used twice, expired, unknown, for an external user with another Apple ID, or with another user's Apple ID: 409 or 401 each, nothing changed"
 
 # --- Team transfer, on a siwa of its own (team A, then team B) with its own database.
 DIR=$E2E_TMP/transfer

@@ -150,9 +150,9 @@ import Testing
         let expired = try #require(try mint("legacy-43").json().string("linkToken"))
         _ = try harness.connection.execute(
             "UPDATE link_tokens SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE external_id = 'legacy-43'")
-        try refused(try signIn(harness, sub: "link.apple.2", linkToken: expired), 400, "link_token_expired")
-        try refused(try signIn(harness, sub: "link.apple.2", linkToken: String(repeating: "A", count: 43)), 400, "invalid_link_token")
-        try refused(try signIn(harness, sub: "link.apple.2", linkToken: "short"), 400, "invalid_link_token")
+        try refused(try signIn(harness, sub: "link.apple.2", linkToken: expired), 401, "link_token_expired")
+        try refused(try signIn(harness, sub: "link.apple.2", linkToken: String(repeating: "A", count: 43)), 401, "invalid_link_token")
+        try refused(try signIn(harness, sub: "link.apple.2", linkToken: "short"), 401, "invalid_link_token")
         let again = try #require(try mint("legacy-42").json().string("linkToken"))
         try refused(try signIn(harness, sub: "link.apple.2", linkToken: again), 409, "external_user_linked")
         let other = try #require(try mint("legacy-77").json().string("linkToken"))
