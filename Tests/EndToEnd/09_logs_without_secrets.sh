@@ -67,7 +67,7 @@ logs=("$E2E_TMP/siwa.log" "$DIR/siwa.json.log" "$E2E_TMP/nginx/error.log" "$E2E_
 for log_file in "${logs[@]}"; do [ -s "$log_file" ] || fail "$log_file is missing or empty"; done
 # The team transfer's own siwa and nginx (08_identities), when that check ran.
 for log_file in "$E2E_TMP/transfer/siwa.log" "$E2E_TMP/transfer/nginx/error.log" "$E2E_TMP/transfer/nginx/access.log"; do
-    [ -s "$log_file" ] && logs+=("$log_file")
+    if [ -s "$log_file" ]; then logs+=("$log_file"); fi
 done
 [ -s "$E2E_TMP/secrets_seen" ] || fail "the checks recorded no secrets to look for"
 grep -q 'refresh token reused' "$E2E_TMP/siwa.log" || fail "the log does not have the events this check expects"
