@@ -149,7 +149,12 @@ package enum SyncStore {
                 guard let fresh = try read(userID: userID, session: nil, lock: true, on: connection) else { return nil }
                 stored = fresh
                 merge = merged(changes, into: stored)
-                if merge.count > 0 { guard try advance(userID: userID, from: stored, merge, on: connection) else { return nil } }
+                // On one server the lock holds the version still. A Galera node applies another
+                // node's write without regard to local locks: a lost race, not an ended session,
+                // so the whole sync runs again (the caller retries deadlocks).
+                if merge.count > 0, try !advance(userID: userID, from: stored, merge, on: connection) {
+                    throw MariaDBError(.deadlock, errno: 1213, sqlState: "40001", message: "the sync version moved under the row lock")
+                }
             }
             if merge.count > 0 {
                 let version = stored.version + 1

@@ -102,7 +102,12 @@ extension Operations {
                     userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
                     cache: core.syncCache)
             }
-            guard let delta else { throw IdentityError(.sessionEnded) }
+            guard let delta else {
+                logger.info(
+                    "sync refused: the session is not active",
+                    metadata: ["user": "\(principal.userID)", "session": "\(uncheckedSession.map(String.init) ?? "cookie")"])
+                throw IdentityError(.sessionEnded)
+            }
             metrics.syncRowsWritten.increment(by: delta.changed)
             return delta
         }
