@@ -23,6 +23,8 @@ printf '%-44s %10s %9s %9s %9s %7s\n' "reference: GET /health (DB ping)" "$h_rps
 read -r g_rps g_p50 g_p99 g_max g_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/guest.lua")
 printf '%-44s %10s %9s %9s %9s %7s\n' "POST /auth/guest (new user and session)" "$g_rps" "$g_p50" "$g_p99" "$g_max" "$g_err"
 awk -v g="$g_rps" -v h="$h_rps" 'BEGIN { printf "guest accounts: %d/s = %.3fx GET /health\n", g, g / h }'
+echo "non-2xx answers of the guest run (status, body start):"
+sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5
 
 USERS=${TRANSFER_USERS:-500}
 log "making $USERS users at the emulator and their team-A identities in a database of their own"
