@@ -168,6 +168,19 @@ package enum AppleTransfers {
         return progress
     }
 
+    /// The counts of every transfer to `receivingTeam`, whichever team sent it.
+    package static func progress(receivingTeam: String, on connection: Connection) throws -> Progress {
+        var total = Progress()
+        for sending in try sendingTeams(of: receivingTeam, on: connection) {
+            let part = try progress(sendingTeam: sending, receivingTeam: receivingTeam, on: connection)
+            total.identities += part.identities
+            total.minted += part.minted
+            total.resolved += part.resolved
+            total.failing += part.failing
+        }
+        return total
+    }
+
     /// The sending teams of the transfers to `receivingTeam`.
     package static func sendingTeams(of receivingTeam: String, on connection: Connection) throws -> [String] {
         try connection.query(

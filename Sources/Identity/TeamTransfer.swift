@@ -87,27 +87,14 @@ package struct TeamTransfer {
     package func prepare(to target: String, progress: (Report) -> Void = { _ in }) throws -> Report {
         let team = apple.settings.teamID
         guard target != team else { throw Stopped(description: "the target team is the configured team \(team)") }
-        var report = Report()
-        var token = try AccessToken(client: client, clientID: clientID, clock: clock)
-        var last: UInt64 = 0
-        while true {
-            let page = try AppleTransfers.unminted(teamID: team, target: target, after: last, limit: 100, on: database)
-            guard let end = page.last else { break }
-            last = end.identityID
-            for identity in page {
-                do {
-                    let transferSub = try token.call(clock: clock) {
-                        try client.transferSub(of: identity.sub, to: target, clientID: clientID, accessToken: $0)
-                    }
-                    try AppleTransfers.recordMinted(identity.identityID, target: target, transferSub: transferSub, on: database)
-                    report.done += 1
-                } catch let error as AppleAPIError {
-                    try refused(identity, target: target, error: error, into: &report)
-                }
-                progress(report)
-                Thread.sleep(forTimeInterval: pace)
-            }
+        func mint(_ identity: AppleTransfers.Identity, accessToken: String, report: inout Report) throws {
+            let transferSub = try client.transferSub(of: identity.sub, to: target, clientID: clientID, accessToken: accessToken)
+            try AppleTransfers.recordMinted(identity.identityID, target: target, transferSub: transferSub, on: database)
+            report.done += 1
         }
+        var report = try forEach(
+            page: { try AppleTransfers.unminted(teamID: team, target: target, after: $0, limit: 100, on: database) }, target: target,
+            progress: progress, step: mint)
         report.progress = try AppleTransfers.progress(sendingTeam: team, receivingTeam: target, on: database)
         return report
     }
@@ -117,36 +104,42 @@ package struct TeamTransfer {
     /// - Throws: `Stopped` when Apple cannot be reached or refuses our credentials.
     package func complete(progress: (Report) -> Void = { _ in }) throws -> Report {
         let team = apple.settings.teamID
+        func resolve(_ identity: AppleTransfers.Identity, accessToken: String, report: inout Report) throws {
+            guard let transferSub = identity.transferSub else { return }
+            let user = try client.migratedUser(transferSub: transferSub, clientID: clientID, accessToken: accessToken)
+            try attach(identity, as: user, team: team, into: &report)
+        }
+        var report = try forEach(
+            page: { try AppleTransfers.unresolved(teamID: team, after: $0, limit: 100, on: database) }, target: team, progress: progress,
+            step: resolve)
+        report.progress = try AppleTransfers.progress(receivingTeam: team, on: database)
+        return report
+    }
+
+    /// Runs `step` for every identity of the pages `page` gives after each id (in id order, so an
+    /// identity Apple refused is not met again in the run), with the access token, one call at a
+    /// time `pace` apart. Apple refusing an identity is recorded and the run goes on.
+    private func forEach(
+        page: (UInt64) throws -> [AppleTransfers.Identity], target: String, progress: (Report) -> Void,
+        step: (AppleTransfers.Identity, String, inout Report) throws -> Void
+    ) throws -> Report {
         var report = Report()
         var token = try AccessToken(client: client, clientID: clientID, clock: clock)
         var last: UInt64 = 0
         while true {
-            let page = try AppleTransfers.unresolved(teamID: team, after: last, limit: 100, on: database)
-            guard let end = page.last else { break }
+            let identities = try page(last)
+            guard let end = identities.last else { break }
             last = end.identityID
-            for identity in page {
-                guard let transferSub = identity.transferSub else { continue }
+            for identity in identities {
                 do {
-                    let user = try token.call(clock: clock) {
-                        try client.migratedUser(transferSub: transferSub, clientID: clientID, accessToken: $0)
-                    }
-                    try attach(identity, as: user, team: team, into: &report)
+                    try token.call(clock: clock) { try step(identity, $0, &report) }
                 } catch let error as AppleAPIError {
-                    try refused(identity, target: team, error: error, into: &report)
+                    try refused(identity, target: target, error: error, into: &report)
                 }
                 progress(report)
                 Thread.sleep(forTimeInterval: pace)
             }
         }
-        var total = AppleTransfers.Progress()
-        for sending in try AppleTransfers.sendingTeams(of: team, on: database) {
-            let part = try AppleTransfers.progress(sendingTeam: sending, receivingTeam: team, on: database)
-            total.identities += part.identities
-            total.minted += part.minted
-            total.resolved += part.resolved
-            total.failing += part.failing
-        }
-        report.progress = total
         return report
     }
 
