@@ -152,24 +152,30 @@ package enum AppleAccounts {
                     last_validated_at = UTC_TIMESTAMP(3), next_validation_at = VALUES(next_validation_at), updated_at = UTC_TIMESTAMP(3)
                 """, identityID, token.clientID, token.ciphertext, token.keyID)
         }
-        var storedEmail: Profile.Email?
-        if let email = signIn.email?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 {
-            let isRelay = signIn.isPrivateEmail == true
-            storedEmail = Profile.Email(
-                address: email, isPrivateRelay: isRelay, forwardingEnabled: true, verified: signIn.emailVerified ?? false)
-            _ = try connection.execute(
-                """
-                INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, ?)
-                ON DUPLICATE KEY UPDATE verified = VALUES(verified), is_private_relay = VALUES(is_private_relay),
-                    updated_at = UTC_TIMESTAMP(3)
-                """, userID, email, isRelay, signIn.emailVerified ?? false)
-        }
+        let storedEmail = try storeEmail(
+            signIn.email, isPrivateRelay: signIn.isPrivateEmail == true, verified: signIn.emailVerified ?? false, of: userID,
+            on: connection)
         let linkedBy = placement.linkedBy ?? (transfer == nil ? nil : .teamTransfer)
         guard placement.userID == nil else { return SignedInAccount(userID: userID, isNewUser: false, linkedBy: linkedBy) }
         let profile = Profile(
             userID: userID, firstName: firstName, lastName: lastName, createdAt: Int64(Date().timeIntervalSince1970),
             emails: storedEmail.map { [$0] } ?? [], externalID: placement.externalID)
         return SignedInAccount(userID: userID, isNewUser: true, newProfile: profile, linkedBy: linkedBy)
+    }
+
+    /// Stores an email address Apple gave for `userID` as given (a relay address flagged as such),
+    /// updating the flags of one already stored; nothing for none, an empty one or one too long.
+    /// - Returns: the email as stored.
+    static func storeEmail(_ address: String?, isPrivateRelay: Bool, verified: Bool, of userID: UInt64, on connection: Connection) throws
+        -> Profile.Email?
+    {
+        guard let email = address?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 else { return nil }
+        _ = try connection.execute(
+            """
+            INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, ?)
+            ON DUPLICATE KEY UPDATE verified = VALUES(verified), is_private_relay = VALUES(is_private_relay), updated_at = UTC_TIMESTAMP(3)
+            """, userID, email, isPrivateRelay, verified)
+        return Profile.Email(address: email, isPrivateRelay: isPrivateRelay, forwardingEnabled: true, verified: verified)
     }
 
     /// A name part trimmed, without control characters, at most `maximum` code points (the

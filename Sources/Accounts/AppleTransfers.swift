@@ -139,13 +139,8 @@ package enum AppleTransfers {
             "INSERT INTO apple_identities (user_id, team_id, sub, audience) VALUES (?, ?, ?, ?)", origin.userID, teamID, sub, audience
         ).lastInsertID
         try markResolved(origin.identityID, to: identityID, on: connection)
-        if let email, !email.isEmpty, email.utf8.count <= 320 {
-            _ = try connection.execute(
-                """
-                INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, 1)
-                ON DUPLICATE KEY UPDATE is_private_relay = VALUES(is_private_relay), updated_at = UTC_TIMESTAMP(3)
-                """, origin.userID, email, isPrivateEmail)
-        }
+        // Apple vouches for the address it hands the receiving team.
+        _ = try AppleAccounts.storeEmail(email, isPrivateRelay: isPrivateEmail, verified: true, of: origin.userID, on: connection)
         return .attached(identityID: identityID)
     }
 

@@ -8,7 +8,7 @@ import JOSE
 extension Emulator {
     func admin(_ request: Request) throws -> Response {
         guard let adminSecret else { return Response(status: 404, contentType: "text/plain", body: Array("Not Found\n".utf8)) }
-        let presented = request.headers["authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
+        let presented = request.bearerToken ?? ""
         guard constantTimeEquals(Array(presented.utf8), Array(adminSecret.utf8)) else {
             throw AdminError(401, "unauthorized", "the admin API needs Authorization: Bearer <admin secret>")
         }

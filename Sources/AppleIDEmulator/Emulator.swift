@@ -169,3 +169,10 @@ struct FormFields {
         return value
     }
 }
+
+extension Request {
+    /// The token of an `Authorization: Bearer` header (the admin secret, a migration access token).
+    var bearerToken: String? {
+        headers["authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+    }
+}

@@ -60,7 +60,7 @@ extension Emulator {
         let form = try FormFields(body: request)
         let now = clock()
         let clientID = try authenticatedClient(form, now: now)
-        let bearer = request.headers["authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
+        let bearer = request.bearerToken ?? ""
         let body = try store.read { state -> String in
             let team = self.team(of: clientID, in: state)
             guard let token = state.migrationTokens[bearer], token.clientID == clientID, token.teamID == team, token.expiresAt > now
