@@ -9,20 +9,26 @@ import Synchronization
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
 
-    /// A public-key context initialised once for SHA-256 verification with this key
-    /// (`EVP_PKEY_verify_init` + `EVP_PKEY_CTX_set_signature_md`) and then reused for each
-    /// signature. Initialising a context (algorithm fetch, key checks) costs about as much as the
-    /// RSA operation itself, and so does duplicating an initialised digest context per call
-    /// (docs/PERFORMANCE.md, "Token verification"); a reused `EVP_PKEY_CTX` costs neither. A context is used by one
-    /// thread at a time: taken from the pool, used, and put back.
-    /// `@unchecked Sendable`: a context moves between threads only through `verifyPool`, and is
-    /// used by the one thread that took it.
-    private struct VerifyContext: @unchecked Sendable {
+    /// Public-key contexts initialised once for SHA-256 signing or verification with this key
+    /// (`EVP_PKEY_sign_init` or `EVP_PKEY_verify_init`, then `EVP_PKEY_CTX_set_signature_md`) and
+    /// then reused for each signature. Initialising a context (algorithm fetch, key checks) costs
+    /// about as much as the RSA verification or the P-256 signature itself, and so does
+    /// duplicating an initialised digest context per call (docs/PERFORMANCE.md, "Token
+    /// verification"); a reused `EVP_PKEY_CTX` costs neither. A context is used by one thread at a
+    /// time: taken from its pool, used, and put back.
+    /// `@unchecked Sendable`: a context moves between threads only through its pool, and is used
+    /// by the one thread that took it.
+    private struct PooledContext: @unchecked Sendable {
         let pointer: OpaquePointer
     }
 
-    /// Idle verification contexts; at most `maximumPooled` are kept.
-    private let verifyPool = Mutex<[VerifyContext]>([])
+    private enum Operation {
+        case sign, verify
+    }
+
+    /// Idle contexts of each operation; at most `maximumPooled` of each are kept.
+    private let signPool = Mutex<[PooledContext]>([])
+    private let verifyPool = Mutex<[PooledContext]>([])
     private static let maximumPooled = 64
 
     /// Takes ownership of a key returned by a `new`/`get1`/`fromdata` call.
@@ -31,18 +37,19 @@ final class EVPKey: @unchecked Sendable {
     }
 
     deinit {
-        verifyPool.withLock { pool in
-            for context in pool { EVP_PKEY_CTX_free(context.pointer) }
-        }
+        for context in signPool.withLock({ $0 }) + verifyPool.withLock({ $0 }) { EVP_PKEY_CTX_free(context.pointer) }
         EVP_PKEY_free(pointer)
     }
 
-    /// A fresh verification context, or nil if OpenSSL refuses the key for SHA-256 verification.
-    private func makeVerifyContext() -> VerifyContext? {
+    /// A fresh context for `operation`, or nil if OpenSSL refuses the key for it with SHA-256.
+    private func makeContext(_ operation: Operation) -> PooledContext? {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
-        var ready =
-            EVP_PKEY_verify_init(context) == 1
-            && EVP_PKEY_CTX_set_signature_md(context, SHA256.algorithm.pointer) == 1
+        let initialised =
+            switch operation {
+            case .sign: EVP_PKEY_sign_init(context)
+            case .verify: EVP_PKEY_verify_init(context)
+            }
+        var ready = initialised == 1 && EVP_PKEY_CTX_set_signature_md(context, SHA256.algorithm.pointer) == 1
         if ready, isA("RSA") {
             ready = EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PADDING) == 1
         }
@@ -50,7 +57,34 @@ final class EVPKey: @unchecked Sendable {
             EVP_PKEY_CTX_free(context)
             return nil
         }
-        return VerifyContext(pointer: context)
+        return PooledContext(pointer: context)
+    }
+
+    /// Puts `context` back in `pool` unless the pool is full.
+    private static func keep(_ context: PooledContext, in pool: inout [PooledContext]) -> Bool {
+        guard pool.count < maximumPooled else { return false }
+        pool.append(context)
+        return true
+    }
+
+    /// Runs `body` with a context for `operation` from its pool (or a new one), then puts it back.
+    /// - Returns: nil when no context could be made.
+    private func withContext<Result>(_ operation: Operation, _ body: (OpaquePointer) throws -> Result) rethrows -> Result? {
+        let pooled =
+            switch operation {
+            case .sign: signPool.withLock { $0.popLast() }
+            case .verify: verifyPool.withLock { $0.popLast() }
+            }
+        guard let context = pooled ?? makeContext(operation) else { return nil }
+        defer {
+            let kept =
+                switch operation {
+                case .sign: signPool.withLock { Self.keep(context, in: &$0) }
+                case .verify: verifyPool.withLock { Self.keep(context, in: &$0) }
+                }
+            if !kept { EVP_PKEY_CTX_free(context.pointer) }
+        }
+        return try body(context.pointer)
     }
 
     /// The key size in bits (`EVP_PKEY_get_bits`): the modulus for RSA, the field for EC.
@@ -233,49 +267,43 @@ final class EVPKey: @unchecked Sendable {
     /// - Returns: true only when OpenSSL returns exactly 1; failures of any kind are false.
     func verifySHA256(signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
         ERR_clear_error()
-        guard let context = verifyPool.withLock({ $0.popLast() }) ?? makeVerifyContext() else {
-            ERR_clear_error()
-            return false
-        }
-        defer {
-            let kept = verifyPool.withLock { pool in
-                guard pool.count < Self.maximumPooled else { return false }
-                pool.append(context)
-                return true
-            }
-            if !kept { EVP_PKEY_CTX_free(context.pointer) }
-        }
         var digest = SHA256.Digest()
         SHA256.hash(message, into: &digest)
-        let result = withUnsafeBytes(of: &digest.bytes) { digest in
-            EVP_PKEY_verify(
-                context.pointer, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
-                digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count)
+        let result = withContext(.verify) { context in
+            withUnsafeBytes(of: &digest.bytes) { digest in
+                EVP_PKEY_verify(
+                    context, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+                    digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count)
+            }
         }
         // A bad signature leaves entries on the queue; it is a result, not an error.
         if result != 1 { ERR_clear_error() }
         return result == 1
     }
 
-    /// Signs `message` with SHA-256 (`EVP_DigestSign`): PKCS#1 v1.5 for RSA, DER ECDSA for EC.
+    /// Signs `message` with SHA-256: PKCS#1 v1.5 for RSA, DER ECDSA for EC. The message is hashed
+    /// once (`EVP_Digest`) and the digest signed with `EVP_PKEY_sign` on a pooled context, which
+    /// is what `EVP_DigestSign` does in two steps.
     func signSHA256(message: UnsafeRawBufferPointer) throws -> [UInt8] {
         ERR_clear_error()
-        guard let context = EVP_MD_CTX_new() else {
-            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_MD_CTX_new")
+        var digest = SHA256.Digest()
+        SHA256.hash(message, into: &digest)
+        let signature = try withContext(.sign) { context in
+            try withUnsafeBytes(of: &digest.bytes) { digest in
+                let input = digest.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                var length = 0
+                guard EVP_PKEY_sign(context, nil, &length, input, digest.count) == 1 else {
+                    throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_PKEY_sign")
+                }
+                var signature = [UInt8](repeating: 0, count: length)
+                guard EVP_PKEY_sign(context, &signature, &length, input, digest.count) == 1 else {
+                    throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_PKEY_sign")
+                }
+                return Array(signature.prefix(length))
+            }
         }
-        defer { EVP_MD_CTX_free(context) }
-        let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        var length = 0
-        guard EVP_DigestSignInit_ex(context, nil, "SHA256", nil, nil, pointer, nil) == 1,
-            EVP_DigestSign(context, nil, &length, input, message.count) == 1
-        else {
-            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_DigestSignInit_ex")
-        }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, input, message.count) == 1 else {
-            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_DigestSign")
-        }
-        return Array(signature.prefix(length))
+        guard let signature else { throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_PKEY_sign_init") }
+        return signature
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import JOSE
 import SIWAFixtures
+import Synchronization
 import Testing
 
 /// RFC 7515/7520 signature vectors, run through our OpenSSL layer.
@@ -69,6 +70,36 @@ import Testing
         #expect(!publicKey.isValidSignature(der, for: message))
         #expect(publicKey.isValidSignature(der: der, for: message))
         #expect(ECDSASignature.raw(fromDER: der) == signature)
+    }
+
+    @Test(
+        "One key signs on many threads at once, reusing its signing contexts: every ES256 signature verifies and differs, every RS256 one is the RFC's"
+    )
+    func concurrentSigning() throws {
+        let vectors = try Self.vectors()
+        let ecJWK = vectors.first { $0.id == "rfc7515-A.3-ES256" }!.private_jwk!
+        let ecKey = try P256PrivateKey(x: ecJWK["x"]!, y: ecJWK["y"]!, d: ecJWK["d"]!)
+        let ecPublic = try P256PublicKey(x: ecJWK["x"]!, y: ecJWK["y"]!)
+        let rsaVector = vectors.first { $0.alg == "RS256" }!
+        let rsaKey = try RSAPrivateKey(jwk: rsaVector.private_jwk!)
+        let rsaJWS = try CompactJWS(rsaVector.token)
+        let message = Array("header.payload".utf8)
+        let results = Mutex<(ec: [[UInt8]], failures: Int)>(([], 0))
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            for _ in 0..<20 {
+                let ec = try? ecKey.signature(for: message)
+                let rsa = try? rsaKey.signature(for: rsaJWS.signingInput)
+                let good = ec.map { ecPublic.isValidSignature($0, for: message) } == true && rsa == rsaJWS.signature
+                results.withLock { results in
+                    if let ec { results.ec.append(ec) }
+                    if !good { results.failures += 1 }
+                }
+            }
+        }
+        let (signatures, failures) = results.withLock { $0 }
+        #expect(failures == 0)
+        #expect(signatures.count == 320)
+        #expect(Set(signatures).count == 320)
     }
 
     @Test("P-256 keys round-trip through PKCS#8 PEM (the .p8 format) and SPKI PEM")
