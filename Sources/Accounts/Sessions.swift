@@ -54,19 +54,27 @@ package enum Sessions {
     ///     refusing that client's token ends the session.
     ///   - lifetime: seconds without use after which the session expires.
     ///   - maximumLifetime: seconds after which the session ends however often it is refreshed.
+    ///   - userIsNew: the user was created by this same transaction, so nobody can have disabled
+    ///     it: the session is inserted without reading the user's row (an `INSERT ... SELECT` is
+    ///     also a bulk insert to InnoDB, which holds the table's AUTO_INCREMENT lock for the
+    ///     statement; docs/PERFORMANCE.md, "Sign-in").
     package static func create(
         userID: UInt64, appleClientID: String?, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int,
-        maximumLifetime: Int = unlimited, on connection: Connection
+        maximumLifetime: Int = unlimited, userIsNew: Bool = false, on connection: Connection
     ) throws -> UInt64 {
         let device = AppleAccounts.sanitizedName(device, maximum: maximumDeviceLength)
         // Only for a user who is not disabled, in the same statement: it reads the user's row with
         // a shared lock, so a disabling (`UserStatus.disable`) either waits for this transaction
-        // and then ends its session, or commits first and is seen here.
+        // and then ends its session, or commits first and is seen here. A user this transaction
+        // created is seen by nobody else yet, so it needs no read.
+        let row =
+            userIsNew
+            ? "VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)"
+            : "SELECT id, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND FROM users WHERE id = ? AND disabled_at IS NULL"
+        let binds: [any DatabaseValueConvertible] = [appleClientID, device, cookieHash, min(lifetime, maximumLifetime)]
         let inserted = try connection.execute(
-            """
-            INSERT INTO sessions (user_id, apple_client_id, device, cookie_hash, expires_at)
-            SELECT id, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND FROM users WHERE id = ? AND disabled_at IS NULL
-            """, appleClientID, device, cookieHash, min(lifetime, maximumLifetime), userID)
+            "INSERT INTO sessions (user_id, apple_client_id, device, cookie_hash, expires_at) \(row)",
+            binds: userIsNew ? [userID] + binds : binds + [userID])
         guard inserted.affectedRows == 1 else { throw AccountDisabled(userID: userID) }
         let sessionID = inserted.lastInsertID
         if let refreshTokenHash {

@@ -43,7 +43,7 @@ extension Operations {
                     let userID = try Guests.create(on: connection)
                     let sessionID = try Sessions.create(
                         userID: userID, appleClientID: nil, device: device, refreshTokenHash: refreshToken.hash, cookieHash: nil,
-                        lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, on: connection)
+                        lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, userIsNew: true, on: connection)
                     try AuditLog.record(
                         "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
                         detail: JSONText.object([("flow", .string("guest")), ("newUser", .bool(true))]), on: connection)

@@ -82,7 +82,8 @@ extension Operations {
                             userID: account.userID, appleClientID: verified.signIn.audience, device: device,
                             refreshTokenHash: refreshToken.hash,
                             cookieHash: nil,
-                            lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, on: connection)
+                            lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, userIsNew: account.isNewUser,
+                            on: connection)
                         try AuditLog.record(
                             "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
                             detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
