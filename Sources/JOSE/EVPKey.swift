@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the key is immutable after init, and openssl-threads(7) allows
 /// read-only use of one `EVP_PKEY` from many threads. A context is never used by two threads at
-/// once: signing makes its own, verification takes one from a pool.
+/// once: signing and verification each take one from a pool.
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
 
