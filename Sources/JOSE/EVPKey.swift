@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the key is immutable after init, and openssl-threads(7) allows
 /// read-only use of one `EVP_PKEY` from many threads. A context is never used by two threads at
-/// once: signing and verification each take one from a pool.
+/// once: signing and verification each take an idle one (`IdleContexts`).
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
 
@@ -15,21 +15,14 @@ final class EVPKey: @unchecked Sendable {
     /// about as much as the RSA verification or the P-256 signature itself, and so does
     /// duplicating an initialised digest context per call (docs/PERFORMANCE.md, "Token
     /// verification"); a reused `EVP_PKEY_CTX` costs neither. A context is used by one thread at a
-    /// time: taken from its pool, used, and put back.
-    /// `@unchecked Sendable`: a context moves between threads only through its pool, and is used
-    /// by the one thread that took it.
-    private struct PooledContext: @unchecked Sendable {
-        let pointer: OpaquePointer
-    }
-
+    /// time: taken from its slots, used, and put back.
     private enum Operation {
         case sign, verify
     }
 
-    /// Idle contexts of each operation; at most `maximumPooled` of each are kept.
-    private let signPool = Mutex<[PooledContext]>([])
-    private let verifyPool = Mutex<[PooledContext]>([])
-    private static let maximumPooled = 64
+    /// Idle contexts of each operation.
+    private let signContexts = IdleContexts()
+    private let verifyContexts = IdleContexts()
 
     /// Takes ownership of a key returned by a `new`/`get1`/`fromdata` call.
     init(takingOwnershipOf pointer: OpaquePointer) {
@@ -37,12 +30,12 @@ final class EVPKey: @unchecked Sendable {
     }
 
     deinit {
-        for context in signPool.withLock({ $0 }) + verifyPool.withLock({ $0 }) { EVP_PKEY_CTX_free(context.pointer) }
+        while let context = signContexts.take() ?? verifyContexts.take() { EVP_PKEY_CTX_free(context) }
         EVP_PKEY_free(pointer)
     }
 
     /// A fresh context for `operation`, or nil if OpenSSL refuses the key for it with SHA-256.
-    private func makeContext(_ operation: Operation) -> PooledContext? {
+    private func makeContext(_ operation: Operation) -> OpaquePointer? {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return nil }
         let initialised =
             switch operation {
@@ -57,34 +50,20 @@ final class EVPKey: @unchecked Sendable {
             EVP_PKEY_CTX_free(context)
             return nil
         }
-        return PooledContext(pointer: context)
+        return context
     }
 
-    /// Puts `context` back in `pool` unless the pool is full.
-    private static func keep(_ context: PooledContext, in pool: inout [PooledContext]) -> Bool {
-        guard pool.count < maximumPooled else { return false }
-        pool.append(context)
-        return true
-    }
-
-    /// Runs `body` with a context for `operation` from its pool (or a new one), then puts it back.
+    /// Runs `body` with an idle context for `operation` (or a new one), then puts it back.
     /// - Returns: nil when no context could be made.
     private func withContext<Result>(_ operation: Operation, _ body: (OpaquePointer) throws -> Result) rethrows -> Result? {
-        let pooled =
+        let idle =
             switch operation {
-            case .sign: signPool.withLock { $0.popLast() }
-            case .verify: verifyPool.withLock { $0.popLast() }
+            case .sign: signContexts
+            case .verify: verifyContexts
             }
-        guard let context = pooled ?? makeContext(operation) else { return nil }
-        defer {
-            let kept =
-                switch operation {
-                case .sign: signPool.withLock { Self.keep(context, in: &$0) }
-                case .verify: verifyPool.withLock { Self.keep(context, in: &$0) }
-                }
-            if !kept { EVP_PKEY_CTX_free(context.pointer) }
-        }
-        return try body(context.pointer)
+        guard let context = idle.take() ?? makeContext(operation) else { return nil }
+        defer { if !idle.put(context) { EVP_PKEY_CTX_free(context) } }
+        return try body(context)
     }
 
     /// The key size in bits (`EVP_PKEY_get_bits`): the modulus for RSA, the field for EC.
@@ -314,4 +293,37 @@ func withBytes<Bytes: Collection<UInt8>, Result>(_ bytes: Bytes, _ body: (Unsafe
         return result
     }
     return try Array(bytes).withUnsafeBytes { try body($0) }
+}
+
+/// Up to 64 idle `EVP_PKEY_CTX`s of one operation of one key, each in a slot of its own. Taking
+/// one is an atomic exchange of a slot with zero, putting one back an atomic compare-and-exchange
+/// of an empty slot; no thread ever waits for another. A `Mutex` around an array did the same job
+/// and was taken twice by every verification from dozens of worker threads on two cores: Swift's
+/// `Mutex` on Linux is a priority-inheriting futex, which hands the lock to a sleeping waiter, and
+/// the worker threads queued behind it (about a tenth of siwa's CPU per sign-in under load,
+/// docs/PERFORMANCE.md, "Token verification").
+/// A slot holds a context that no thread uses; the exchange that takes it (acquiring) sees every
+/// write of the thread whose exchange put it there (releasing).
+private final class IdleContexts: Sendable {
+    /// The contexts' addresses; zero for an empty slot.
+    private let slots: InlineArray<64, Atomic<Int>> = InlineArray { _ in Atomic(0) }
+
+    /// An idle context, now the caller's; nil when there is none.
+    func take() -> OpaquePointer? {
+        for index in slots.indices where slots[index].load(ordering: .relaxed) != 0 {
+            let address = slots[index].exchange(0, ordering: .acquiring)
+            if address != 0 { return OpaquePointer(bitPattern: address) }
+        }
+        return nil
+    }
+
+    /// Keeps `context` for the next caller; false when every slot is full (the caller frees it).
+    func put(_ context: OpaquePointer) -> Bool {
+        let address = Int(bitPattern: context)
+        for index in slots.indices
+        where slots[index].compareExchange(expected: 0, desired: address, ordering: .releasing).exchanged {
+            return true
+        }
+        return false
+    }
 }
