@@ -1,16 +1,19 @@
 # The sign-in A/B of `scripts/bench ab`; sourced by scripts/bench once its stack runs. Restarts siwa
 # alternately with the binary at BENCH_BASE_BIN ("base") and this tree's release build ("new") in the
-# same stack, BENCH_AB_ROUNDS times (3), and prints GET /health and new-user sign-ins of each, with
-# the CPU per request of siwa, MariaDB and nginx: a change compared within one phase of the machine.
+# same stack, BENCH_AB_ROUNDS times (3), and prints GET /health, new-user sign-ins and refreshes of
+# each, with the CPU per request of siwa, MariaDB and nginx and the statements sent to MariaDB per
+# request: a change compared within one phase of the machine.
 [ -x "${BENCH_BASE_BIN:-}" ] || die "set BENCH_BASE_BIN to the siwa binary to compare with"
 ROUNDS_AB=${BENCH_AB_ROUNDS:-3}
 RUNS=$((ROUNDS_AB * 2))
-"$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count $((RUNS * 25000 + 2000)) >"$TMP/tokens"
+"$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count $((RUNS * 25200 + 2000)) >"$TMP/tokens"
 head -n 2000 "$TMP/tokens" >"$TMP/warmup_tokens"
 for i in $(seq $RUNS); do
-    sed -n "$((2001 + (i - 1) * 25000)),$((2000 + i * 25000))p" "$TMP/tokens" >"$TMP/bench_$i"
+    sed -n "$((2001 + (i - 1) * 25200)),$((2000 + i * 25200 - 200))p" "$TMP/tokens" >"$TMP/bench_$i"
+    sed -n "$((2000 + i * 25200 - 199)),$((2000 + i * 25200))p" "$TMP/tokens" >"$TMP/seed_$i"
 done
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sign_in.lua" "$URL" -- "$TMP/warmup_tokens" 2 >/dev/null 2>&1
+echo "in parentheses, per request: CPU microseconds of siwa, MariaDB and nginx, and statements sent to MariaDB"
 i=0
 for round in $(seq $ROUNDS_AB); do
     for variant in base new; do
@@ -20,7 +23,9 @@ for round in $(seq $ROUNDS_AB); do
         wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
         read -r h _ <<<"$(wrk_run "$URL/health")"; hc=$(cat "$TMP/wrk_cpu")
         read -r a _ a99 _ <<<"$(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/bench_$i" 2)"; ac=$(cat "$TMP/wrk_cpu")
-        awk -v a="$a" -v h="$h" -v v=$variant -v hc="$hc" -v ac="$ac" -v p="$a99" \
-            'BEGIN { printf "%-4s GET /health %6d/s (CPU us: %s)  sign-in %5d/s p99 %s ms (CPU us: %s) = %.3fx\n", v, h, hc, a, p, ac, a / h }'
+        python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/seed_$i" "$TMP/refresh_$i" refreshToken "bench refresh"
+        read -r r _ r99 _ <<<"$(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_$i" 2)"; rc=$(cat "$TMP/wrk_cpu")
+        awk -v a="$a" -v h="$h" -v r="$r" -v v=$variant -v hc="$hc" -v ac="$ac" -v rc="$rc" -v p="$a99" -v rp="$r99" \
+            'BEGIN { printf "%-4s GET /health %6d/s (%s)  sign-in %5d/s p99 %s ms (%s) = %.3fx  refresh %5d/s p99 %s ms (%s) = %.3fx\n", v, h, hc, a, p, ac, a / h, r, rp, rc, r / h }'
     done
 done

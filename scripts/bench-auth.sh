@@ -15,18 +15,18 @@ wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
 
 echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx (TLS, 2 workers), siwa release with $THREADS threads, MariaDB with fsync per commit"
-echo "CPU per request, in microseconds, of siwa, MariaDB and nginx during each run (user + system):"
-printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s\n' target req/s p50_ms p99_ms max_ms non2xx siwa_us db_us nginx_us
+echo "CPU per request, in microseconds, of siwa, MariaDB and nginx during each run (user + system), and statements sent to MariaDB per request (db_rt, round trips):"
+printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' target req/s p50_ms p99_ms max_ms non2xx siwa_us db_us nginx_us db_rt
 read -r h_rps h_p50 h_p99 h_max h_err < <(wrk_run "$URL/health")
-printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s\n' "reference: GET /health (DB ping)" "$h_rps" "$h_p50" "$h_p99" "$h_max" "$h_err" $(cat "$TMP/wrk_cpu")
+printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' "reference: GET /health (DB ping)" "$h_rps" "$h_p50" "$h_p99" "$h_max" "$h_err" $(cat "$TMP/wrk_cpu")
 read -r a_rps a_p50 a_p99 a_max a_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/bench_tokens" 2)
-printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s\n' "POST /auth/apple (new user, fresh token)" "$a_rps" "$a_p50" "$a_p99" "$a_max" "$a_err" $(cat "$TMP/wrk_cpu")
+printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' "POST /auth/apple (new user, fresh token)" "$a_rps" "$a_p50" "$a_p99" "$a_max" "$a_err" $(cat "$TMP/wrk_cpu")
 sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5 >"$TMP/sign_in_failures"
 
 # Refresh tokens to start from: sessions opened with the sign-ins' answers (100 per wrk thread).
 python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/seed_tokens" "$TMP/refresh_tokens" refreshToken "bench refresh"
 read -r r_rps r_p50 r_p99 r_max r_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_tokens" 2)
-printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s\n' "POST /auth/refresh (rotation)" "$r_rps" "$r_p50" "$r_p99" "$r_max" "$r_err" $(cat "$TMP/wrk_cpu")
+printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' "POST /auth/refresh (rotation)" "$r_rps" "$r_p50" "$r_p99" "$r_max" "$r_err" $(cat "$TMP/wrk_cpu")
 echo
 awk -v a="$a_rps" -v ap="$a_p99" -v r="$r_rps" -v rp="$r_p99" -v h="$h_rps" -v c="$CONNECTIONS" 'BEGIN {
     printf "sign-in: %d/s = %.3fx GET /health (target >= 0.18x), p99 %.2f ms (target <= 50 ms) at %d connections: %s\n", a, a / h, ap, c, (a / h >= 0.18 && ap <= 50) ? "met" : "NOT met"

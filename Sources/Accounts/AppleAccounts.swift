@@ -85,7 +85,9 @@ package enum AppleAccounts {
     package static let maximumNameLength = 100
 
     /// Finds or creates the user of `signIn` and records what it brings. Must run inside a
-    /// transaction (`connection.transaction`), so nothing is half-written.
+    /// transaction (`connection.transaction`), so nothing is half-written. The writes whose result
+    /// it does not read go with the transaction's next statement (`Connection.executeWithNext`):
+    /// their errors, `.duplicateEntry` included, are thrown by the caller's next statement or COMMIT.
     ///
     /// The identity is found by (team, `sub`); failing that, by a `transfer_sub` the token carries
     /// and `siwa transfer prepare` stored (the user of the sending team's identity). With `target`,
@@ -93,7 +95,8 @@ package enum AppleAccounts {
     /// changing anything.
     /// - Throws: `AccountConflict` when the identity or the target belongs to someone else;
     ///   `MariaDBError`: `.duplicateEntry` when another worker created the same identity at the
-    ///   same moment, `.deadlock` under contention (run the transaction again: the retry finds it).
+    ///   same moment, `.deadlock` under contention (run the transaction again: the retry finds it),
+    ///   here or from the transaction's next statement.
     package static func signIn(_ signIn: AppleSignIn, attachingTo target: AccountTarget? = nil, on connection: Connection) throws
         -> SignedInAccount
     {
@@ -121,30 +124,39 @@ package enum AppleAccounts {
                     "INSERT INTO users (first_name, last_name, external_id) VALUES (?, ?, ?)", firstName, lastName, placement.externalID
                 ).lastInsertID
         }
-        let identityID: UInt64
+        let identityID: UInt64?
         if let existing {
             identityID = try existing.decode(at: 0)
-            _ = try connection.execute(
+            try connection.executeWithNext(
                 """
                 UPDATE apple_identities SET audience = ?, consent_state = 'active', transfer_sub = COALESCE(?, transfer_sub),
                     real_user_status = COALESCE(?, real_user_status), updated_at = UTC_TIMESTAMP(3)
                 WHERE team_id = ? AND sub = ?
                 """, signIn.audience, signIn.transferSub, signIn.realUserStatus, signIn.teamID, signIn.sub)
         } else {
-            identityID = try connection.execute(
-                "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status) VALUES (?, ?, ?, ?, ?, ?)",
-                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub, signIn.realUserStatus
-            ).lastInsertID
-            if let transfer { try AppleTransfers.markResolved(transfer.identityID, to: identityID, on: connection) }
+            let insert =
+                "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status) VALUES (?, ?, ?, ?, ?, ?)"
+            let values: [any DatabaseValueConvertible] = [
+                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub, signIn.realUserStatus,
+            ]
+            // The new row's id is needed only to resolve a transfer or to keep Apple's token;
+            // otherwise the insert goes with the next statement.
+            if transfer != nil || signIn.appleRefreshToken != nil {
+                identityID = try connection.execute(insert, binds: values).lastInsertID
+            } else {
+                try connection.executeWithNext(insert, binds: values)
+                identityID = nil
+            }
+            if let transfer, let identityID { try AppleTransfers.markResolved(transfer.identityID, to: identityID, on: connection) }
         }
         if placement.userID != nil, firstName != nil || lastName != nil {
-            _ = try connection.execute(
+            try connection.executeWithNext(
                 "UPDATE users SET first_name = COALESCE(?, first_name), last_name = COALESCE(?, last_name), updated_at = UTC_TIMESTAMP(3) WHERE id = ?",
                 firstName, lastName, userID)
         }
-        if let token = signIn.appleRefreshToken {
+        if let token = signIn.appleRefreshToken, let identityID {
             // One token per client id: a sign-in on the web does not replace the app's token.
-            _ = try connection.execute(
+            try connection.executeWithNext(
                 """
                 INSERT INTO apple_tokens (identity_id, client_id, token, token_key_id, next_validation_at)
                 VALUES (?, ?, ?, ?, \(AppleValidations.nextValidationSQL))
@@ -164,13 +176,14 @@ package enum AppleAccounts {
     }
 
     /// Stores an email address Apple gave for `userID` as given (a relay address flagged as such),
-    /// updating the flags of one already stored; nothing for none, an empty one or one too long.
+    /// updating the flags of one already stored; nothing for none, an empty one or one too long. In
+    /// a transaction, the write goes with its next statement or its COMMIT.
     /// - Returns: the email as stored.
     static func storeEmail(_ address: String?, isPrivateRelay: Bool, verified: Bool, of userID: UInt64, on connection: Connection) throws
         -> Profile.Email?
     {
         guard let email = address?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 else { return nil }
-        _ = try connection.execute(
+        try connection.executeWithNext(
             """
             INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, ?)
             ON DUPLICATE KEY UPDATE verified = VALUES(verified), is_private_relay = VALUES(is_private_relay), updated_at = UTC_TIMESTAMP(3)

@@ -2,13 +2,14 @@ package import MariaDB
 
 /// Security-relevant events in `audit_events`: ids, a type and a small JSON detail, never a secret.
 package enum AuditLog {
-    /// Records one event.
+    /// Records one event; in a transaction, with its next statement or its COMMIT
+    /// (`Connection.executeWithNext`).
     /// - Parameter detail: a JSON object as text, or nil.
     package static func record(
         _ type: String, userID: UInt64?, sessionID: UInt64? = nil, remoteAddress: String? = nil, detail: String? = nil,
         on connection: Connection
     ) throws {
-        _ = try connection.execute(
+        try connection.executeWithNext(
             "INSERT INTO audit_events (event_type, user_id, session_id, remote_address, detail) VALUES (?, ?, ?, ?, ?)",
             type, userID, sessionID, remoteAddress.map { ColumnText.fitted($0, maximum: 45) }, detail)
     }

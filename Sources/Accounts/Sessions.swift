@@ -77,8 +77,9 @@ package enum Sessions {
             binds: userIsNew ? [userID] + binds : binds + [userID])
         guard inserted.affectedRows == 1 else { throw AccountDisabled(userID: userID) }
         let sessionID = inserted.lastInsertID
+        // With the transaction's next statement or its COMMIT.
         if let refreshTokenHash {
-            _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", refreshTokenHash, sessionID)
+            try connection.executeWithNext("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", refreshTokenHash, sessionID)
         }
         return sessionID
     }
@@ -89,7 +90,7 @@ package enum Sessions {
     /// presented again within `reuseInterval` seconds (a retry whose answer was lost): it retires
     /// the token that answer carried and makes `nextHash` the session's token, so that a session
     /// never has more than one live token. Must run inside a transaction, which the caller commits
-    /// also for `.reused` (so the revocation stays).
+    /// also for `.reused` (so the revocation stays); the writes go with its COMMIT.
     package static func rotate(
         presentedHash: [UInt8], nextHash: [UInt8], lifetime: Int, maximumLifetime: Int = unlimited, reuseInterval: Int = 0,
         remoteAddress: String?, on connection: Connection
@@ -112,12 +113,12 @@ package enum Sessions {
         let retried: Bool = try row.decode(at: 4)
         guard active else { return .inactive }
         if spent && retried {
-            _ = try connection.execute(
+            try connection.executeWithNext(
                 "UPDATE refresh_tokens SET spent_at = UTC_TIMESTAMP(3) WHERE session_id = ? AND spent_at IS NULL", session.sessionID)
-            _ = try connection.execute(
+            try connection.executeWithNext(
                 "UPDATE sessions s SET s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = \(expiry) WHERE s.id = ?",
                 lifetime, maximumLifetime, session.sessionID)
-            _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
+            try connection.executeWithNext("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
             return .reissued(session)
         } else if spent {
             _ = try revoke(session.sessionID, reason: "refresh_token_reuse", on: connection)
@@ -128,7 +129,7 @@ package enum Sessions {
         } else {
             // One statement spends the token, extends its session and remembers the rotation (both
             // rows are locked above).
-            _ = try connection.execute(
+            try connection.executeWithNext(
                 """
                 UPDATE refresh_tokens t JOIN sessions s ON s.id = t.session_id
                 SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = \(expiry),
@@ -136,7 +137,7 @@ package enum Sessions {
                 WHERE t.token_hash = ?
                 """, lifetime, maximumLifetime, presentedHash)
         }
-        _ = try connection.execute("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
+        try connection.executeWithNext("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
         return .rotated(session)
     }
 

@@ -33,6 +33,8 @@ package final class Connection {
     /// Whether the latest lost connection was noticed at once (the server closed it), rather than
     /// after a timeout (a frozen server, which a second try would wait for again).
     private var lossNoticedAtOnce = false
+    /// Changing statements of the open transaction queued by `executeWithNext`, in order.
+    private var queuedWrites: [(sql: String, values: [Value])] = []
     /// Whether a connection was open before, so that the next connect is a reconnect.
     private var connectedBefore = false
     private let metrics = ConnectionMetrics()
@@ -98,7 +100,7 @@ package final class Connection {
 
     /// `query(_:_:)` with the binds as an array.
     package func query(_ sql: String, binds: [any DatabaseValueConvertible]) throws -> [Row] {
-        try perform(sql, binds.map(\.databaseValue), retryAnyLoss: true).rows
+        try perform(sql, binds.map(\.databaseValue), returnsRows: true, retryAnyLoss: true).rows
     }
 
     /// Runs a changing statement (INSERT, UPDATE, DELETE, DDL) and returns what it changed.
@@ -109,9 +111,30 @@ package final class Connection {
 
     /// `execute(_:_:)` with the binds as an array.
     package func execute(_ sql: String, binds: [any DatabaseValueConvertible]) throws -> ExecutionResult {
-        let result = try perform(sql, binds.map(\.databaseValue), retryAnyLoss: false).result
+        let result = try perform(sql, binds.map(\.databaseValue), returnsRows: false, retryAnyLoss: false).result
         if inTransaction && result.affectedRows > 0 { transactionWrote = true }
         return result
+    }
+
+    /// Queues a changing statement of the open transaction whose result nobody reads, to be sent
+    /// with the transaction's next statement, or with its COMMIT: the queued statements and that
+    /// one go in one round trip, as one compound statement (`BEGIN NOT ATOMIC ... END`) prepared
+    /// once per connection for each sequence of statements. A round trip costs MariaDB and siwa
+    /// more CPU than a short INSERT does (docs/PERFORMANCE.md, "Sign-in"). Outside a transaction,
+    /// the statement runs at once.
+    /// - Throws: `MariaDBError` when it runs at once. In a transaction the statement's error is
+    ///   thrown later, by the call that sends it, and fails the transaction like any error.
+    package func executeWithNext(_ sql: String, _ binds: any DatabaseValueConvertible...) throws {
+        try executeWithNext(sql, binds: binds)
+    }
+
+    /// `executeWithNext(_:_:)` with the binds as an array.
+    package func executeWithNext(_ sql: String, binds: [any DatabaseValueConvertible]) throws {
+        guard inTransaction else {
+            _ = try execute(sql, binds: binds)
+            return
+        }
+        queuedWrites.append((sql, binds.map(\.databaseValue)))
     }
 
     /// Runs a changing statement once for each of `rows` (each row its binds), all in one round trip
@@ -122,6 +145,7 @@ package final class Connection {
     package func executeBatch(_ sql: String, rows: [[any DatabaseValueConvertible]]) throws -> ExecutionResult {
         try requireCommitMode()
         guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
+        try sendQueuedWrites()
         let values = rows.map { $0.map(\.databaseValue) }
         let result = try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) } }
         if inTransaction && result.affectedRows > 0 { transactionWrote = true }
@@ -132,6 +156,7 @@ package final class Connection {
     /// allows them (migrations). Result sets are discarded.
     /// - Throws: `MariaDBError` of the first failing statement.
     package func run(_ sql: String) throws {
+        try sendQueuedWrites()
         let mysql = try connected()
         let status = sql.withCString { mysql_real_query(mysql, $0, UInt(sql.utf8.count)) }
         guard status == 0 else { throw failure(mysql) }
@@ -159,21 +184,30 @@ package final class Connection {
         inTransaction = true
         transactionBegun = configuration.autocommit
         transactionWrote = false
-        defer { inTransaction = false }
+        defer {
+            inTransaction = false
+            queuedWrites.removeAll()
+        }
         let value: T
         do {
             value = try body()
             try requireOpenTransaction()
         } catch var error as MariaDBError where error.code == .connectionLost {
+            queuedWrites.removeAll()
             if let handle { mysql_rollback(handle) }
             error.rolledBackTransaction = lossNoticedAtOnce
             throw error
         } catch {
+            queuedWrites.removeAll()
             if let handle { mysql_rollback(handle) }
             throw error
         }
         do {
-            try command("COMMIT", retryable: false)
+            if queuedWrites.isEmpty {
+                try command("COMMIT", retryable: false)
+            } else {
+                try sendQueuedWrites(then: .commit)
+            }
             return value
         } catch {
             if let handle { mysql_rollback(handle) }
@@ -183,9 +217,62 @@ package final class Connection {
 
     // MARK: - Internals
 
-    private func perform(_ sql: String, _ values: [Value], retryAnyLoss: Bool) throws -> (rows: [Row], result: ExecutionResult) {
+    /// Runs `sql`, after the queued writes when there are any.
+    private func perform(_ sql: String, _ values: [Value], returnsRows: Bool, retryAnyLoss: Bool) throws -> (
+        rows: [Row], result: ExecutionResult
+    ) {
         try requireCommitMode()
-        return try recordingFailures { try retryingLoss(anyLoss: retryAnyLoss) { try statement(for: sql).execute(values) } }
+        guard !queuedWrites.isEmpty else {
+            return try recordingFailures { try retryingLoss(anyLoss: retryAnyLoss) { try statement(for: sql).execute(values) } }
+        }
+        let executed = try sendQueuedWrites(then: returnsRows ? .read(sql, values) : .change(sql, values))
+        guard !returnsRows else { return executed }
+        guard let row = executed.rows.first else { throw MariaDBError(.misuse, message: "a compound statement returned no status") }
+        return ([], ExecutionResult(affectedRows: try row.decode(at: 0), lastInsertID: try row.decode(at: 1)))
+    }
+
+    /// What a compound statement of queued writes ends with.
+    private enum Ending {
+        /// A reading statement, whose rows are the compound statement's result.
+        case read(String, [Value])
+        /// A changing statement, followed by a SELECT of its `ROW_COUNT()` and `LAST_INSERT_ID()`
+        /// (set to 0 before it, so that it is 0 when the statement generated no id).
+        case change(String, [Value])
+        /// The transaction's COMMIT.
+        case commit
+        case nothing
+    }
+
+    /// Sends the queued writes (taken off the queue) and then `ending`, as one compound statement.
+    /// Before a COMMIT it checks that the server still has the transaction open when a statement of
+    /// it changed rows (see `requireOpenTransaction`): otherwise the queued writes would begin a new
+    /// transaction, and the COMMIT would keep them alone.
+    @discardableResult
+    private func sendQueuedWrites(then ending: Ending = .nothing) throws -> (rows: [Row], result: ExecutionResult) {
+        guard !queuedWrites.isEmpty else { return ([], ExecutionResult(affectedRows: 0, lastInsertID: 0)) }
+        var statements = queuedWrites.map(\.sql)
+        var binds = queuedWrites.flatMap(\.values)
+        queuedWrites.removeAll()
+        switch ending {
+        case .read(let sql, let values):
+            statements.append(sql)
+            binds += values
+        case .change(let sql, let values):
+            statements += ["DO LAST_INSERT_ID(0)", sql, "SELECT ROW_COUNT(), LAST_INSERT_ID()"]
+            binds += values
+        case .commit:
+            if transactionWrote {
+                statements.insert(
+                    "IF @@in_transaction = 0 THEN SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, "
+                        + "MESSAGE_TEXT = 'the server rolled the transaction back'; END IF", at: 0)
+            }
+            statements.append("COMMIT")
+        case .nothing:
+            break
+        }
+        if inTransaction { transactionWrote = true }
+        let sql = "BEGIN NOT ATOMIC " + statements.joined(separator: "; ") + "; END"
+        return try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql).execute(binds) } }
     }
 
     /// Runs `body`, counting the database error it throws (`ConnectionMetrics`).

@@ -2,24 +2,16 @@ internal import CMariaDB
 
 /// A server-side prepared statement with its result bindings.
 ///
-/// Owns the `MYSQL_STMT` (closed in `deinit` with `mysql_stmt_close`) and the `MYSQL_BIND` array and
-/// column buffers the library writes into on fetch, so their addresses stay stable. Confined to the
-/// connection's thread; `Connection` is its only user.
+/// Owns the `MYSQL_STMT` (closed in `deinit` with `mysql_stmt_close`) and the result columns the
+/// library writes into on fetch. Confined to the connection's thread; `Connection` is its only user.
 final class PreparedStatement {
     private let statement: UnsafeMutablePointer<MYSQL_STMT>
     let parameterCount: Int
-    private let kinds: [ColumnKind]
-    private let columnNames: ColumnNames
-    private let results: UnsafeMutablePointer<MYSQL_BIND>
-    private let lengths: UnsafeMutablePointer<UInt>
-    private let nulls: UnsafeMutablePointer<my_bool>
-    private let truncations: UnsafeMutablePointer<my_bool>
-    private let buffers: [UnsafeMutableRawPointer]
-    private let capacities: [Int]
-
-    private enum ColumnKind {
-        case signed, unsigned, double, text, blob
-    }
+    /// The result's columns: known at prepare for a statement, only after execution for a compound
+    /// statement (`BEGIN NOT ATOMIC ... END`), whose result comes from a `SELECT` inside it.
+    private var columns: ResultColumns?
+    /// Whether the columns became known only after execution; they are bound again after each.
+    private let columnsKnownLate: Bool
 
     /// Prepares `sql` on `connection` (borrowed; must outlive the statement).
     /// - Throws: `MariaDBError` from `mysql_stmt_prepare`.
@@ -37,68 +29,21 @@ final class PreparedStatement {
         }
         self.statement = statement
         parameterCount = Int(mysql_stmt_param_count(statement))
-
-        var kinds: [ColumnKind] = []
-        var names: [String] = []
-        var capacities: [Int] = []
-        if let metadata = mysql_stmt_result_metadata(statement) {
-            let count = Int(mysql_num_fields(metadata))
-            let fields = mysql_fetch_fields(metadata)!
-            for index in 0..<count {
-                let field = fields[index]
-                names.append(String(cString: field.name))
-                let kind = PreparedStatement.kind(of: field)
-                kinds.append(kind)
-                switch kind {
-                case .signed, .unsigned, .double: capacities.append(8)
-                case .text, .blob: capacities.append(max(16, min(Int(field.length), 512)))
-                }
-            }
-            mysql_free_result(metadata)
+        do {
+            columns = try ResultColumns(of: statement)
+        } catch {
+            mysql_stmt_close(statement)
+            throw error
         }
-        self.kinds = kinds
-        self.columnNames = ColumnNames(names)
-        self.capacities = capacities
-        let count = kinds.count
-        results = .allocate(capacity: max(count, 1))
-        results.initialize(repeating: MYSQL_BIND(), count: max(count, 1))
-        lengths = .allocate(capacity: max(count, 1))
-        lengths.initialize(repeating: 0, count: max(count, 1))
-        nulls = .allocate(capacity: max(count, 1))
-        nulls.initialize(repeating: 0, count: max(count, 1))
-        truncations = .allocate(capacity: max(count, 1))
-        truncations.initialize(repeating: 0, count: max(count, 1))
-        buffers = capacities.map { UnsafeMutableRawPointer.allocate(byteCount: $0, alignment: 8) }
-        for index in 0..<count {
-            results[index].buffer_type =
-                switch kinds[index] {
-                case .signed, .unsigned: MYSQL_TYPE_LONGLONG
-                case .double: MYSQL_TYPE_DOUBLE
-                case .text: MYSQL_TYPE_STRING
-                case .blob: MYSQL_TYPE_BLOB
-                }
-            results[index].is_unsigned = kinds[index] == .unsigned ? 1 : 0
-            results[index].buffer = buffers[index]
-            results[index].buffer_length = UInt(capacities[index])
-            results[index].length = lengths + index
-            results[index].is_null = nulls + index
-            results[index].error = truncations + index
-        }
-        if count > 0 && mysql_stmt_bind_result(statement, results) != 0 {
-            throw PreparedStatement.error(of: statement)
-        }
+        columnsKnownLate = columns == nil
     }
 
     deinit {
         mysql_stmt_close(statement)
-        for buffer in buffers { buffer.deallocate() }
-        results.deallocate()
-        lengths.deallocate()
-        nulls.deallocate()
-        truncations.deallocate()
     }
 
-    /// Binds `values`, executes, and reads the whole result set.
+    /// Binds `values`, executes, and reads the whole result set, then any further results (a
+    /// compound statement ends with its own status).
     /// - Returns: the rows (empty for statements without a result) and what the statement changed.
     /// - Throws: `MariaDBError` with the statement's errno and SQLSTATE.
     func execute(_ values: [Value]) throws -> (rows: [Row], result: ExecutionResult) {
@@ -113,26 +58,32 @@ final class PreparedStatement {
                 throw PreparedStatement.error(of: statement)
             }
         }
-        guard !kinds.isEmpty else {
+        if columnsKnownLate && mysql_stmt_field_count(statement) > 0 {
+            if columns == nil { columns = try ResultColumns(of: statement) }
+            try columns?.bind(to: statement)
+        }
+        guard let columns, mysql_stmt_field_count(statement) > 0 else {
             let result = ExecutionResult(
                 affectedRows: mysql_stmt_affected_rows(statement), lastInsertID: mysql_stmt_insert_id(statement))
+            try skipFurtherResults()
             return ([], result)
         }
-        defer { mysql_stmt_free_result(statement) }
-        guard mysql_stmt_store_result(statement) == 0 else {
-            throw PreparedStatement.error(of: statement)
-        }
-        var rows: [Row] = []
-        rows.reserveCapacity(Int(mysql_stmt_num_rows(statement)))
-        while true {
-            let status = mysql_stmt_fetch(statement)
-            if status == MYSQL_NO_DATA { break }
-            guard status == 0 || status == MYSQL_DATA_TRUNCATED else {
-                throw PreparedStatement.error(of: statement)
-            }
-            rows.append(Row(values: try (0..<kinds.count).map(readColumn), columns: columnNames))
-        }
+        let rows = try columns.readAll(from: statement)
+        try skipFurtherResults()
         return (rows, ExecutionResult(affectedRows: 0, lastInsertID: 0))
+    }
+
+    /// Reads past the results that follow the first (the final status of a compound statement),
+    /// so that the connection is ready for its next command.
+    private func skipFurtherResults() throws {
+        while mysql_stmt_more_results(statement) != 0 {
+            let next = mysql_stmt_next_result(statement)
+            if next == -1 { return }
+            guard next == 0 else { throw PreparedStatement.error(of: statement) }
+            if mysql_stmt_field_count(statement) > 0 {
+                mysql_stmt_free_result(statement)
+            }
+        }
     }
 
     /// Executes the statement once for each of `rows` (its binds, in parameter order), all in one
@@ -143,7 +94,7 @@ final class PreparedStatement {
     ///   wrong length or a column whose values are of different kinds; the server's error when any row fails.
     func executeBatch(_ rows: [[Value]]) throws -> ExecutionResult {
         precondition(!rows.isEmpty, "an empty batch is not sent")
-        guard kinds.isEmpty else { throw MariaDBError(.misuse, message: "a statement with a result cannot run as a batch") }
+        guard columns == nil else { throw MariaDBError(.misuse, message: "a statement with a result cannot run as a batch") }
         guard parameterCount > 0 else { throw MariaDBError(.misuse, message: "a statement without binds cannot run as a batch") }
         if let wrong = rows.first(where: { $0.count != parameterCount }) {
             throw MariaDBError(.misuse, message: "expected rows of \(parameterCount) binds, got \(wrong.count)")
@@ -162,42 +113,6 @@ final class PreparedStatement {
             }
         }
         return ExecutionResult(affectedRows: mysql_stmt_affected_rows(statement), lastInsertID: 0)
-    }
-
-    private func readColumn(_ index: Int) throws -> Value {
-        if nulls[index] != 0 { return .null }
-        switch kinds[index] {
-        case .signed:
-            return .int(buffers[index].load(as: Int64.self))
-        case .unsigned:
-            let value = buffers[index].load(as: UInt64.self)
-            return value <= UInt64(Int64.max) ? .int(Int64(value)) : .uint(value)
-        case .double:
-            return .double(buffers[index].load(as: Double.self))
-        case .text, .blob:
-            let length = Int(lengths[index])
-            var bytes: [UInt8]
-            if length <= capacities[index] {
-                bytes = Array(UnsafeRawBufferPointer(start: buffers[index], count: length))
-            } else {
-                // The column is longer than its buffer: fetch it again into a buffer of its full length.
-                bytes = [UInt8](repeating: 0, count: length)
-                try bytes.withUnsafeMutableBytes { target in
-                    var bind = MYSQL_BIND()
-                    var fetched: UInt = 0
-                    bind.buffer_type = results[index].buffer_type
-                    bind.buffer = target.baseAddress
-                    bind.buffer_length = UInt(length)
-                    try withUnsafeMutablePointer(to: &fetched) { fetchedLength in
-                        bind.length = fetchedLength
-                        if mysql_stmt_fetch_column(statement, &bind, UInt32(index), 0) != 0 {
-                            throw PreparedStatement.error(of: statement)
-                        }
-                    }
-                }
-            }
-            return kinds[index] == .blob ? .blob(bytes) : .text(String(decoding: bytes, as: UTF8.self))
-        }
     }
 
     /// Builds the parameter `MYSQL_BIND` array and buffers, valid only inside `body`.
@@ -342,7 +257,114 @@ final class PreparedStatement {
         }
     }
 
-    private static func kind(of field: MYSQL_FIELD) -> ColumnKind {
+    /// The statement's error, read right after the failing call (docs/ARCHITECTURE.md, "Layers").
+    static func error(of statement: UnsafeMutablePointer<MYSQL_STMT>, file: String = #fileID, line: Int = #line) -> MariaDBError {
+        MariaDBError(
+            errno: mysql_stmt_errno(statement), sqlState: String(cString: mysql_stmt_sqlstate(statement)),
+            message: String(cString: mysql_stmt_error(statement)), file: file, line: line)
+    }
+}
+
+/// The columns of a statement's result and the `MYSQL_BIND` array and buffers that the library
+/// writes each fetched row into, at stable addresses; freed in `deinit`.
+private final class ResultColumns {
+    enum Kind {
+        case signed, unsigned, double, text, blob
+    }
+
+    private let kinds: [Kind]
+    private let names: ColumnNames
+    private let binds: UnsafeMutablePointer<MYSQL_BIND>
+    private let lengths: UnsafeMutablePointer<UInt>
+    private let nulls: UnsafeMutablePointer<my_bool>
+    private let truncations: UnsafeMutablePointer<my_bool>
+    private let buffers: [UnsafeMutableRawPointer]
+    private let capacities: [Int]
+
+    /// The columns of `statement`'s result, bound to it; nil when its metadata has none (yet).
+    init?(of statement: UnsafeMutablePointer<MYSQL_STMT>) throws {
+        guard let metadata = mysql_stmt_result_metadata(statement) else { return nil }
+        defer { mysql_free_result(metadata) }
+        let count = Int(mysql_num_fields(metadata))
+        let fields = mysql_fetch_fields(metadata)!
+        var kinds: [Kind] = []
+        var names: [String] = []
+        var capacities: [Int] = []
+        for index in 0..<count {
+            let field = fields[index]
+            names.append(String(cString: field.name))
+            let kind = Self.kind(of: field)
+            kinds.append(kind)
+            switch kind {
+            case .signed, .unsigned, .double: capacities.append(8)
+            case .text, .blob: capacities.append(max(16, min(Int(field.length), 512)))
+            }
+        }
+        self.kinds = kinds
+        self.names = ColumnNames(names)
+        self.capacities = capacities
+        binds = .allocate(capacity: max(count, 1))
+        binds.initialize(repeating: MYSQL_BIND(), count: max(count, 1))
+        lengths = .allocate(capacity: max(count, 1))
+        lengths.initialize(repeating: 0, count: max(count, 1))
+        nulls = .allocate(capacity: max(count, 1))
+        nulls.initialize(repeating: 0, count: max(count, 1))
+        truncations = .allocate(capacity: max(count, 1))
+        truncations.initialize(repeating: 0, count: max(count, 1))
+        buffers = capacities.map { UnsafeMutableRawPointer.allocate(byteCount: $0, alignment: 8) }
+        for index in 0..<count {
+            binds[index].buffer_type =
+                switch kinds[index] {
+                case .signed, .unsigned: MYSQL_TYPE_LONGLONG
+                case .double: MYSQL_TYPE_DOUBLE
+                case .text: MYSQL_TYPE_STRING
+                case .blob: MYSQL_TYPE_BLOB
+                }
+            binds[index].is_unsigned = kinds[index] == .unsigned ? 1 : 0
+            binds[index].buffer = buffers[index]
+            binds[index].buffer_length = UInt(capacities[index])
+            binds[index].length = lengths + index
+            binds[index].is_null = nulls + index
+            binds[index].error = truncations + index
+        }
+        if count > 0 { try bind(to: statement) }
+    }
+
+    deinit {
+        for buffer in buffers { buffer.deallocate() }
+        binds.deallocate()
+        lengths.deallocate()
+        nulls.deallocate()
+        truncations.deallocate()
+    }
+
+    /// Makes the library fetch `statement`'s rows into these buffers (`mysql_stmt_bind_result`).
+    func bind(to statement: UnsafeMutablePointer<MYSQL_STMT>) throws {
+        if mysql_stmt_bind_result(statement, binds) != 0 {
+            throw PreparedStatement.error(of: statement)
+        }
+    }
+
+    /// Stores and fetches every row of `statement`'s current result, then frees it.
+    func readAll(from statement: UnsafeMutablePointer<MYSQL_STMT>) throws -> [Row] {
+        defer { mysql_stmt_free_result(statement) }
+        guard mysql_stmt_store_result(statement) == 0 else {
+            throw PreparedStatement.error(of: statement)
+        }
+        var rows: [Row] = []
+        rows.reserveCapacity(Int(mysql_stmt_num_rows(statement)))
+        while true {
+            let status = mysql_stmt_fetch(statement)
+            if status == MYSQL_NO_DATA { break }
+            guard status == 0 || status == MYSQL_DATA_TRUNCATED else {
+                throw PreparedStatement.error(of: statement)
+            }
+            rows.append(Row(values: try (0..<kinds.count).map { try readColumn($0, of: statement) }, columns: names))
+        }
+        return rows
+    }
+
+    private static func kind(of field: MYSQL_FIELD) -> Kind {
         let unsigned = field.flags & UInt32(UNSIGNED_FLAG) != 0
         switch field.type {
         case MYSQL_TYPE_TINY, MYSQL_TYPE_SHORT, MYSQL_TYPE_LONG, MYSQL_TYPE_LONGLONG, MYSQL_TYPE_INT24,
@@ -360,10 +382,39 @@ final class PreparedStatement {
         }
     }
 
-    /// The statement's error, read right after the failing call (docs/ARCHITECTURE.md, "Layers").
-    static func error(of statement: UnsafeMutablePointer<MYSQL_STMT>, file: String = #fileID, line: Int = #line) -> MariaDBError {
-        MariaDBError(
-            errno: mysql_stmt_errno(statement), sqlState: String(cString: mysql_stmt_sqlstate(statement)),
-            message: String(cString: mysql_stmt_error(statement)), file: file, line: line)
+    private func readColumn(_ index: Int, of statement: UnsafeMutablePointer<MYSQL_STMT>) throws -> Value {
+        if nulls[index] != 0 { return .null }
+        switch kinds[index] {
+        case .signed:
+            return .int(buffers[index].load(as: Int64.self))
+        case .unsigned:
+            let value = buffers[index].load(as: UInt64.self)
+            return value <= UInt64(Int64.max) ? .int(Int64(value)) : .uint(value)
+        case .double:
+            return .double(buffers[index].load(as: Double.self))
+        case .text, .blob:
+            let length = Int(lengths[index])
+            var bytes: [UInt8]
+            if length <= capacities[index] {
+                bytes = Array(UnsafeRawBufferPointer(start: buffers[index], count: length))
+            } else {
+                // The column is longer than its buffer: fetch it again into a buffer of its full length.
+                bytes = [UInt8](repeating: 0, count: length)
+                try bytes.withUnsafeMutableBytes { target in
+                    var bind = MYSQL_BIND()
+                    var fetched: UInt = 0
+                    bind.buffer_type = binds[index].buffer_type
+                    bind.buffer = target.baseAddress
+                    bind.buffer_length = UInt(length)
+                    try withUnsafeMutablePointer(to: &fetched) { fetchedLength in
+                        bind.length = fetchedLength
+                        if mysql_stmt_fetch_column(statement, &bind, UInt32(index), 0) != 0 {
+                            throw PreparedStatement.error(of: statement)
+                        }
+                    }
+                }
+            }
+            return kinds[index] == .blob ? .blob(bytes) : .text(String(decoding: bytes, as: UTF8.self))
+        }
     }
 }

@@ -158,6 +158,107 @@ import Testing
         }
     }
 
+    /// How many statements `connection`'s session has executed (prepared or not), less the one
+    /// that reads the count.
+    private func statementsExecuted(on connection: Connection) throws -> Int {
+        let rows = try connection.query(
+            "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'COM_STMT_EXECUTE'")
+        return Int(try rows[0].decode(String.self, at: 0))! - 1
+    }
+
+    @Test(
+        "Queued writes go with the next statement in one execution: a read sees them, a write returns its own changed rows and id, and the COMMIT sends the rest"
+    )
+    func queuedWrites() throws {
+        try withTable { connection in
+            let other = try database.connect()
+            defer { other.close() }
+            try connection.transaction {
+                let before = try statementsExecuted(on: connection)
+                try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "a")
+                try connection.executeWithNext("INSERT INTO items (name, score) VALUES (?, ?)", "b", 2.5)
+                let names = try connection.query("SELECT name FROM items ORDER BY id").map { try $0.decode(String.self, at: 0) }
+                #expect(names == ["a", "b"])
+                #expect(try statementsExecuted(on: connection) - before == 2)
+
+                try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "c")
+                let inserted = try connection.execute("INSERT INTO items (name) VALUES (?)", "d")
+                let dID: UInt64 = try connection.query("SELECT id FROM items WHERE name = 'd'")[0].decode(at: 0)
+                #expect(inserted.affectedRows == 1 && inserted.lastInsertID == dID)
+                try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "e")
+                let updated = try connection.execute("UPDATE items SET flag = 1 WHERE name IN (?, ?, ?)", "a", "b", "nobody")
+                #expect(updated.affectedRows == 2 && updated.lastInsertID == 0)
+
+                try connection.executeWithNext("UPDATE items SET score = ? WHERE name = ?", 9.5, "e")
+                try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "f")
+                #expect(try other.query("SELECT COUNT(*) FROM items")[0].decode(Int.self, at: 0) == 0)
+            }
+            let rows = try other.query("SELECT name, score, flag FROM items ORDER BY id").map {
+                "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Double?.self, at: 1) ?? 0) \(try $0.decode(Bool.self, at: 2))"
+            }
+            #expect(rows == ["a 0.0 true", "b 2.5 true", "c 0.0 false", "d 0.0 false", "e 9.5 false", "f 0.0 false"])
+        }
+    }
+
+    @Test(
+        "A queued write's error is thrown by the statement it went with and the transaction keeps nothing; a failing body sends none; outside a transaction it runs at once"
+    )
+    func failingQueuedWrites() throws {
+        try withTable { connection in
+            try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "taken")
+            #expect(try count(on: connection) == 1)
+            #expect(throws: MariaDBError(.duplicateEntry)) {
+                try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "taken")
+            }
+            #expect(throws: MariaDBError(.duplicateEntry)) {
+                try connection.transaction {
+                    _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "first")
+                    try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "second")
+                    try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "taken")
+                    _ = try connection.query("SELECT COUNT(*) FROM items")
+                    Issue.record("the duplicate went unnoticed")
+                }
+            }
+            #expect(throws: MariaDBError(.duplicateEntry)) {
+                try connection.transaction {
+                    try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "third")
+                    try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "taken")
+                }
+            }
+            struct Refusal: Error {}
+            #expect(throws: Refusal.self) {
+                try connection.transaction {
+                    try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "fourth")
+                    throw Refusal()
+                }
+            }
+            try connection.transaction { _ = try connection.execute("INSERT INTO items (name) VALUES (?)", "fifth") }
+            let names = try connection.query("SELECT name FROM items ORDER BY id").map { try $0.decode(String.self, at: 0) }
+            #expect(names == ["taken", "fifth"])
+        }
+    }
+
+    /// A Galera node can also abort the transaction after the last answer its client saw; the check
+    /// at the start of the compound COMMIT covers that window, which a single server never opens.
+    @Test("A transaction the server rolled back fails at its COMMIT, and the writes it queued are not committed alone")
+    func queuedWritesAfterServerRollback() throws {
+        try withTable { connection throws in
+            var configuration = database.configuration
+            configuration.autocommit = false
+            let manual = Connection(configuration: configuration)
+            defer { manual.close() }
+            #expect(throws: MariaDBError(.deadlock)) {
+                try manual.transaction {
+                    _ = try manual.execute("INSERT INTO items (name) VALUES (?)", "first")
+                    // What a Galera node does to a transaction that lost to a replicated write.
+                    try manual.run("ROLLBACK")
+                    try manual.executeWithNext("INSERT INTO items (name) VALUES (?)", "second")
+                }
+            }
+            #expect(try count(on: connection) == 0)
+        }
+    }
+
     private func count(on connection: Connection) throws -> Int {
         try connection.query("SELECT COUNT(*) FROM items")[0].decode(at: 0)
     }
