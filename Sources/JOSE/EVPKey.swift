@@ -299,9 +299,8 @@ func withBytes<Bytes: Collection<UInt8>, Result>(_ bytes: Bytes, _ body: (Unsafe
 /// one is an atomic exchange of a slot with zero, putting one back an atomic compare-and-exchange
 /// of an empty slot; no thread ever waits for another. A `Mutex` around an array did the same job
 /// and was taken twice by every verification from dozens of worker threads on two cores: Swift's
-/// `Mutex` on Linux is a priority-inheriting futex, which hands the lock to a sleeping waiter, and
-/// the worker threads queued behind it (about a tenth of siwa's CPU per sign-in under load,
-/// docs/PERFORMANCE.md, "Token verification").
+/// `Mutex` on Linux is a priority-inheriting futex, which hands the lock to a sleeping waiter
+/// (docs/PERFORMANCE.md, "Signing").
 /// A slot holds a context that no thread uses; the exchange that takes it (acquiring) sees every
 /// write of the thread whose exchange put it there (releasing).
 private final class IdleContexts: Sendable {
