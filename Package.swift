@@ -147,6 +147,7 @@ let package = Package(
             dependencies: [
                 "MariaDB", "Server", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
                 "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,6 @@
+import CoreMetrics
 import FastCGI
+import Foundation
 import JOSE
 import SIWAFixtures
 import Server
@@ -11,6 +13,22 @@ import Testing
     /// The scrape's value of `series` (written as in the exposition); nil when it is absent.
     func value(_ series: String, in scrape: String) -> Double? {
         scrape.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
+    }
+
+    @Test("A family makes each combination of label values once, also for many threads at once, and keeps every increment")
+    func familyAcrossThreads() {
+        let exporter = PrometheusExporter()
+        let family = MetricFamily(counter: "siwa_test_family_total", labels: ["route", "status"], factory: exporter.factory)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for index in 0..<2_000 { family["r\(index % 10)", "200"].increment() }
+        }
+        for route in 0..<10 {
+            #expect(family["r\(route)", "200"] === family.metric(["r\(route)", "200"]))
+        }
+        let scrape = String(decoding: exporter.render(), as: UTF8.self)
+        for route in 0..<10 {
+            #expect(value(#"siwa_test_family_total{route="r\#(route)",status="200"}"#, in: scrape) == 1_600)
+        }
     }
 
     @Test("Sign-ins, refusals, refreshes (rotation, retry, reuse) and a deletion's queued revocation appear in the scrape as counted")
