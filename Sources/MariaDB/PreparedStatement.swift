@@ -10,8 +10,9 @@ final class PreparedStatement {
     /// The result's columns: known at prepare for a statement, only after execution for a compound
     /// statement (`BEGIN NOT ATOMIC ... END`), whose result comes from a `SELECT` inside it.
     private var columns: ResultColumns?
-    /// Whether the columns became known only after execution; they are bound again after each.
-    private let columnsKnownLate: Bool
+    /// Whether the prepare gave no columns: a statement without a result, or a compound statement,
+    /// whose columns are read and bound after each execution that returns a result.
+    private let columnsUnknownAtPrepare: Bool
 
     /// Prepares `sql` on `connection` (borrowed; must outlive the statement).
     /// - Throws: `MariaDBError` from `mysql_stmt_prepare`.
@@ -35,7 +36,7 @@ final class PreparedStatement {
             mysql_stmt_close(statement)
             throw error
         }
-        columnsKnownLate = columns == nil
+        columnsUnknownAtPrepare = columns == nil
     }
 
     deinit {
@@ -58,7 +59,7 @@ final class PreparedStatement {
                 throw PreparedStatement.error(of: statement)
             }
         }
-        if columnsKnownLate && mysql_stmt_field_count(statement) > 0 {
+        if columnsUnknownAtPrepare && mysql_stmt_field_count(statement) > 0 {
             if columns == nil { columns = try ResultColumns(of: statement) }
             try columns?.bind(to: statement)
         }
