@@ -75,7 +75,7 @@ start_mariadb() {
     user=$(id -un)
     mkdir -p "$dir"
     if [ ! -d "$dir/data/mysql" ]; then
-        mariadb-install-db --no-defaults --datadir="$dir/data" --user="$user" \
+        mariadb-install-db --no-defaults --datadir="$dir/data" --user="$user" ${MARIADB_SERVER_OPTIONS:-} \
             --auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1 \
             || { cat "$dir/install.log" >&2; die "mariadb-install-db failed"; }
         # The new redo log is one allocated but unwritten extent: until InnoDB has written all of
@@ -90,7 +90,7 @@ start_mariadb() {
         --pid-file="$dir/mariadb.pid" --log-error="$dir/mariadb.log" --user="$user" \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=1 --max-connections=500 \
-        ${SIWA_MARIADB_OPTIONS:-} >/dev/null 2>&1 &
+        ${MARIADB_SERVER_OPTIONS:-} >/dev/null 2>&1 &
     for _ in $(seq 300); do
         mariadb-admin --no-defaults --socket="$dir/mysql.sock" -uroot ping >/dev/null 2>&1 && return 0
         sleep 0.1
