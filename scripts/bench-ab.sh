@@ -12,6 +12,8 @@ for i in $(seq $RUNS); do
     sed -n "$((2001 + (i - 1) * 25200)),$((2000 + i * 25200 - 200))p" "$TMP/tokens" >"$TMP/bench_$i"
     sed -n "$((2000 + i * 25200 - 199)),$((2000 + i * 25200))p" "$TMP/tokens" >"$TMP/seed_$i"
 done
+# The token files written now, not by the kernel's writeback in the middle of a run (see bench-auth.sh).
+sync
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sign_in.lua" "$URL" -- "$TMP/warmup_tokens" 2 >/dev/null 2>&1
 echo "in parentheses, per request: CPU microseconds of siwa, MariaDB and nginx, and statements sent to MariaDB"
 i=0

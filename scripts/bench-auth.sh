@@ -8,6 +8,10 @@ log "minting $COUNT identity tokens at the emulator (its current key)"
 head -n 2000 "$TMP/tokens" >"$TMP/warmup_tokens"
 sed -n 2001,2200p "$TMP/tokens" >"$TMP/seed_tokens"
 tail -n +2201 "$TMP/tokens" >"$TMP/bench_tokens"
+# About 90 MB of token files just written: left to the kernel's writeback, they reach the disk
+# some 30 s later, in the middle of a run, and stall MariaDB's commit fsyncs for 100 ms and more
+# (wrk_run syncs too, before each run).
+sync
 
 log "warm-up"
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sign_in.lua" "$URL" -- "$TMP/warmup_tokens" 2 >/dev/null 2>&1
