@@ -163,8 +163,16 @@ struct MigrationLease {
     static func acquire(on connection: Connection, wait: Double) throws -> MigrationLease {
         let lease = MigrationLease(holder: try SecureRandom.bytes(count: 16).map { String(format: "%02x", $0) }.joined())
         let deadline = Date().addingTimeInterval(wait)
+        var tableExists = false
         while true {
             do {
+                // Created once, not on each attempt: on a Galera cluster even a CREATE TABLE IF NOT
+                // EXISTS is replicated in total order and aborts another node's statements on the
+                // table, such as the running migration's renewal of its lease (11_galera.sh saw it).
+                if !tableExists {
+                    try createTable(on: connection)
+                    tableExists = true
+                }
                 if try lease.take(on: connection) { return lease }
             } catch let error as MariaDBError where error.code == .deadlock {
                 // Another node's run changed the row, or its DDL aborted this statement: try again.
@@ -174,8 +182,7 @@ struct MigrationLease {
         }
     }
 
-    /// One attempt: creates the row if needed, then takes it when it is free or expired.
-    private func take(on connection: Connection) throws -> Bool {
+    private static func createTable(on connection: Connection) throws {
         try connection.run(
             """
             CREATE TABLE IF NOT EXISTS schema_migrations_lock (
@@ -184,6 +191,10 @@ struct MigrationLease {
                 expires_at DATETIME(3) NOT NULL
             ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin
             """)
+    }
+
+    /// One attempt: creates the row if needed, then takes it when it is free or expired.
+    private func take(on connection: Connection) throws -> Bool {
         _ = try connection.execute("INSERT IGNORE INTO schema_migrations_lock (id, holder, expires_at) VALUES (1, NULL, UTC_TIMESTAMP(3))")
         let taken = try connection.execute(
             """
