@@ -77,11 +77,17 @@ def sync(access, lessons, cursor=None):
                 {"Authorization": "Bearer " + access})
 
 
-def stored_lessons(access):
-    status, body = sync(access, [])
-    if status != 200:
-        fail(f"reading the synced state: {status} {body}")
-    return {item["lessonId"] for item in body["progress"]}
+def stored_lessons(access, patience=0):
+    """The lessons stored for the person; a 503 (a node still rejoining the cluster) is asked
+    again, as siwa's answer says, for up to `patience` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        status, body = sync(access, [])
+        if status == 200:
+            return {item["lessonId"] for item in body["progress"]}
+        if status != 503 or time.monotonic() > deadline:
+            fail(f"reading the synced state: {status} {body}")
+        time.sleep(0.5)
 
 
 def parallel(count, task):
@@ -199,7 +205,8 @@ elif check == "load":
     failed = [record for record in records if record[4] != 200]
     missing = []
     for index, (_, access, _, _) in enumerate(people):
-        kept = stored_lessons(access)
+        # The load ends while the killed node may still be rejoining.
+        kept = stored_lessons(access, patience=60)
         missing += [lesson_id for i, lesson_id in acknowledged if i == index and lesson_id not in kept]
     window = (min(r[0] for r in failed), max(r[1] for r in failed)) if failed else (0, 0)
     reasons = sorted({f"{r[4]} {r[5]}" for r in failed})
