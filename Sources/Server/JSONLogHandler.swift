@@ -1,4 +1,5 @@
 package import Foundation
+package import Identity
 import JOSE
 package import Logging
 
@@ -23,13 +24,16 @@ package struct JSONLogHandler: LogHandler {
     package var logLevel: Logger.Level = .info
     private let label: String
     private let descriptor: Int32
+    private let clock: any WallClock
 
     /// - Parameters:
     ///   - label: the logger's label (`logger` in each line).
     ///   - descriptor: where lines go; standard error by default.
-    package init(label: String, descriptor: Int32 = STDERR_FILENO) {
+    ///   - clock: the time each line carries.
+    package init(label: String, descriptor: Int32 = STDERR_FILENO, clock: any WallClock = SystemClock()) {
         self.label = label
         self.descriptor = descriptor
+        self.clock = clock
     }
 
     package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -39,7 +43,7 @@ package struct JSONLogHandler: LogHandler {
 
     package func log(event: LogEvent) {
         var line = JSONLogHandler.line(
-            time: Date(), level: event.level, label: label, message: "\(event.message)",
+            time: Date(timeIntervalSince1970: clock.now()), level: event.level, label: label, message: "\(event.message)",
             metadata: metadata.merging(event.metadata ?? [:]) { _, new in new })
         line.append(UInt8(ascii: "\n"))
         line.withUnsafeBytes { bytes in _ = Glibc.write(descriptor, bytes.baseAddress, bytes.count) }
