@@ -279,6 +279,32 @@ import Testing
         #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 1)
     }
 
+    @Test("Concurrent replays of one token and nonce without a code, claimed inside the sign-in's transaction: one signs in, seven get nonce_reused and store nothing")
+    func concurrentReplaysWithoutCode() throws {
+        let harness = try HandlerHarness()
+        let nonce = "replayed-nonce-without-code"
+        let token = try webToken(
+            harness, sub: "replay.2", nonceHash: SHA256.hex(Array(nonce.utf8)), code: "unused-code", audience: HandlerHarness.bundleID)
+        let body = Array(#"{"identityToken":"\#(token)","nonce":"\#(nonce)"}"#.utf8)
+        let answers = Mutex<[String]>([])
+        let application = harness.application
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            let worker = application.makeWorker(index: index + 1)
+            defer { worker.close() }
+            let response = worker.respond(
+                to: Request(
+                    method: "POST", path: "/auth/apple", headers: HTTPHeaders([("content-type", "application/json")]), body: body))
+            let error = response.status == 200 ? "" : " " + ((try? response.json().string("error")) ?? response.text)
+            answers.withLock { $0.append("\(response.status)\(error)") }
+        }
+        #expect(answers.withLock { $0.sorted() } == ["200"] + Array(repeating: "401 nonce_reused", count: 7))
+        #expect(harness.appleCalls("/auth/token").isEmpty)
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM used_nonces") == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM audit_events WHERE event_type = 'sign_in'") == 1)
+    }
+
     @Test("A hanging Apple holds neither a jobs pass nor the other kind: each kind stops at its first unreachable call")
     func jobsWithHangingApple() throws {
         let harness = try HandlerHarness(environment: ["SIWA_APPLE_TIMEOUT": "1"])
