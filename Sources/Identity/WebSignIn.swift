@@ -124,7 +124,9 @@ extension Operations {
 
     /// Completes the pending web sign-in with the callback's `outcome`, in one transaction retried
     /// on a conflict.
-    private func storeCallback(stateHash: [UInt8], pending: WebSignIns.Pending, outcome: Result<VerifiedSignIn, WebSignInFailure>, handle: OpaqueToken) throws {
+    private func storeCallback(
+        stateHash: [UInt8], pending: WebSignIns.Pending, outcome: Result<VerifiedSignIn, WebSignInFailure>, handle: OpaqueToken
+    ) throws {
         try retryingConflicts {
             try transaction { connection in
                 guard try WebSignIns.pending(stateHash: stateHash, on: connection) != nil else {

@@ -479,7 +479,9 @@ private struct ConnectionMetrics {
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         reconnects = Counter(label: "siwa_database_reconnects_total", factory: factory)
         errors = Dictionary(
-            uniqueKeysWithValues: ["connection_lost", "deadlock", "lock_wait_timeout", "duplicate_entry", "refused", "statement_failed", "other"].map {
+            uniqueKeysWithValues: [
+                "connection_lost", "deadlock", "lock_wait_timeout", "duplicate_entry", "refused", "statement_failed", "other",
+            ].map {
                 ($0, Counter(label: "siwa_database_errors_total", dimensions: [("kind", $0)], factory: factory))
             })
     }

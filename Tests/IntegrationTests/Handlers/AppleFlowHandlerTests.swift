@@ -279,7 +279,9 @@ import Testing
         #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 1)
     }
 
-    @Test("Concurrent replays of one token and nonce without a code, claimed inside the sign-in's transaction: one signs in, seven get nonce_reused and store nothing")
+    @Test(
+        "Concurrent replays of one token and nonce without a code, claimed inside the sign-in's transaction: one signs in, seven get nonce_reused and store nothing"
+    )
     func concurrentReplaysWithoutCode() throws {
         let harness = try HandlerHarness()
         let nonce = "replayed-nonce-without-code"
