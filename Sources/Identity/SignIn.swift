@@ -65,15 +65,33 @@ extension Operations {
     }
 
     private func signInOnce(_ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink?) throws -> Grant {
+        let settings = try requireSessions()
         let checkedLink = try link.map(check)
         let verified = try verify(attempt, audience: nil, redirectURI: nil)
         let refreshToken = try OpaqueToken()
         let account: SignedInAccount
         let sessionID: UInt64
         do {
-            (account, sessionID) = try NonceClaim.refusingReuse {
-                try store(verified, link: checkedLink, refreshToken: refreshToken, device: device, remoteAddress: remoteAddress)
-            }
+            (account, sessionID) =
+                try retryingConflicts {
+                    try transaction { connection in
+                        try verified.unclaimedNonce?.claim(on: connection)
+                        if let checkedLink { try use(checkedLink, on: connection) }
+                        let account = try AppleAccounts.signIn(verified.signIn, attachingTo: checkedLink?.target, on: connection)
+                        let sessionID = try Sessions.create(
+                            userID: account.userID, appleClientID: verified.signIn.audience, device: device,
+                            refreshTokenHash: refreshToken.hash,
+                            cookieHash: nil,
+                            lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, userIsNew: account.isNewUser,
+                            on: connection)
+                        try AuditLog.record(
+                            "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
+                            detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
+                        try reportIfCreated(account, verified.signIn, flow: "native", on: connection)
+                        try reportIfLinked(account, link: checkedLink, on: connection)
+                        return (account, sessionID)
+                    }
+                }
         } catch is AccountDisabled {
             throw IdentityError(.userDisabled)
         } catch let conflict as AccountConflict {
@@ -87,32 +105,6 @@ extension Operations {
         grant.profile = profile
         grant.isNewUser = account.isNewUser
         return grant
-    }
-
-    /// Stores a verified native sign-in: claims its nonce, finds or creates the user and opens a
-    /// session with `refreshToken`, in one transaction retried on a conflict.
-    /// - Returns: the account and the new session's id.
-    private func store(
-        _ verified: VerifiedSignIn, link: CheckedLink?, refreshToken: OpaqueToken, device: String?, remoteAddress: String?
-    ) throws -> (SignedInAccount, UInt64) {
-        let settings = try requireSessions()
-        return try retryingConflicts {
-            try transaction { connection in
-                try verified.unclaimedNonce?.claim(on: connection)
-                if let link { try use(link, on: connection) }
-                let account = try AppleAccounts.signIn(verified.signIn, attachingTo: link?.target, on: connection)
-                let sessionID = try Sessions.create(
-                    userID: account.userID, appleClientID: verified.signIn.audience, device: device, refreshTokenHash: refreshToken.hash,
-                    cookieHash: nil, lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime,
-                    userIsNew: account.isNewUser, on: connection)
-                try AuditLog.record(
-                    "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                    detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
-                try reportIfCreated(account, verified.signIn, flow: "native", on: connection)
-                try reportIfLinked(account, link: link, on: connection)
-                return (account, sessionID)
-            }
-        }
     }
 
     /// The one check of every sign-in, native and web: verifies the identity token (signature,
@@ -142,7 +134,7 @@ extension Operations {
         if let code {
             // Claimed in a statement of its own before Apple is called, so that a replay never
             // reaches Apple; without a code it is claimed by the sign-in's own transaction.
-            try NonceClaim.refusingReuse { try nonce?.claim(on: database) }
+            try nonce?.claim(on: database)
             sealed = try exchange(code, for: identity, redirectURI: redirectURI, apple: apple, settings: settings)
         }
         let signIn = AppleSignIn(
@@ -167,19 +159,9 @@ extension Operations {
         let hash: [UInt8]
         let expiresAt: Int64
 
-        /// Claims the nonce on `database`: at once outside a transaction; in one, with its next
-        /// statement, which then throws the refusal of a reused nonce (see `refusingReuse`).
+        /// - Throws: `IdentityError(.nonceReused)` when it was claimed before.
         func claim(on database: Connection) throws {
-            try Nonces.claim(hash: hash, expiresAt: expiresAt, on: database)
-        }
-
-        /// Runs `body`, in which a nonce is claimed.
-        /// - Throws: `IdentityError(.nonceReused)` when the nonce was claimed before; what `body`
-        ///   throws otherwise.
-        static func refusingReuse<T>(_ body: () throws -> T) throws -> T {
-            do {
-                return try body()
-            } catch let error where Nonces.isReuse(error) {
+            guard try Nonces.consume(hash: hash, expiresAt: expiresAt, on: database) else {
                 throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
             }
         }

@@ -118,15 +118,6 @@ extension Operations {
             outcome = .failure(WebSignInFailure(code: "invalid_request"))
         }
         let handle = try OpaqueToken()
-        try NonceClaim.refusingReuse { try storeCallback(stateHash: stateHash, pending: pending, outcome: outcome, handle: handle) }
-        return handle.value
-    }
-
-    /// Completes the pending web sign-in with the callback's `outcome`, in one transaction retried
-    /// on a conflict.
-    private func storeCallback(
-        stateHash: [UInt8], pending: WebSignIns.Pending, outcome: Result<VerifiedSignIn, WebSignInFailure>, handle: OpaqueToken
-    ) throws {
         try retryingConflicts {
             try transaction { connection in
                 guard try WebSignIns.pending(stateHash: stateHash, on: connection) != nil else {
@@ -147,6 +138,7 @@ extension Operations {
                 }
             }
         }
+        return handle.value
     }
 
     /// Why a web sign-in did not sign in: Apple's error code, or ours; shown to the user on return.

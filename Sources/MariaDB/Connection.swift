@@ -137,27 +137,6 @@ package final class Connection {
         queuedWrites.append((sql, binds.map(\.databaseValue)))
     }
 
-    /// `executeWithNext(_:binds:)` for a statement that must change a row, such as an
-    /// `INSERT IGNORE` that claims a key once: when it changes none, the call that sends it throws
-    /// `MariaDBError(.refused)` with `refusal` as its message, which fails the transaction. Outside
-    /// a transaction the statement runs at once and throws the same error.
-    /// - Parameter refusal: a fixed message that callers match, without quotes or backslashes.
-    package func executeWithNext(_ sql: String, binds: [any DatabaseValueConvertible], refusingNoChange refusal: String) throws {
-        precondition(!refusal.contains("'") && !refusal.contains("\\"), "a refusal is a fixed message, quoted as SQL text")
-        guard inTransaction else {
-            guard try execute(sql, binds: binds).affectedRows > 0 else { throw Connection.refusal(refusal) }
-            return
-        }
-        queuedWrites.append((sql, binds.map(\.databaseValue)))
-        queuedWrites.append(("IF ROW_COUNT() = 0 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '\(refusal)'; END IF", []))
-    }
-
-    /// The error of a statement queued with `refusingNoChange` that changed no row; the same as the
-    /// server's for its `SIGNAL`.
-    package static func refusal(_ message: String) -> MariaDBError {
-        MariaDBError(.refused, errno: 1644, sqlState: "45000", message: message)
-    }
-
     /// Runs a changing statement once for each of `rows` (each row its binds), all in one round trip
     /// (MariaDB's array binding); an `INSERT` of one row's placeholders so writes all the rows. Not
     /// retried once it may have reached the server, like `execute`. No rows: nothing is sent.
@@ -479,9 +458,7 @@ private struct ConnectionMetrics {
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         reconnects = Counter(label: "siwa_database_reconnects_total", factory: factory)
         errors = Dictionary(
-            uniqueKeysWithValues: [
-                "connection_lost", "deadlock", "lock_wait_timeout", "duplicate_entry", "refused", "statement_failed", "other",
-            ].map {
+            uniqueKeysWithValues: ["connection_lost", "deadlock", "lock_wait_timeout", "duplicate_entry", "statement_failed", "other"].map {
                 ($0, Counter(label: "siwa_database_errors_total", dimensions: [("kind", $0)], factory: factory))
             })
     }
@@ -493,7 +470,6 @@ private struct ConnectionMetrics {
             case .deadlock: "deadlock"
             case .lockWaitTimeout: "lock_wait_timeout"
             case .duplicateEntry: "duplicate_entry"
-            case .refused: "refused"
             case .statementFailed: "statement_failed"
             case .typeMismatch, .misuse: "other"
             }

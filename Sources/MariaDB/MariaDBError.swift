@@ -12,9 +12,6 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
         case deadlock
         /// A row lock was not granted in time (1205).
         case lockWaitTimeout
-        /// A statement queued with `refusingNoChange` changed no row (1644, SQLSTATE 45000: a
-        /// `SIGNAL` whose message is the caller's refusal).
-        case refused
         /// The statement failed on the server (syntax, constraint, data too long, ...).
         case statementFailed
         /// A result column could not be decoded as the requested Swift type.
@@ -59,7 +56,6 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
             case 1062: .duplicateEntry
             case 1213: .deadlock
             case 1205: .lockWaitTimeout
-            case 1644: .refused
             default: .statementFailed
             }
         self.init(code, errno: errno, sqlState: sqlState, message: message, file: file, line: line)

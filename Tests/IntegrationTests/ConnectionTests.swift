@@ -238,36 +238,6 @@ import Testing
         }
     }
 
-    @Test(
-        "A queued write that must change a row and changes none fails the statement it went with, with the caller's refusal, and the transaction keeps nothing; outside a transaction it is refused at once"
-    )
-    func refusedQueuedWrite() throws {
-        try withTable { connection in
-            let claim = "INSERT INTO items (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name"
-            try connection.executeWithNext(claim, binds: ["taken"], refusingNoChange: "items: taken")
-            let atOnce = #expect(throws: MariaDBError(.refused)) {
-                try connection.executeWithNext(claim, binds: ["taken"], refusingNoChange: "items: taken")
-            }
-            #expect(atOnce?.message == "items: taken")
-            let queued = #expect(throws: MariaDBError(.refused)) {
-                try connection.transaction {
-                    try connection.executeWithNext("INSERT INTO items (name) VALUES (?)", "first")
-                    try connection.executeWithNext(claim, binds: ["taken"], refusingNoChange: "items: taken")
-                    _ = try connection.query("SELECT COUNT(*) FROM items")
-                    Issue.record("the statement after the refused write ran")
-                }
-            }
-            #expect(queued?.message == "items: taken" && queued?.errno == 1644)
-            try connection.transaction {
-                try connection.executeWithNext(claim, binds: ["new"], refusingNoChange: "items: taken")
-                #expect(try connection.query("SELECT name FROM items WHERE name = ?", "new").count == 1)
-                try connection.executeWithNext(claim, binds: ["last"], refusingNoChange: "items: taken")
-            }
-            let names = try connection.query("SELECT name FROM items ORDER BY id").map { try $0.decode(String.self, at: 0) }
-            #expect(names == ["taken", "new", "last"])
-        }
-    }
-
     /// A Galera node can also abort the transaction after the last answer its client saw; the check
     /// at the start of the compound COMMIT covers that window, which a single server never opens.
     @Test("A transaction the server rolled back fails at its COMMIT, and the writes it queued are not committed alone")
