@@ -257,24 +257,33 @@ import Testing
         #expect(revoked.last?.hasPrefix("\(HandlerHarness.servicesID) r.\(HandlerHarness.servicesID).") == true, "\(revoked)")
     }
 
-    @Test("Concurrent replays of one token, code and nonce on eight worker threads reach Apple once; one signs in")
-    func concurrentReplays() throws {
-        let harness = try HandlerHarness()
-        let nonce = "replayed-nonce"
-        let token = try webToken(
-            harness, sub: "replay.1", nonceHash: SHA256.hex(Array(nonce.utf8)), code: "replayed-code", audience: HandlerHarness.bundleID)
-        let body = Array(#"{"identityToken":"\#(token)","authorizationCode":"replayed-code","nonce":"\#(nonce)"}"#.utf8)
-        let statuses = Mutex<[Int]>([])
+    /// Sends one native sign-in `body` on eight worker threads at once.
+    /// - Returns: each answer's status, and its error code when it is not 200, sorted.
+    func signInOnEightWorkers(_ harness: HandlerHarness, body: String) -> [String] {
+        let answers = Mutex<[String]>([])
         let application = harness.application
         DispatchQueue.concurrentPerform(iterations: 8) { index in
             let worker = application.makeWorker(index: index + 1)
             defer { worker.close() }
             let response = worker.respond(
                 to: Request(
-                    method: "POST", path: "/auth/apple", headers: HTTPHeaders([("content-type", "application/json")]), body: body))
-            statuses.withLock { $0.append(response.status) }
+                    method: "POST", path: "/auth/apple", headers: HTTPHeaders([("content-type", "application/json")]),
+                    body: Array(body.utf8)))
+            let error = response.status == 200 ? "" : " " + ((try? response.json().string("error")) ?? response.text)
+            answers.withLock { $0.append("\(response.status)\(error)") }
         }
-        #expect(statuses.withLock { $0.sorted() } == [200] + Array(repeating: 401, count: 7))
+        return answers.withLock { $0.sorted() }
+    }
+
+    @Test("Concurrent replays of one token, code and nonce on eight worker threads reach Apple once; one signs in")
+    func concurrentReplays() throws {
+        let harness = try HandlerHarness()
+        let nonce = "replayed-nonce"
+        let token = try webToken(
+            harness, sub: "replay.1", nonceHash: SHA256.hex(Array(nonce.utf8)), code: "replayed-code", audience: HandlerHarness.bundleID)
+        let answers = signInOnEightWorkers(
+            harness, body: #"{"identityToken":"\#(token)","authorizationCode":"replayed-code","nonce":"\#(nonce)"}"#)
+        #expect(answers == ["200"] + Array(repeating: "401 nonce_reused", count: 7))
         #expect(harness.appleCalls("/auth/token").count == 1, "a replay never reaches Apple")
         #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 1)
     }
@@ -287,19 +296,8 @@ import Testing
         let nonce = "replayed-nonce-without-code"
         let token = try webToken(
             harness, sub: "replay.2", nonceHash: SHA256.hex(Array(nonce.utf8)), code: "unused-code", audience: HandlerHarness.bundleID)
-        let body = Array(#"{"identityToken":"\#(token)","nonce":"\#(nonce)"}"#.utf8)
-        let answers = Mutex<[String]>([])
-        let application = harness.application
-        DispatchQueue.concurrentPerform(iterations: 8) { index in
-            let worker = application.makeWorker(index: index + 1)
-            defer { worker.close() }
-            let response = worker.respond(
-                to: Request(
-                    method: "POST", path: "/auth/apple", headers: HTTPHeaders([("content-type", "application/json")]), body: body))
-            let error = response.status == 200 ? "" : " " + ((try? response.json().string("error")) ?? response.text)
-            answers.withLock { $0.append("\(response.status)\(error)") }
-        }
-        #expect(answers.withLock { $0.sorted() } == ["200"] + Array(repeating: "401 nonce_reused", count: 7))
+        let answers = signInOnEightWorkers(harness, body: #"{"identityToken":"\#(token)","nonce":"\#(nonce)"}"#)
+        #expect(answers == ["200"] + Array(repeating: "401 nonce_reused", count: 7))
         #expect(harness.appleCalls("/auth/token").isEmpty)
         #expect(try harness.count("SELECT COUNT(*) FROM users") == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM sessions") == 1)
