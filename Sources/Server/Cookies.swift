@@ -1,5 +1,4 @@
 package import FastCGI
-import Foundation
 
 /// Our cookies: `__Host-` so that they are Secure, host-only and for the whole site.
 package enum Cookies {
@@ -13,8 +12,8 @@ package enum Cookies {
         guard let header = request.headers["cookie"] else { return nil }
         for pair in header.split(separator: ";") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
-                return parts[1].trimmingCharacters(in: .whitespaces)
+            if parts.count == 2, parts[0].trimmingHTTPWhitespace == name {
+                return String(parts[1].trimmingHTTPWhitespace)
             }
         }
         return nil

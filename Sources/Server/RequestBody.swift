@@ -63,7 +63,7 @@ struct MediaType {
 
     init?(_ value: String) {
         let essence = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            .trimmingCharacters(in: .whitespaces).lowercased()
+            .trimmingHTTPWhitespace.lowercased()
         let parts = essence.split(separator: "/", omittingEmptySubsequences: false)
         let token = { (part: Substring) in
             !part.isEmpty && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "!#$&-^_.+".contains($0)) }

@@ -124,12 +124,15 @@ import Testing
         #expect(try harness.count("SELECT COUNT(*) FROM refresh_tokens WHERE spent_at IS NOT NULL") == 0, "nor spent a token")
     }
 
-    @Test("Content-Type is read as a media type: JSON with or without a charset, in any case; application/jsonfoo is not JSON")
+    @Test(
+        "Content-Type is read as a media type: JSON with or without a charset, in any case, with spaces and tabs around; application/jsonfoo or other whitespace is not JSON"
+    )
     func mediaTypes() throws {
         let harness = try HandlerHarness()
         for (contentType, status) in [
             ("application/json", 401), ("Application/JSON; charset=utf-8", 401), ("application/json;charset=UTF-8", 401),
-            ("application/jsonfoo", 415), ("application/json-patch+json", 415), ("text/json", 415), ("application/", 415),
+            (" \tapplication/json\t ; charset=utf-8", 401), ("application/jsonfoo", 415), ("application/json-patch+json", 415),
+            ("text/json", 415), ("application/", 415), ("application/json\u{A0}", 415), ("application/json\n", 415),
         ] {
             let response = harness.worker.respond(
                 to: .init(
