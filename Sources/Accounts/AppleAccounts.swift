@@ -97,9 +97,11 @@ package enum AppleAccounts {
     ///   `MariaDBError`: `.duplicateEntry` when another worker created the same identity at the
     ///   same moment, `.deadlock` under contention (run the transaction again: the retry finds it),
     ///   here or from the transaction's next statement.
-    package static func signIn(_ signIn: AppleSignIn, attachingTo target: AccountTarget? = nil, on connection: Connection) throws
-        -> SignedInAccount
-    {
+    /// - Parameter newUserID: the id of the user to create when the identity has none (taken from
+    ///   `IDBlocks`); called only then.
+    package static func signIn(
+        _ signIn: AppleSignIn, attachingTo target: AccountTarget? = nil, newUserID: () throws -> UInt64, on connection: Connection
+    ) throws -> SignedInAccount {
         let firstName = sanitizedName(signIn.firstName)
         let lastName = sanitizedName(signIn.lastName)
         // A plain read, not FOR UPDATE: a locking read of a missing key takes a gap lock, and two
@@ -119,10 +121,10 @@ package enum AppleAccounts {
         if let placed = placement.userID {
             userID = placed
         } else {
-            userID =
-                try connection.execute(
-                    "INSERT INTO users (first_name, last_name, external_id) VALUES (?, ?, ?)", firstName, lastName, placement.externalID
-                ).lastInsertID
+            userID = try newUserID()
+            try connection.executeWithNext(
+                "INSERT INTO users (id, first_name, last_name, external_id) VALUES (?, ?, ?, ?)", userID, firstName, lastName,
+                placement.externalID)
         }
         let identityID: UInt64?
         if let existing {

@@ -4,9 +4,10 @@ package import MariaDB
 /// start before signing in. A sign-in with Apple holding a guest session attaches the identity to
 /// the guest (`AccountTarget.guest`); guests nobody used for a while are purged.
 package enum Guests {
-    /// Creates a guest user. Must run inside a transaction with their first session.
-    package static func create(on connection: Connection) throws -> UInt64 {
-        try connection.execute("INSERT INTO users (guest_since) VALUES (UTC_TIMESTAMP(3))").lastInsertID
+    /// Creates the guest user `id` (taken from `IDBlocks`). Must run inside a transaction with their
+    /// first session; the insert goes with its next statement or its COMMIT.
+    package static func create(id: UInt64, on connection: Connection) throws {
+        try connection.executeWithNext("INSERT INTO users (id, guest_since) VALUES (?, UTC_TIMESTAMP(3))", id)
     }
 
     /// Up to `limit` guests created more than `days` days ago whose sessions were all last used

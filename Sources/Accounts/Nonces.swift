@@ -17,6 +17,24 @@ package enum Nonces {
         }
     }
 
+    /// Records `hash` with the transaction's next statement or its COMMIT, so that the claim costs
+    /// no round trip of its own: when the nonce was already used, that statement fails with an
+    /// error `isReuse` recognises, and the transaction with it. Must run inside a transaction.
+    package static func consumeWithNext(hash: [UInt8], expiresAt: Int64, on connection: Connection) throws {
+        precondition(hash.count == 32, "a SHA-256 hash")
+        try connection.executeWithNext(
+            """
+            INSERT IGNORE INTO used_nonces (nonce_hash, expires_at) VALUES (?, TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ? SECOND);
+            IF ROW_COUNT() = 0 THEN SIGNAL SQLSTATE '\(reusedState)' SET MESSAGE_TEXT = 'nonce already used'; END IF
+            """, hash, expiresAt)
+    }
+
+    /// Whether `error` is the refusal of `consumeWithNext` for a nonce used before.
+    package static func isReuse(_ error: MariaDBError) -> Bool { error.sqlState == reusedState }
+
+    /// The SQLSTATE of that refusal: class 45 (an exception the statement signals), not used by MariaDB.
+    private static let reusedState = "45N01"
+
     /// Deletes the records of nonces whose tokens have expired; returns how many.
     package static func purgeExpired(on connection: Connection) throws -> UInt64 {
         try connection.execute("DELETE FROM used_nonces WHERE expires_at < UTC_TIMESTAMP(3) LIMIT 10000").affectedRows

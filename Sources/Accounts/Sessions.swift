@@ -47,7 +47,8 @@ package enum Sessions {
     /// The longest device label kept.
     package static let maximumDeviceLength = 128
 
-    /// Creates a session with its first refresh token (native) or its cookie (web).
+    /// Creates the session `id` (taken from `IDBlocks`) with its first refresh token (native) or its
+    /// cookie (web). For a new user the writes go with the transaction's next statement or its COMMIT.
     /// - Throws: `AccountDisabled` when the user is disabled (or gone).
     /// - Parameters:
     ///   - appleClientID: the client id (bundle id or Services ID) the user signed in with; Apple
@@ -55,33 +56,34 @@ package enum Sessions {
     ///   - lifetime: seconds without use after which the session expires.
     ///   - maximumLifetime: seconds after which the session ends however often it is refreshed.
     ///   - userIsNew: the user was created by this same transaction, so nobody can have disabled
-    ///     it: the session is inserted without reading the user's row (an `INSERT ... SELECT` is
-    ///     also a bulk insert to InnoDB, which holds the table's AUTO_INCREMENT lock for the
-    ///     statement; docs/PERFORMANCE.md, "Sign-in").
+    ///     it: the session is inserted without reading the user's row, and without waiting for the
+    ///     insert's result.
+    /// - Returns: `id`.
+    @discardableResult
     package static func create(
-        userID: UInt64, appleClientID: String?, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?, lifetime: Int,
-        maximumLifetime: Int = unlimited, userIsNew: Bool = false, on connection: Connection
+        id: UInt64, userID: UInt64, appleClientID: String?, device: String?, refreshTokenHash: [UInt8]?, cookieHash: [UInt8]?,
+        lifetime: Int, maximumLifetime: Int = unlimited, userIsNew: Bool = false, on connection: Connection
     ) throws -> UInt64 {
         let device = AppleAccounts.sanitizedName(device, maximum: maximumDeviceLength)
-        // Only for a user who is not disabled, in the same statement: it reads the user's row with
-        // a shared lock, so a disabling (`UserStatus.disable`) either waits for this transaction
-        // and then ends its session, or commits first and is seen here. A user this transaction
-        // created is seen by nobody else yet, so it needs no read.
-        let row =
-            userIsNew
-            ? "VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)"
-            : "SELECT id, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND FROM users WHERE id = ? AND disabled_at IS NULL"
-        let binds: [any DatabaseValueConvertible] = [appleClientID, device, cookieHash, min(lifetime, maximumLifetime)]
-        let inserted = try connection.execute(
-            "INSERT INTO sessions (user_id, apple_client_id, device, cookie_hash, expires_at) \(row)",
-            binds: userIsNew ? [userID] + binds : binds + [userID])
-        guard inserted.affectedRows == 1 else { throw AccountDisabled(userID: userID) }
-        let sessionID = inserted.lastInsertID
-        // With the transaction's next statement or its COMMIT.
-        if let refreshTokenHash {
-            try connection.executeWithNext("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", refreshTokenHash, sessionID)
+        let columns = "INSERT INTO sessions (id, user_id, apple_client_id, device, cookie_hash, expires_at)"
+        let expiry = min(lifetime, maximumLifetime)
+        if userIsNew {
+            try connection.executeWithNext(
+                "\(columns) VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)", id, userID, appleClientID, device, cookieHash,
+                expiry)
+        } else {
+            // Only for a user who is not disabled, in the same statement: it reads the user's row
+            // with a shared lock, so a disabling (`UserStatus.disable`) either waits for this
+            // transaction and then ends its session, or commits first and is seen here.
+            let inserted = try connection.execute(
+                "\(columns) SELECT ?, id, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND FROM users WHERE id = ? AND disabled_at IS NULL",
+                id, appleClientID, device, cookieHash, expiry, userID)
+            guard inserted.affectedRows == 1 else { throw AccountDisabled(userID: userID) }
         }
-        return sessionID
+        if let refreshTokenHash {
+            try connection.executeWithNext("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", refreshTokenHash, id)
+        }
+        return id
     }
 
     /// Spends the refresh token `presentedHash` and makes `nextHash` the session's token, extending

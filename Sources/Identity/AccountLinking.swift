@@ -40,9 +40,12 @@ extension Operations {
             let refreshToken = try OpaqueToken()
             let (userID, sessionID) = try retryingConflicts {
                 try transaction { connection in
-                    let userID = try Guests.create(on: connection)
-                    let sessionID = try Sessions.create(
-                        userID: userID, appleClientID: nil, device: device, refreshTokenHash: refreshToken.hash, cookieHash: nil,
+                    let userID = try newID(.users)
+                    let sessionID = try newID(.sessions)
+                    try Guests.create(id: userID, on: connection)
+                    try Sessions.create(
+                        id: sessionID, userID: userID, appleClientID: nil, device: device, refreshTokenHash: refreshToken.hash,
+                        cookieHash: nil,
                         lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, userIsNew: true, on: connection)
                     try AuditLog.record(
                         "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,

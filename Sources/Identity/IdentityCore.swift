@@ -23,6 +23,8 @@ package final class IdentityCore: Sendable {
     package let metrics: IdentityMetrics
     /// How many database servers the connections may use (the nodes of a cluster).
     package let databaseServers: Int
+    /// The ids of new users and sessions, reserved in blocks.
+    package let ids = IDBlocks()
 
     /// - Parameters:
     ///   - database: where the sync committer opens its own connections.
@@ -67,8 +69,21 @@ package final class Operations {
 
     /// Runs `body` in one transaction on `transactions`, which it is given: committed when `body`
     /// returns, rolled back when it throws.
+    /// - Throws: what `body` throws; `IdentityError(.nonceReused)` when a nonce it claimed with
+    ///   `NonceClaim.claim(in:)` was used before (the refusal comes with the statement that sends
+    ///   the claim, often the COMMIT).
     func transaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        try transactions.transaction { try body(transactions) }
+        do {
+            return try transactions.transaction { try body(transactions) }
+        } catch let error as MariaDBError where Nonces.isReuse(error) {
+            throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
+        }
+    }
+
+    /// The id of a new row of `table`. A block is reserved on `database`, which commits by itself,
+    /// so this may be called inside a transaction on `transactions`.
+    func newID(_ table: IDBlocks.Table) throws -> UInt64 {
+        try core.ids.next(table, on: database)
     }
 
     var clock: any WallClock { core.clock }

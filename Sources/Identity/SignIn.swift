@@ -75,11 +75,13 @@ extension Operations {
             (account, sessionID) =
                 try retryingConflicts {
                     try transaction { connection in
-                        try verified.unclaimedNonce?.claim(on: connection)
                         if let checkedLink { try use(checkedLink, on: connection) }
-                        let account = try AppleAccounts.signIn(verified.signIn, attachingTo: checkedLink?.target, on: connection)
-                        let sessionID = try Sessions.create(
-                            userID: account.userID, appleClientID: verified.signIn.audience, device: device,
+                        let account = try AppleAccounts.signIn(
+                            verified.signIn, attachingTo: checkedLink?.target, newUserID: { try newID(.users) }, on: connection)
+                        try verified.unclaimedNonce?.claim(in: connection)
+                        let sessionID = try newID(.sessions)
+                        try Sessions.create(
+                            id: sessionID, userID: account.userID, appleClientID: verified.signIn.audience, device: device,
                             refreshTokenHash: refreshToken.hash,
                             cookieHash: nil,
                             lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, userIsNew: account.isNewUser,
@@ -159,11 +161,20 @@ extension Operations {
         let hash: [UInt8]
         let expiresAt: Int64
 
+        /// Claims it at once, in a statement of its own.
         /// - Throws: `IdentityError(.nonceReused)` when it was claimed before.
         func claim(on database: Connection) throws {
             guard try Nonces.consume(hash: hash, expiresAt: expiresAt, on: database) else {
                 throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
             }
+        }
+
+        /// Claims it in the open transaction, with its next statement or its COMMIT: a nonce used
+        /// before fails the transaction, and `Operations.transaction` throws
+        /// `IdentityError(.nonceReused)`. Two sign-ins with one nonce at once: the second one's claim
+        /// waits for the first one's transaction, and fails once it commits.
+        func claim(in transaction: Connection) throws {
+            try Nonces.consumeWithNext(hash: hash, expiresAt: expiresAt, on: transaction)
         }
     }
 

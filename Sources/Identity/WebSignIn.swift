@@ -125,8 +125,8 @@ extension Operations {
                 }
                 switch outcome {
                 case .success(let verified):
-                    try verified.unclaimedNonce?.claim(on: connection)
-                    let account = try AppleAccounts.signIn(verified.signIn, on: connection)
+                    let account = try AppleAccounts.signIn(verified.signIn, newUserID: { try newID(.users) }, on: connection)
+                    try verified.unclaimedNonce?.claim(in: connection)
                     try WebSignIns.complete(
                         pending.id, handleHash: handle.hash, userID: account.userID, isNewUser: account.isNewUser, error: nil,
                         on: connection)
@@ -192,10 +192,10 @@ extension Operations {
         guard completed.error == nil, let userID = completed.userID else {
             return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
         }
-        let sessionID: UInt64
+        let sessionID = try newID(.sessions)
         do {
-            sessionID = try Sessions.create(
-                userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
+            try Sessions.create(
+                id: sessionID, userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
                 lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime,
                 on: connection)
         } catch is AccountDisabled {

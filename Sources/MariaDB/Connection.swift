@@ -51,6 +51,9 @@ package final class Connection {
             + (configuration.syncWait > 0 ? ", wsrep_sync_wait = \(configuration.syncWait)" : "")
     }
 
+    /// Whether each statement commits by itself: autocommit, and no transaction open.
+    package var commitsEachStatement: Bool { configuration.autocommit && !inTransaction }
+
     /// The server this connection uses (or will try first).
     package var server: Configuration.Endpoint { configuration.endpoints[endpointIndex] }
 

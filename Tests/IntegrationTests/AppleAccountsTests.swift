@@ -2,6 +2,7 @@ import Accounts
 import Foundation
 import Identity
 import MariaDB
+import SIWATestSupport
 import Server
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
     }
 
     func signIn(_ signIn: AppleSignIn) throws -> SignedInAccount {
-        try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }
+        try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }
     }
 
     func count(_ table: String) throws -> Int { try connection.query("SELECT COUNT(*) FROM \(table)")[0].decode(at: 0) }
@@ -98,5 +99,27 @@ import Testing
         #expect(try !Nonces.consume(hash: hash, expiresAt: 4_070_908_800, on: other))
         #expect(try Nonces.consume(hash: [UInt8](repeating: 8, count: 32), expiresAt: 946_684_800, on: other))
         #expect(try Nonces.purgeExpired(on: connection) == 1)
+    }
+
+    @Test("A nonce claimed with the COMMIT: used before, it fails the whole transaction, and the writes sent with it are not kept")
+    func nonceWithCommit() throws {
+        let hash = [UInt8](repeating: 9, count: 32)
+        func signInClaiming(_ sub: String) throws {
+            try connection.transaction {
+                _ = try AppleAccounts.signIn(
+                    AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app"), newUserID: TestIDs.next, on: connection)
+                try Nonces.consumeWithNext(hash: hash, expiresAt: 4_070_908_800, on: connection)
+            }
+        }
+        try signInClaiming("first")
+        do {
+            try signInClaiming("second")
+            Issue.record("a reused nonce was accepted")
+        } catch let error as MariaDBError {
+            #expect(Nonces.isReuse(error), "\(error)")
+        }
+        #expect(try count("users") == 1)
+        #expect(try count("apple_identities") == 1)
+        #expect(try count("used_nonces") == 1)
     }
 }

@@ -2,6 +2,7 @@ import Accounts
 import Foundation
 import Identity
 import MariaDB
+import SIWATestSupport
 import Server
 import Testing
 
@@ -27,7 +28,9 @@ import Testing
     func user(sealed: SealedAppleToken? = nil) throws -> UInt64 {
         try connection.transaction {
             try AppleAccounts.signIn(
-                AppleSignIn(teamID: "TEAM", sub: UUID().uuidString, audience: "com.example.app", appleRefreshToken: sealed), on: connection)
+                AppleSignIn(teamID: "TEAM", sub: UUID().uuidString, audience: "com.example.app", appleRefreshToken: sealed),
+                newUserID: TestIDs.next,
+                on: connection)
         }.userID
     }
 
@@ -44,7 +47,8 @@ import Testing
         let userID = try user()
         let sessionID = try connection.transaction {
             try Sessions.create(
-                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 60, on: connection)
+                id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil,
+                lifetime: 60, on: connection)
         }
         _ = try rotate(1, 2)
         let remaining: Int = try connection.query(
@@ -59,7 +63,8 @@ import Testing
         let userID = try user()
         let sessionID = try connection.transaction {
             try Sessions.create(
-                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+                id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil,
+                lifetime: 3600,
                 maximumLifetime: 7200, on: connection)
         }
         let span = "SELECT TIMESTAMPDIFF(SECOND, created_at, expires_at) FROM sessions WHERE id = \(sessionID)"
@@ -97,7 +102,8 @@ import Testing
         let userID = try user()
         let sessionID = try connection.transaction {
             try Sessions.create(
-                userID: userID, appleClientID: nil, device: " iPhone\u{0000} ", refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+                id: TestIDs.next(), userID: userID, appleClientID: nil, device: " iPhone\u{0000} ", refreshTokenHash: hash(1),
+                cookieHash: nil, lifetime: 3600,
                 on: connection)
         }
         let active = Sessions.Active(sessionID: sessionID, userID: userID)
@@ -119,7 +125,8 @@ import Testing
         let userID = try user()
         let sessionID = try connection.transaction {
             try Sessions.create(
-                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+                id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil,
+                lifetime: 3600, on: connection)
         }
         let active = Sessions.Active(sessionID: sessionID, userID: userID)
         #expect(try rotate(1, 2, reuseInterval: 10) == .rotated(active))
@@ -140,7 +147,8 @@ import Testing
         for (first, interval) in [(UInt8(1), 10), (UInt8(11), 0)] {
             let sessionID = try connection.transaction {
                 try Sessions.create(
-                    userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(first), cookieHash: nil, lifetime: 3600,
+                    id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(first), cookieHash: nil,
+                    lifetime: 3600,
                     on: connection)
             }
             let active = Sessions.Active(sessionID: sessionID, userID: userID)
@@ -156,10 +164,12 @@ import Testing
     func storedAsHashes() throws {
         let userID = try user()
         let web = try Sessions.create(
-            userID: userID, appleClientID: nil, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7), lifetime: 3600,
+            id: TestIDs.next(), userID: userID, appleClientID: nil, device: "Web browser", refreshTokenHash: nil, cookieHash: hash(7),
+            lifetime: 3600,
             on: connection)
         let native = try Sessions.create(
-            userID: userID, appleClientID: nil, device: " iPhone\u{0007} ", refreshTokenHash: hash(8), cookieHash: nil, lifetime: 3600,
+            id: TestIDs.next(), userID: userID, appleClientID: nil, device: " iPhone\u{0007} ", refreshTokenHash: hash(8), cookieHash: nil,
+            lifetime: 3600,
             on: connection)
         #expect(try Sessions.active(cookieHash: hash(7), on: connection) == Sessions.Active(sessionID: web, userID: userID))
         #expect(try Sessions.active(cookieHash: hash(8), on: connection) == nil)
@@ -180,9 +190,11 @@ import Testing
         let userID = try user(sealed: sealed)
         let other = try user()
         _ = try Sessions.create(
-            userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+            id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+            on: connection)
         _ = try Sessions.create(
-            userID: other, appleClientID: nil, device: nil, refreshTokenHash: hash(2), cookieHash: nil, lifetime: 3600, on: connection)
+            id: TestIDs.next(), userID: other, appleClientID: nil, device: nil, refreshTokenHash: hash(2), cookieHash: nil, lifetime: 3600,
+            on: connection)
         #expect(try connection.transaction { try AccountDeletion.delete(userID: userID, remoteAddress: nil, on: connection) })
         #expect(try count("SELECT COUNT(*) FROM users") == 1)
         #expect(try count("SELECT COUNT(*) FROM sessions") == 1)
@@ -214,12 +226,12 @@ import Testing
         let web = SealedAppleToken(ciphertext: [8, 8], keyID: "k1", clientID: "com.example.web")
         let sub = "sub-validation"
         let signIn = AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: app)
-        let userID = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }.userID
-        _ = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }
+        let userID = try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }.userID
+        _ = try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }
         var onTheWeb = signIn
         onTheWeb.audience = web.clientID
         onTheWeb.appleRefreshToken = web
-        _ = try connection.transaction { try AppleAccounts.signIn(onTheWeb, on: connection) }
+        _ = try connection.transaction { try AppleAccounts.signIn(onTheWeb, newUserID: TestIDs.next, on: connection) }
         #expect(try count("SELECT COUNT(*) FROM apple_revocations") == 0)
         #expect(try count("SELECT COUNT(*) FROM apple_tokens") == 2, "one token per client id")
         #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection).isEmpty, "not due for a day")
@@ -231,13 +243,16 @@ import Testing
         #expect(Set(due.map(\.token.clientID)) == [app.clientID, web.clientID] && due.allSatisfy { $0.userID == userID })
         #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection).isEmpty, "claimed once")
         let appSession = try Sessions.create(
-            userID: userID, appleClientID: app.clientID, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+            id: TestIDs.next(), userID: userID, appleClientID: app.clientID, device: nil, refreshTokenHash: hash(1), cookieHash: nil,
+            lifetime: 3600,
             on: connection)
         _ = try Sessions.create(
-            userID: userID, appleClientID: web.clientID, device: nil, refreshTokenHash: nil, cookieHash: hash(2), lifetime: 3600,
+            id: TestIDs.next(), userID: userID, appleClientID: web.clientID, device: nil, refreshTokenHash: nil, cookieHash: hash(2),
+            lifetime: 3600,
             on: connection)
         _ = try Sessions.create(
-            userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(3), cookieHash: nil, lifetime: 3600, on: connection)
+            id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(3), cookieHash: nil, lifetime: 3600,
+            on: connection)
         let refused = try #require(due.first { $0.token == web })
         #expect(
             try connection.transaction { try AppleValidations.tokenRefused(refused, on: connection) }.count == 2, "web and unknown origin")
@@ -290,9 +305,10 @@ import Testing
         let signIn = AppleSignIn(
             teamID: "TEAM", sub: "sub-anon", audience: "com.example.app", email: "anon@example.com", emailVerified: true,
             firstName: "Ann", lastName: "On")
-        let userID = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }.userID
+        let userID = try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }.userID
         _ = try Sessions.create(
-            userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600, on: connection)
+            id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
+            on: connection)
         _ = try connection.execute(
             "INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, version) VALUES (?, 'b', 'l', 2, 1, 1, 1)",
             userID)
@@ -302,7 +318,7 @@ import Testing
         #expect(try count("SELECT COUNT(*) FROM apple_identities") == 0)
         #expect(try count("SELECT COUNT(*) FROM progress WHERE user_id = \(userID)") == 1, "progress is kept")
         #expect(try Sessions.list(userID: userID, on: connection).isEmpty)
-        let again = try connection.transaction { try AppleAccounts.signIn(signIn, on: connection) }
+        let again = try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }
         #expect(again.isNewUser && again.userID != userID, "the same Apple account is a new user now")
         #expect(try connection.transaction { try AccountDeletion.anonymise(userID: 999_999, source: "x", on: connection) } == false)
     }
@@ -332,11 +348,13 @@ import Testing
         let connection = try database.connect()
         defer { connection.close() }
         let userID = try connection.transaction {
-            try AppleAccounts.signIn(AppleSignIn(teamID: "TEAM", sub: "cache", audience: "com.example.app"), on: connection)
+            try AppleAccounts.signIn(
+                AppleSignIn(teamID: "TEAM", sub: "cache", audience: "com.example.app"), newUserID: TestIDs.next, on: connection)
         }.userID
         let sessions = try (0..<3).map { _ in
             try Sessions.create(
-                userID: userID, appleClientID: nil, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
+                id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: nil, cookieHash: nil, lifetime: 3600,
+                on: connection)
         }
         let cache = SessionCache(database: database.configuration)
         defer { cache.stop() }

@@ -29,7 +29,8 @@ import Testing
     /// A new active session of `userID`.
     func newSession(of userID: UInt64) throws -> UInt64 {
         try Sessions.create(
-            userID: userID, appleClientID: nil, device: "test", refreshTokenHash: nil, cookieHash: nil, lifetime: 3600, on: connection)
+            id: TestIDs.next(), userID: userID, appleClientID: nil, device: "test", refreshTokenHash: nil, cookieHash: nil, lifetime: 3600,
+            on: connection)
     }
 
     func sync(_ userID: UInt64, _ changes: SyncChanges) throws -> SyncDelta {
