@@ -6,12 +6,11 @@
 [ -x "${BENCH_BASE_BIN:-}" ] || die "set BENCH_BASE_BIN to the siwa binary to compare with"
 ROUNDS_AB=${BENCH_AB_ROUNDS:-3}
 RUNS=$((ROUNDS_AB * 2))
-"$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count $((RUNS * 25200 + 2000)) >"$TMP/tokens"
-head -n 2000 "$TMP/tokens" >"$TMP/warmup_tokens"
-for i in $(seq $RUNS); do
-    sed -n "$((2001 + (i - 1) * 25200)),$((2000 + i * 25200 - 200))p" "$TMP/tokens" >"$TMP/bench_$i"
-    sed -n "$((2000 + i * 25200 - 199)),$((2000 + i * 25200))p" "$TMP/tokens" >"$TMP/seed_$i"
-done
+# Tokens are minted for each run just before it: the emulator's live ten minutes, less than all the
+# runs take. Well above any rate seen, so that no wrk thread runs out.
+PER_RUN=$((DURATION * 5000 + 200))
+mint() { "$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count "$1"; }
+mint 2000 >"$TMP/warmup_tokens"
 # The token files written now, not by the kernel's writeback in the middle of a run (see bench-auth.sh).
 sync
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sign_in.lua" "$URL" -- "$TMP/warmup_tokens" 2 >/dev/null 2>&1
@@ -20,11 +19,17 @@ i=0
 for round in $(seq $ROUNDS_AB); do
     for variant in base new; do
         i=$((i + 1))
+        mint "$PER_RUN" >"$TMP/tokens"
+        head -n 200 "$TMP/tokens" >"$TMP/seed_$i"
+        tail -n +201 "$TMP/tokens" >"$TMP/bench_$i"
+        rm "$TMP/tokens"
+        sync
         stop_pidfile "$TMP/siwa.pid" 30
         if [ $variant = base ]; then start_siwa "$BENCH_BASE_BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"; else start_siwa "$BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"; fi
         wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
         read -r h _ <<<"$(wrk_run "$URL/health")"; hc=$(cat "$TMP/wrk_cpu")
         read -r a _ a99 _ <<<"$(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/bench_$i" 2)"; ac=$(cat "$TMP/wrk_cpu")
+        rm "$TMP/bench_$i"
         python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/seed_$i" "$TMP/refresh_$i" refreshToken "bench refresh"
         read -r r _ r99 _ <<<"$(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_$i" 2)"; rc=$(cat "$TMP/wrk_cpu")
         awk -v a="$a" -v h="$h" -v r="$r" -v v=$variant -v hc="$hc" -v ac="$ac" -v rc="$rc" -v p="$a99" -v rp="$r99" \

@@ -2,7 +2,7 @@
 # (MariaDB, the emulator, nginx, siwa release build) runs. Uses URL, TMP, BIN_DIR, DURATION, CONNECTIONS.
 
 # Tokens for the whole run: well above the target rate, so that no thread runs out.
-COUNT=$(( DURATION * 3000 + 20000 ))
+COUNT=$(( DURATION * 5000 + 20000 ))
 log "minting $COUNT identity tokens at the emulator (its current key)"
 "$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count "$COUNT" >"$TMP/tokens"
 head -n 2000 "$TMP/tokens" >"$TMP/warmup_tokens"

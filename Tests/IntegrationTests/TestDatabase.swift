@@ -36,7 +36,12 @@ final class TestDatabase {
         let server = try Self.serverConfiguration()
         admin = Connection(configuration: server)
         name = "siwa_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-        try admin.run("CREATE DATABASE `\(name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+        do {
+            try admin.run("CREATE DATABASE `\(name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+        } catch {
+            admin.close()
+            throw error
+        }
         var configuration = server
         configuration.database = name
         configuration.allowsMultipleStatements = false
@@ -47,9 +52,16 @@ final class TestDatabase {
     static func migrated() throws -> TestDatabase {
         let database = try TestDatabase()
         let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardized.path
-        let migrating = try database.connect(multipleStatements: true)
-        defer { migrating.close() }
-        _ = try Migrator(directory: sql).migrate(on: migrating)
+        do {
+            let migrating = try database.connect(multipleStatements: true)
+            defer { migrating.close() }
+            _ = try Migrator(directory: sql).migrate(on: migrating)
+        } catch {
+            // A failed migration fails the test that asked for it, with the schema dropped and the
+            // admin connection closed (a `Connection` must be closed before it goes away).
+            database.drop()
+            throw error
+        }
         return database
     }
 
