@@ -195,6 +195,28 @@ import Testing
         #expect(status == 401, "refused within a second (a poll is every 50 ms)")
     }
 
+    @Test("A user inserted with AUTO_INCREMENT inside this process's block of ids (an older siwa, mid-upgrade) makes the next sign-in retry with the next id")
+    func idTakenByAnOlderProcess() throws {
+        let harness = try HandlerHarness()
+        let first = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let second = try AppleFixtures.token("nov-apple_id-AIDOPK1-2019")
+        harness.issued.issue("code-first", subject: first.sub, audience: first.aud)
+        harness.issued.issue("code-second", subject: second.sub, audience: second.aud)
+        #expect(harness.signIn(first.token, code: "code-first", at: first.suggested_fixed_clock).status == 200)
+        let firstID: UInt64 = try harness.connection.query("SELECT user_id FROM apple_identities WHERE sub = ?", first.sub)[0].decode(at: 0)
+        // The table's AUTO_INCREMENT follows the highest id stored: the next id of this process's block.
+        let taken = try harness.connection.execute("INSERT INTO users (id) VALUES (NULL)").lastInsertID
+        #expect(taken == firstID + 1)
+
+        let signedIn = harness.signIn(second.token, code: "code-second", at: second.suggested_fixed_clock)
+        #expect(signedIn.status == 200, "\(signedIn.text)")
+        let secondID: UInt64 = try harness.connection.query("SELECT user_id FROM apple_identities WHERE sub = ?", second.sub)[0].decode(
+            at: 0)
+        #expect(secondID == firstID + 2, "the duplicate id was retried with the block's next one")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 3, "the row of the other process is kept")
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE user_id = ?", taken) == 0)
+    }
+
     @Test("Health reports the database and Apple's keys")
     func health() throws {
         let harness = try HandlerHarness()
