@@ -195,7 +195,9 @@ import Testing
         #expect(status == 401, "refused within a second (a poll is every 50 ms)")
     }
 
-    @Test("A user inserted with AUTO_INCREMENT inside this process's block of ids (an older siwa, mid-upgrade) makes the next sign-in retry with the next id")
+    @Test(
+        "A user inserted with AUTO_INCREMENT inside this process's block of ids (an older siwa, mid-upgrade) makes the next sign-in retry with the next id"
+    )
     func idTakenByAnOlderProcess() throws {
         let harness = try HandlerHarness()
         let first = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
