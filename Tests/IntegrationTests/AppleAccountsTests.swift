@@ -7,20 +7,7 @@ import Server
 import Testing
 
 /// Users from Apple identities, on a schema migrated with the project's own migrations.
-@Suite final class AppleAccountsTests {
-    let database: TestDatabase
-    let connection: Connection
-
-    init() throws {
-        database = try TestDatabase.migrated()
-        connection = try database.connect()
-    }
-
-    deinit {
-        connection.close()
-        database.drop()
-    }
-
+@Suite final class AppleAccountsTests: MigratedSchemaSuite {
     func signIn(_ signIn: AppleSignIn) throws -> SignedInAccount {
         try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }
     }

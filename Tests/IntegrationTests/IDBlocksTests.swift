@@ -6,20 +6,7 @@ import Synchronization
 import Testing
 
 /// The ids of new users and sessions, reserved in blocks in `id_blocks`.
-@Suite final class IDBlocksTests {
-    let database: TestDatabase
-    let connection: Connection
-
-    init() throws {
-        database = try TestDatabase.migrated()
-        connection = try database.connect()
-    }
-
-    deinit {
-        connection.close()
-        database.drop()
-    }
-
+@Suite final class IDBlocksTests: MigratedSchemaSuite {
     @Test(
         "A process hands out the ids of its block in order; another process gets the next block; a new block starts above every stored row")
     func blocks() throws {

@@ -8,20 +8,7 @@ import Testing
 
 /// Sessions, refresh-token rotation, account deletion and the Apple token jobs' SQL, on a schema
 /// migrated with the project's own migrations.
-@Suite final class SessionsTests {
-    let database: TestDatabase
-    let connection: Connection
-
-    init() throws {
-        database = try TestDatabase.migrated()
-        connection = try database.connect()
-    }
-
-    deinit {
-        connection.close()
-        database.drop()
-    }
-
+@Suite final class SessionsTests: MigratedSchemaSuite {
     func hash(_ byte: UInt8) -> [UInt8] { [UInt8](repeating: byte, count: 32) }
     func count(_ sql: String) throws -> Int { try connection.query(sql)[0].decode(at: 0) }
 

@@ -10,20 +10,7 @@ import Testing
 
 /// Sync against MariaDB: order and repeats do not matter, unchanged data writes nothing, deltas
 /// carry other devices' changes, concurrent syncs of one user lose nothing.
-@Suite final class SyncStoreTests {
-    let database: TestDatabase
-    let connection: Connection
-
-    init() throws {
-        database = try TestDatabase.migrated()
-        connection = try database.connect()
-    }
-
-    deinit {
-        connection.close()
-        database.drop()
-    }
-
+@Suite final class SyncStoreTests: MigratedSchemaSuite {
     func newUser() throws -> UInt64 { try connection.execute("INSERT INTO users () VALUES ()").lastInsertID }
 
     /// A new active session of `userID`.

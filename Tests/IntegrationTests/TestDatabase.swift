@@ -87,6 +87,28 @@ final class TestDatabase {
     }
 }
 
+/// A suite whose every test gets a new migrated schema and an open connection to it: Swift Testing
+/// makes a suite instance per test, and the schema is dropped when that instance goes.
+class MigratedSchemaSuite {
+    let database: TestDatabase
+    let connection: Connection
+
+    init() throws {
+        database = try TestDatabase.migrated()
+        do {
+            connection = try database.connect()
+        } catch {
+            database.drop()
+            throw error
+        }
+    }
+
+    deinit {
+        connection.close()
+        database.drop()
+    }
+}
+
 /// Runs `body` on a new, empty test schema and drops the schema when `body` returns or throws.
 func withDatabase<T>(_ body: (TestDatabase) throws -> T) throws -> T {
     let database = try TestDatabase()
