@@ -215,6 +215,8 @@ import Testing
         let secondID: UInt64 = try harness.connection.query("SELECT user_id FROM apple_identities WHERE sub = ?", second.sub)[0].decode(
             at: 0)
         #expect(secondID == firstID + 2, "the duplicate id was retried with the block's next one")
+        let reservedUpTo: UInt64 = try harness.connection.query("SELECT next_id FROM id_blocks WHERE table_name = 'users'")[0].decode(at: 0)
+        #expect(reservedUpTo == firstID + 1000, "both users came from the one block reserved at the first sign-in")
         #expect(try harness.count("SELECT COUNT(*) FROM users") == 3, "the row of the other process is kept")
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE user_id = ?", taken) == 0)
     }
