@@ -5,7 +5,6 @@
 # request: a change compared within one phase of the machine.
 [ -x "${BENCH_BASE_BIN:-}" ] || die "set BENCH_BASE_BIN to the siwa binary to compare with"
 ROUNDS_AB=${BENCH_AB_ROUNDS:-3}
-RUNS=$((ROUNDS_AB * 2))
 # Tokens are minted for each run just before it: the emulator's live ten minutes, less than all the
 # runs take. Well above any rate seen, so that no wrk thread runs out.
 PER_RUN=$((DURATION * 5000 + 200))

@@ -95,12 +95,7 @@ class MigratedSchemaSuite {
 
     init() throws {
         database = try TestDatabase.migrated()
-        do {
-            connection = try database.connect()
-        } catch {
-            database.drop()
-            throw error
-        }
+        connection = try database.connect()
     }
 
     deinit {
