@@ -29,8 +29,8 @@ package struct JSONObject: Sendable {
 
     /// Parses `text`, which must be exactly one JSON object with optional surrounding whitespace.
     /// - Throws: `JSONError` naming the offset of the first problem, or the duplicated member.
-    package init(parsing text: [UInt8], maximumDepth: Int = 16) throws(JSONError) {
-        var parser = JSONParser(text: text, maximumDepth: maximumDepth)
+    package init(parsing text: [UInt8], limits: JSONLimits = .tokens) throws(JSONError) {
+        var parser = JSONParser(text: text, limits: limits)
         let (members, names) = try parser.parseTopLevelObject()
         self.init(text: text, members: members, names: names)
     }
@@ -43,17 +43,18 @@ package struct JSONObject: Sendable {
         self.names = names
     }
 
-    /// The object that starts at `offset` of `text`, parsed in place.
+    /// The object that starts at `offset` of `text`, parsed in place (the whole text met its
+    /// limits already).
     private func nested(at offset: Int) throws(JSONError) -> JSONObject {
-        var parser = JSONParser(text: text, maximumDepth: 16)
+        var parser = JSONParser(text: text, limits: .tokens)
         parser.position = offset
         let (members, names) = try parser.parseObject(depth: 1)
         return JSONObject(text: text, members: members, names: names)
     }
 
     /// Parses the UTF-8 of `text`.
-    package init(parsing text: String) throws(JSONError) {
-        try self.init(parsing: Array(text.utf8))
+    package init(parsing text: String, limits: JSONLimits = .tokens) throws(JSONError) {
+        try self.init(parsing: Array(text.utf8), limits: limits)
     }
 
     /// The member names in document order.
@@ -131,7 +132,7 @@ package struct JSONObject: Sendable {
     package func stringArray(_ name: String) throws(JSONError) -> [String]? {
         guard let member = member(name) else { return nil }
         guard member.kind == .array else { throw .typeMismatch(member: name, expected: .array) }
-        var parser = JSONParser(text: Array(text[member.value]), maximumDepth: 2)
+        var parser = JSONParser(text: Array(text[member.value]), limits: JSONLimits(depth: 2))
         guard let strings = try parser.parseStringArray() else {
             throw .typeMismatch(member: name, expected: .array)
         }
@@ -143,7 +144,7 @@ package struct JSONObject: Sendable {
     package func objectArray(_ name: String) throws(JSONError) -> [JSONObject]? {
         guard let member = member(name) else { return nil }
         guard member.kind == .array else { throw .typeMismatch(member: name, expected: .array) }
-        var parser = JSONParser(text: text, maximumDepth: 16)
+        var parser = JSONParser(text: text, limits: .tokens)
         parser.position = member.value.lowerBound
         let elements = try parser.parseArrayElements()
         var objects: [JSONObject] = []
@@ -169,6 +170,8 @@ package enum JSONError: Error, Equatable, Sendable, CustomStringConvertible {
     case duplicateMember(String)
     /// Deeper than the allowed nesting.
     case tooDeep
+    /// An object, array or string larger than the limits allow, at `offset`.
+    case tooLarge(offset: Int, reason: String)
     /// A member holds another kind of value than the caller needs.
     case typeMismatch(member: String, expected: JSONObject.Kind)
     /// A string is not valid UTF-8 (or holds a lone surrogate escape).
@@ -179,24 +182,44 @@ package enum JSONError: Error, Equatable, Sendable, CustomStringConvertible {
         case .syntax(let offset, let reason): "invalid JSON at byte \(offset): \(reason)"
         case .duplicateMember(let name): "duplicate member \"\(name)\""
         case .tooDeep: "JSON nested too deeply"
+        case .tooLarge(let offset, let reason): "\(reason) (at byte \(offset))"
         case .typeMismatch(let member, let expected): "member \"\(member)\" is not a JSON \(expected)"
         case .invalidUTF8(let member): "member \"\(member)\" is not valid UTF-8"
         }
     }
 }
 
-/// The scanner behind `JSONObject`: one pass over the bytes, no allocation per value.
+/// The scanner behind `JSONObject` and `JSONReader`: one pass over the bytes, no allocation per
+/// value, time linear in the text (duplicate names are found through `JSONNameTable`).
 struct JSONParser {
     let text: [UInt8]
-    let maximumDepth: Int
+    let limits: JSONLimits
     var position = 0
+    /// The names of the objects `scanContainer` is inside, unescaped, back to back; and for each
+    /// depth the table of the names of the object there (kept for the next object at that depth).
+    private var scannedNames: [UInt8] = []
+    private var scannedTables: [JSONNameTable] = []
 
-    init(text: [UInt8], maximumDepth: Int) {
+    init(text: [UInt8], limits: JSONLimits) {
         self.text = text
-        self.maximumDepth = maximumDepth
+        self.limits = limits
     }
 
+    var maximumDepth: Int { limits.depth }
+
     func fail(_ reason: String) -> JSONError { .syntax(offset: position, reason: reason) }
+
+    func tooLarge(_ reason: String) -> JSONError { .tooLarge(offset: position, reason: reason) }
+
+    /// - Throws: `JSONError.tooLarge` when an object reached its limit of members.
+    func checkMembers(_ count: Int) throws(JSONError) {
+        guard count < limits.members else { throw tooLarge("an object has more than \(limits.members) members") }
+    }
+
+    /// - Throws: `JSONError.tooLarge` when an array reached its limit of elements.
+    func checkElements(_ count: Int) throws(JSONError) {
+        guard count < limits.elements else { throw tooLarge("an array has more than \(limits.elements) elements") }
+    }
 
     var current: UInt8? { position < text.count ? text[position] : nil }
 
@@ -229,6 +252,7 @@ struct JSONParser {
         position += 1
         var members: [JSONObject.Member] = []
         var names: [UInt8] = []
+        var table = JSONNameTable()
         members.reserveCapacity(16)
         names.reserveCapacity(128)
         skipWhitespace()
@@ -237,6 +261,7 @@ struct JSONParser {
         } else {
             while true {
                 skipWhitespace()
+                try checkMembers(members.count)
                 let nameStart = names.count
                 let (nameRange, nameEscaped) = try scanString()
                 if nameEscaped {
@@ -247,9 +272,7 @@ struct JSONParser {
                     names.append(contentsOf: text[nameRange.lowerBound + 1..<nameRange.upperBound - 1])
                 }
                 let name = nameStart..<names.count
-                for other in members where names[other.name].elementsEqual(names[name]) {
-                    throw .duplicateMember(String(decoding: names[name], as: UTF8.self))
-                }
+                guard table.insert(name, of: names) else { throw .duplicateMember(String(decoding: names[name], as: UTF8.self)) }
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "expected ':' after a member name")
                 skipWhitespace()
@@ -277,6 +300,7 @@ struct JSONParser {
         if current == UInt8(ascii: "]") { return strings }
         while true {
             skipWhitespace()
+            try checkElements(strings.count)
             guard current == UInt8(ascii: "\"") else { return nil }
             let (range, escaped) = try scanString()
             var bytes: [UInt8] = []
@@ -303,6 +327,7 @@ struct JSONParser {
         if current == UInt8(ascii: "]") { return elements }
         while true {
             skipWhitespace()
+            try checkElements(elements.count)
             let start = position
             let (kind, _) = try scanValue(depth: 1)
             elements.append((kind, start..<position))
@@ -353,20 +378,33 @@ struct JSONParser {
             position += 1
             return
         }
-        var seen: [[UInt8]] = []
+        let namesStart = scannedNames.count
+        while scannedTables.count <= depth { scannedTables.append(JSONNameTable()) }
+        scannedTables[depth].removeAll()
+        defer {
+            scannedNames.removeSubrange(namesStart...)
+            scannedTables[depth].removeAll()
+        }
+        var count = 0
         while true {
             skipWhitespace()
             if isObject {
+                try checkMembers(count)
                 let (range, escaped) = try scanString()
-                var name: [UInt8] = []
+                let nameStart = scannedNames.count
                 let inner = text[range.lowerBound + 1..<range.upperBound - 1]
-                if escaped { _ = Self.unescape(inner, into: &name) } else { name = Array(inner) }
-                if seen.contains(name) { throw .duplicateMember(String(decoding: name, as: UTF8.self)) }
-                seen.append(name)
+                if escaped { _ = Self.unescape(inner, into: &scannedNames) } else { scannedNames.append(contentsOf: inner) }
+                let name = nameStart..<scannedNames.count
+                guard scannedTables[depth].insert(name, of: scannedNames) else {
+                    throw .duplicateMember(String(decoding: scannedNames[name], as: UTF8.self))
+                }
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "expected ':' after a member name")
                 skipWhitespace()
+            } else {
+                try checkElements(count)
             }
+            count += 1
             _ = try scanValue(depth: depth)
             skipWhitespace()
             if current == UInt8(ascii: ",") {
@@ -394,6 +432,14 @@ struct JSONParser {
     }
 
     mutating func scanNumber() throws(JSONError) {
+        let start = position
+        try scanNumberText()
+        guard position - start <= limits.numberBytes else {
+            throw .tooLarge(offset: start, reason: "a number is longer than \(limits.numberBytes) bytes")
+        }
+    }
+
+    private mutating func scanNumberText() throws(JSONError) {
         if current == UInt8(ascii: "-") { position += 1 }
         if current == UInt8(ascii: "0") {
             position += 1
@@ -417,7 +463,9 @@ struct JSONParser {
         let start = position
         position += 1
         var escaped = false
-        while position < text.count {
+        // The scan stops where the longest string allowed would have its closing quote.
+        let end = limits.stringBytes < text.count - position ? position + limits.stringBytes + 1 : text.count
+        while position < end {
             let byte = text[position]
             if byte == UInt8(ascii: "\"") {
                 position += 1
@@ -455,6 +503,7 @@ struct JSONParser {
             }
             position += 1
         }
+        if end < text.count { throw .tooLarge(offset: start, reason: "a string is longer than \(limits.stringBytes) bytes") }
         throw fail("unterminated string")
     }
 
@@ -554,11 +603,32 @@ struct JSONParser {
                 } else if (0xDC00...0xDFFF).contains(scalar) {
                     return false
                 }
-                output.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
+                appendUTF8(scalar, to: &output)
             default: output.append(kind)
             }
         }
         return true
+    }
+
+    /// Appends the UTF-8 of the scalar `value` (not a surrogate) without making a string.
+    @inline(__always)
+    static func appendUTF8(_ value: UInt32, to output: inout [UInt8]) {
+        switch value {
+        case 0..<0x80:
+            output.append(UInt8(value))
+        case 0x80..<0x800:
+            output.append(UInt8(0xC0 | value >> 6))
+            output.append(UInt8(0x80 | value & 0x3F))
+        case 0x800..<0x10000:
+            output.append(UInt8(0xE0 | value >> 12))
+            output.append(UInt8(0x80 | value >> 6 & 0x3F))
+            output.append(UInt8(0x80 | value & 0x3F))
+        default:
+            output.append(UInt8(0xF0 | value >> 18))
+            output.append(UInt8(0x80 | value >> 12 & 0x3F))
+            output.append(UInt8(0x80 | value >> 6 & 0x3F))
+            output.append(UInt8(0x80 | value & 0x3F))
+        }
     }
 
     /// The value of a scanned number.

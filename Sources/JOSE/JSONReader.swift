@@ -22,19 +22,22 @@ package struct JSONReader {
         var isObject: Bool
         /// Where this object's member names start in `names`.
         var namesStart: Int
-        /// No member or element was read yet.
-        var isEmpty = true
+        /// The members or elements read so far.
+        var count = 0
     }
 
     private var parser: JSONParser
     private var containers: [Container] = []
-    /// The member names of the objects being read, as ranges of the text (quotes included).
-    private var names: [(range: Range<Int>, escaped: Bool)] = []
+    /// The member names of the objects being read, unescaped, back to back.
+    private var names: [UInt8] = []
+    /// For each depth, the names of the object being read there (kept for the next object at that
+    /// depth: a sync's body has hundreds of small objects in one array).
+    private var tables: [JSONNameTable] = []
 
-    package init(_ text: [UInt8], maximumDepth: Int = 16) {
-        parser = JSONParser(text: text, maximumDepth: maximumDepth)
-        containers.reserveCapacity(maximumDepth)
-        names.reserveCapacity(32)
+    package init(_ text: [UInt8], limits: JSONLimits = .tokens) {
+        parser = JSONParser(text: text, limits: limits)
+        containers.reserveCapacity(min(limits.depth, 32))
+        names.reserveCapacity(256)
     }
 
     /// The byte offset reached.
@@ -69,44 +72,43 @@ package struct JSONReader {
         parser.skipWhitespace()
         guard containers.count < parser.maximumDepth else { throw .tooDeep }
         try parser.expect(open, isObject ? "expected an object" : "expected an array")
+        if isObject {
+            while tables.count <= containers.count { tables.append(JSONNameTable()) }
+            tables[containers.count].removeAll()
+        }
         containers.append(Container(isObject: isObject, namesStart: names.count))
     }
 
     /// The next member's name, the reader then standing before its value, which must be read or
     /// skipped; nil once the object ends (it is left).
     package mutating func nextMember() throws(JSONError) -> String? {
-        guard let (range, escaped) = try nextName() else { return nil }
-        guard let name = JSONParser.stringValue(parser.text, range, escaped: escaped) else { throw parser.fail("invalid member name") }
-        return name
+        guard let name = try nextName() else { return nil }
+        // Scanning checked the UTF-8 and the escapes' surrogates.
+        return String(decoding: names[name], as: UTF8.self)
     }
 
     /// Like `nextMember()`, for a caller that looks for a few names: the index of the next
     /// member's name in `names`, or `names.count` for any other name. No string is made.
     package mutating func nextMember(among names: JSONNames) throws(JSONError) -> Int? {
-        guard let (range, escaped) = try nextName() else { return nil }
-        if escaped {
-            guard let name = JSONParser.stringValue(parser.text, range, escaped: true) else { throw parser.fail("invalid member name") }
-            return Array(name.utf8).withUnsafeBufferPointer { names.index(of: $0) }
-        }
-        return parser.text.withUnsafeBufferPointer { text in
-            names.index(of: UnsafeBufferPointer(rebasing: text[range.lowerBound + 1..<range.upperBound - 1]))
-        }
+        guard let name = try nextName() else { return nil }
+        return self.names.withUnsafeBufferPointer { all in names.index(of: UnsafeBufferPointer(rebasing: all[name])) }
     }
 
-    /// Moves to the next member's value; its name's range (quotes included) and whether it holds
-    /// escapes, or nil once the object ends.
-    private mutating func nextName() throws(JSONError) -> (Range<Int>, Bool)? {
+    /// Moves to the next member's value; its name's text (quotes included), its escapes, and its
+    /// unescaped bytes as a range of `names`; nil once the object ends.
+    private mutating func nextName() throws(JSONError) -> Range<Int>? {
         guard try advance(close: UInt8(ascii: "}"), "expected ',' or '}'") else { return nil }
         let (range, escaped) = try parser.scanString()
-        // By index, and bytes compared in place: no slice or copy of the text per comparison.
-        for index in containers[containers.count - 1].namesStart..<names.count
-        where Self.sameName(parser.text, names[index].range, names[index].escaped, range, escaped) {
-            throw .duplicateMember(JSONParser.stringValue(parser.text, range, escaped: escaped) ?? "")
+        let start = names.count
+        let inner = parser.text[range.lowerBound + 1..<range.upperBound - 1]
+        if escaped { _ = JSONParser.unescape(inner, into: &names) } else { names.append(contentsOf: inner) }
+        let name = start..<names.count
+        guard tables[containers.count - 1].insert(name, of: names) else {
+            throw .duplicateMember(String(decoding: names[name], as: UTF8.self))
         }
-        names.append((range, escaped))
         parser.skipWhitespace()
         try parser.expect(UInt8(ascii: ":"), "expected ':' after a member name")
-        return (range, escaped)
+        return name
     }
 
     /// Whether the array has another element, the reader then standing before it; false once the
@@ -126,12 +128,16 @@ package struct JSONReader {
             containers.removeLast()
             return false
         }
-        if containers[index].isEmpty {
-            containers[index].isEmpty = false
-        } else {
+        if containers[index].count > 0 {
             try parser.expect(UInt8(ascii: ","), reason)
             parser.skipWhitespace()
         }
+        if containers[index].isObject {
+            try parser.checkMembers(containers[index].count)
+        } else {
+            try parser.checkElements(containers[index].count)
+        }
+        containers[index].count += 1
         return true
     }
 
@@ -172,14 +178,6 @@ package struct JSONReader {
     package mutating func end() throws(JSONError) {
         parser.skipWhitespace()
         guard containers.isEmpty, parser.position == parser.text.count else { throw parser.fail("unexpected data after the value") }
-    }
-
-    private static func sameName(_ text: [UInt8], _ a: Range<Int>, _ aEscaped: Bool, _ b: Range<Int>, _ bEscaped: Bool) -> Bool {
-        if !aEscaped && !bEscaped {
-            guard a.count == b.count else { return false }
-            return text.withUnsafeBufferPointer { memcmpEqual($0.baseAddress! + a.lowerBound, $0.baseAddress! + b.lowerBound, a.count) }
-        }
-        return JSONParser.stringValue(text, a, escaped: aEscaped) == JSONParser.stringValue(text, b, escaped: bEscaped)
     }
 }
 

@@ -93,7 +93,7 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let operations = Operations(core: core, database: config.database, logger: logger)
-        return Worker(router: router, operations: operations, metrics: requestMetrics)
+        return Worker(router: router, operations: operations, metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes)
     }
 
     /// Stops the sync committer threads and the session cache's poller, which close their
@@ -110,11 +110,14 @@ package final class Worker: RequestHandler {
     private let router: Router
     private let operations: Operations
     private let metrics: RequestMetrics
+    /// `SIWA_MAX_BODY_BYTES`: the limit of the route that accepts the largest bodies.
+    private let maximumBodyBytes: Int
 
-    init(router: Router, operations: Operations, metrics: RequestMetrics) {
+    init(router: Router, operations: Operations, metrics: RequestMetrics, maximumBodyBytes: Int) {
         self.router = router
         self.operations = operations
         self.metrics = metrics
+        self.maximumBodyBytes = maximumBodyBytes
     }
 
     package func respond(to request: Request) -> Response {
@@ -126,6 +129,9 @@ package final class Worker: RequestHandler {
         do {
             let match = try router.match(request)
             route = match.pattern
+            guard request.body.count <= BodyLimits.forPath(request.path, maximumBytes: maximumBodyBytes).bytes else {
+                throw HTTPError.payloadTooLarge
+            }
             response = try match.handler(request, match.parameters, operations)
         } catch {
             let refusal = ErrorResponses.response(for: error, request: request, logger: operations.logger)

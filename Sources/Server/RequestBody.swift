@@ -10,7 +10,7 @@ extension Request {
     package func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
         try requireJSON()
         do {
-            _ = try JSONObject(parsing: body)
+            _ = try JSONObject(parsing: body, limits: BodyLimits.forPath(path).json)
         } catch {
             throw HTTPError.badRequest("The body is not a strict JSON object: \(error)")
         }

@@ -11,7 +11,7 @@ extension SyncRoute {
 
         /// Reads `bytes`, which must be one JSON object.
         init(reading bytes: [UInt8]) throws(JSONError) {
-            var reader = JSONReader(bytes)
+            var reader = JSONReader(bytes, limits: BodyLimits.forPath("/sync").json)
             try reader.beginObject()
             while let member = try reader.nextMember(among: Schema.body) {
                 switch member {

@@ -1,0 +1,38 @@
+package import JOSE
+import SyncRules
+
+/// What a route accepts in a request body: its size in bytes, and the shape of its JSON. The one
+/// place these numbers live in the server; `nginx/siwa-locations.conf` refuses the same sizes
+/// before a body reaches siwa, and `docs/openapi.yaml` states them for clients.
+///
+/// Every body reader runs in time linear in its input; the limits keep each request's cost to
+/// what its route can legitimately need.
+package struct BodyLimits: Sendable, Equatable {
+    /// The largest body, in bytes (413 above).
+    package let bytes: Int
+    /// Depth, members per object, elements per array and string length of a JSON body (400 above).
+    package let json: JSONLimits
+
+    /// `/auth/*` and `/internal/*`: a sign-in is the largest, an identity token of up to 16,384
+    /// characters with a nonce, a code and a name.
+    package static let auth = BodyLimits(
+        bytes: 32 * 1024, json: JSONLimits(depth: 4, members: 32, elements: 32, stringBytes: 16 * 1024, numberBytes: 32))
+
+    /// `POST /webhook/apple`: `{"payload": …}`, a JWS of up to 16,384 characters.
+    package static let webhook = BodyLimits(
+        bytes: 64 * 1024, json: JSONLimits(depth: 4, members: 32, elements: 32, stringBytes: 16 * 1024, numberBytes: 32))
+
+    /// `POST /sync`: up to `SyncLimits.maximumItems` lessons and as many achievements; the byte
+    /// limit is `SIWA_MAX_BODY_BYTES` (1 MiB by default).
+    package static func sync(bytes: Int) -> BodyLimits {
+        BodyLimits(
+            bytes: bytes, json: JSONLimits(depth: 8, members: 64, elements: SyncLimits.maximumItems, stringBytes: 1024, numberBytes: 32))
+    }
+
+    /// The limits of the route at `path`; `maximumBytes` is the configured limit of any body.
+    package static func forPath(_ path: String, maximumBytes: Int = .max) -> BodyLimits {
+        if path == "/sync" { return sync(bytes: maximumBytes) }
+        let limits = path.hasPrefix("/webhook/") ? webhook : auth
+        return BodyLimits(bytes: min(limits.bytes, maximumBytes), json: limits.json)
+    }
+}
