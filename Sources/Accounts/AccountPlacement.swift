@@ -27,6 +27,8 @@ package struct AccountConflict: Error, Equatable {
         case externalUserLinked
         /// The guest is gone (deleted or purged).
         case guestGone
+        /// The guest was upgraded already, with a different Apple identity.
+        case guestLinked
     }
 
     package let kind: Kind
@@ -52,8 +54,12 @@ struct AccountPlacement {
             // Locks the guest's row, so two sign-ins with the same guest session attach one identity.
             guard let row = try connection.query("SELECT guest_since IS NOT NULL FROM users WHERE id = ? FOR UPDATE", guestID).first
             else { throw AccountConflict(.guestGone) }
-            // Upgraded already (a retry whose answer was lost): an ordinary sign-in.
-            guard try row.decode(at: 0) as Bool else { return AccountPlacement(userID: owner) }
+            // Upgraded already: with the same Apple ID, a retry whose answer was lost (an ordinary
+            // sign-in); with another, refused, so that one guest never becomes two accounts.
+            guard try row.decode(at: 0) as Bool else {
+                guard owner == guestID else { throw AccountConflict(.guestLinked) }
+                return AccountPlacement(userID: owner)
+            }
             if let owner, owner != guestID { throw AccountConflict(.identityInUse) }
             _ = try connection.execute("UPDATE users SET guest_since = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", guestID)
             return AccountPlacement(userID: guestID, linkedBy: .guest)

@@ -131,6 +131,7 @@ extension Operations {
         case .identityInUse: IdentityError(.identityInUse)
         case .externalUserLinked: IdentityError(.externalUserLinked)
         case .guestGone: IdentityError(.accountGone)
+        case .guestLinked: IdentityError(.guestLinked)
         }
     }
 }

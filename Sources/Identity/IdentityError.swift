@@ -40,6 +40,8 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         case identityInUse
         /// The external id's user already has a different Apple ID.
         case externalUserLinked
+        /// The guest whose session came with the sign-in already has a different Apple ID.
+        case guestLinked
         /// No such link token.
         case linkTokenUnknown
         /// The link token's time is up.

@@ -59,6 +59,8 @@ package enum ErrorResponses {
             HTTPError(409, "identity_in_use", "This Apple ID already belongs to another account; nothing was merged or changed")
         case .externalUserLinked:
             HTTPError(409, "external_user_linked", "The account of this link token already has a different Apple ID; nothing was changed")
+        case .guestLinked:
+            HTTPError(409, "guest_linked", "This guest account already has a different Apple ID; nothing was changed")
         case .linkTokenUnknown: HTTPError(401, "invalid_link_token", "The link token is not valid")
         case .linkTokenExpired: HTTPError(401, "link_token_expired", "The link token has expired; ask for a new one")
         case .linkTokenUsed: HTTPError(409, "link_token_used", "The link token was already used; ask for a new one")

@@ -6,6 +6,7 @@ import JOSE
 import MariaDB
 import SIWATestSupport
 import Server
+import Synchronization
 import Testing
 
 /// Guest accounts, link tokens and sign-ins carrying `transfer_sub`, in process through the
@@ -85,6 +86,36 @@ import Testing
         // An expired or forged guest token is refused before Apple's token is even looked at.
         #expect(try signIn(harness, sub: "guest.apple.2", bearer: "not-a-token").status == 401)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 1)
+    }
+
+    @Test(
+        "Ten sign-ins with different Apple IDs upgrade one guest at once, on ten worker threads: one attaches, nine get 409 guest_linked, no user is made"
+    )
+    func concurrentGuestUpgrades() throws {
+        let harness = try HandlerHarness(environment: ["SIWA_GUEST_ACCOUNTS": "true"])
+        let guest = try guest(harness)
+        let bodies = try (0..<10).map { index in #"{"identityToken":"\#(try token(harness, sub: "guest.many." + String(index)))"}"# }
+        let answers = Mutex<[String]>([])
+        let application = harness.application
+        DispatchQueue.concurrentPerform(iterations: 10) { index in
+            let worker = application.makeWorker(index: index + 1)
+            defer { worker.close() }
+            let headers = HTTPHeaders([("content-type", "application/json"), ("authorization", "Bearer " + guest.access)])
+            let response = worker.respond(
+                to: Request(method: "POST", path: "/auth/apple", headers: headers, body: Array(bodies[index].utf8)))
+            let answer = response.status == 200 ? (try? response.json().object("user")?.string("id")) ?? "?" : response.text
+            answers.withLock { $0.append("\(response.status) \(answer)") }
+        }
+        let sorted = answers.withLock { $0.sorted() }
+        #expect(sorted.first == "200 \(guest.userID)", "\(sorted)")
+        #expect(sorted.dropFirst().allSatisfy { $0.hasPrefix("409 ") && $0.contains("guest_linked") }, "\(sorted)")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 1)
+        // Afterwards too: the upgraded guest's token with yet another Apple ID.
+        let late = try signIn(harness, sub: "guest.many.late", bearer: guest.access)
+        #expect(late.status == 409)
+        #expect(try late.json().string("error") == "guest_linked", "\(late.text)")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 1)
     }
 
     @Test("siwa jobs purges guests unused for the retention days, with user.deleted; upgraded users and recent guests stay")
