@@ -99,6 +99,11 @@ package enum AppleAccounts {
     ///   here or from the transaction's next statement.
     /// - Parameter newUserID: the id of the user to create when the identity has none (taken from
     ///   `IDBlocks`); called only then.
+    /// Whether an account here holds the Apple identity `sub` of `teamID`.
+    package static func isKnown(teamID: String, sub: String, on connection: Connection) throws -> Bool {
+        try !connection.query("SELECT 1 FROM apple_identities WHERE team_id = ? AND sub = ? LIMIT 1", teamID, sub).isEmpty
+    }
+
     package static func signIn(
         _ signIn: AppleSignIn, attachingTo target: AccountTarget? = nil, newUserID: () throws -> UInt64, on connection: Connection
     ) throws -> SignedInAccount {

@@ -22,6 +22,15 @@ package enum AppleRevocationOutbox {
     /// The longest wait between two attempts, in seconds.
     package static let maximumDelay = 3600
 
+    /// Queues the revocation of a refresh token siwa obtained from Apple and does not keep (a code
+    /// of another sign-in, a sign-in refused after the exchange), in a statement of its own, so
+    /// that no token of ours stays valid at Apple unseen.
+    package static func queue(_ token: SealedAppleToken, on connection: Connection) throws {
+        _ = try connection.execute(
+            "INSERT INTO apple_revocations (client_id, token, token_key_id, token_type_hint) VALUES (?, ?, ?, 'refresh_token')",
+            token.clientID, token.ciphertext, token.keyID)
+    }
+
     /// Claims up to `limit` due revocations: each gets its next attempt time pushed back first
     /// (30 s doubling per attempt, at most an hour), so a crashed sender retries later and two
     /// senders never claim the same row.

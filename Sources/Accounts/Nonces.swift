@@ -17,6 +17,13 @@ package enum Nonces {
         }
     }
 
+    /// Forgets `hash`, claimed by `consume` for a sign-in whose code Apple could not take (down,
+    /// slow, or siwa's own gate closed): the code was not used, so the same request may come again.
+    package static func release(hash: [UInt8], on connection: Connection) throws {
+        precondition(hash.count == 32, "a SHA-256 hash")
+        _ = try connection.execute("DELETE FROM used_nonces WHERE nonce_hash = ?", hash)
+    }
+
     /// Records `hash` with the transaction's next statement or its COMMIT, so that the claim costs
     /// no round trip of its own: when the nonce was already used, that statement fails with an
     /// error `isReuse` recognises, and the transaction with it. Must run inside a transaction.

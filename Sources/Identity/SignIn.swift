@@ -98,7 +98,11 @@ extension Operations {
             throw IdentityError(.userDisabled)
         } catch let conflict as AccountConflict {
             logger.notice("sign-in refused: the Apple ID and the account it was to go to belong to different users")
+            verified.signIn.appleRefreshToken.map { revokeUnkept($0, subject: verified.signIn.sub) }
             throw Self.identityError(conflict)
+        } catch let error as IdentityError where [.linkTokenUsed, .linkTokenExpired, .linkTokenUnknown].contains(error.code) {
+            verified.signIn.appleRefreshToken.map { revokeUnkept($0, subject: verified.signIn.sub) }
+            throw error
         }
         guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
             throw IdentityError(.accountGone)
@@ -135,9 +139,16 @@ extension Operations {
         var sealed: SealedAppleToken?
         if let code {
             // Claimed in a statement of its own before Apple is called, so that a replay never
-            // reaches Apple; without a code it is claimed by the sign-in's own transaction.
+            // reaches Apple; without a code it is claimed by the sign-in's own transaction. When
+            // Apple could not take the code, it is released: the app's retry of the same request
+            // then works once Apple is back.
             try nonce?.claim(on: database)
-            sealed = try exchange(code, for: identity, redirectURI: redirectURI, apple: apple, settings: settings)
+            do {
+                sealed = try exchange(code, for: identity, redirectURI: redirectURI, apple: apple, settings: settings)
+            } catch let error as IdentityError where error.code == .appleUnavailable {
+                nonce?.release(on: database, logger: logger)
+                throw error
+            }
         }
         let signIn = AppleSignIn(
             teamID: apple.settings.teamID, sub: identity.subject, audience: identity.audience, email: identity.email,
@@ -169,6 +180,16 @@ extension Operations {
             }
         }
 
+        /// Releases a claim whose code Apple never used. A failure is logged: the nonce then stays
+        /// spent, and the app starts a new sign-in, as before.
+        func release(on database: Connection, logger: Logger) {
+            do {
+                try Nonces.release(hash: hash, on: database)
+            } catch {
+                logger.warning("a nonce could not be released after Apple's failure", metadata: ["error": "\(error)"])
+            }
+        }
+
         /// Claims it in the open transaction, with its next statement or its COMMIT: a nonce used
         /// before fails the transaction, and `Operations.transaction` throws
         /// `IdentityError(.nonceReused)`. Two sign-ins with one nonce at once: the second one's claim
@@ -191,11 +212,14 @@ extension Operations {
             let tokens = try apple.calls.pass(
                 { try client.exchangeCode(code, clientID: clientID, redirectURI: redirectURI) },
                 unreachable: { ($0 as? AppleAPIError)?.code == .unreachable })
+            let sealed = try tokens.refreshToken.map { try settings.dataKeys.seal($0, clientID: clientID) }
             guard let owner = tokens.idTokenIdentity, owner.subject == identity.subject, owner.audience == clientID else {
                 logger.warning("an authorization code of another identity", metadata: ["client": "\(clientID)"])
+                // That other sign-in's refresh token is not kept.
+                if let sealed { revokeUnkept(sealed, subject: tokens.idTokenIdentity?.subject) }
                 throw IdentityError(.codeMismatch, "the authorization code was not issued with this identity token")
             }
-            return try tokens.refreshToken.map { try settings.dataKeys.seal($0, clientID: clientID) }
+            return sealed
         } catch let error as AppleAPIError {
             switch error.code {
             case .invalidGrant:
@@ -207,6 +231,27 @@ extension Operations {
                 logger.error("Apple refused our client", metadata: ["error": "\(error)", "client": "\(clientID)"])
                 throw IdentityError(.appleRefusedCredentials, "Apple refused the server's credentials")
             }
+        }
+    }
+
+    /// Queues at Apple the revocation of a refresh token that a sign-in obtained and does not keep
+    /// (a code of another sign-in, a sign-in refused after the exchange), unless an account here
+    /// holds that person's Apple identity: revoking any of their tokens ends the whole authorization
+    /// of the app at Apple, and that account's with it. A failure is logged; nothing else depends
+    /// on it.
+    /// - Parameter subject: the token's `sub`; nil when Apple's answer did not say.
+    func revokeUnkept(_ token: SealedAppleToken, subject: String?) {
+        do {
+            if let subject, let teamID = core.apple?.settings.teamID,
+                try AppleAccounts.isKnown(teamID: teamID, sub: subject, on: database)
+            {
+                return
+            }
+            try AppleRevocationOutbox.queue(token, on: database)
+            logger.notice(
+                "an Apple refresh token that no account keeps was queued for revocation", metadata: ["client": "\(token.clientID)"])
+        } catch {
+            logger.error("an Apple refresh token that no account keeps could not be queued for revocation", metadata: ["error": "\(error)"])
         }
     }
 

@@ -118,6 +118,22 @@ extension Operations {
             outcome = .failure(WebSignInFailure(code: "invalid_request"))
         }
         let handle = try OpaqueToken()
+        do {
+            try store(outcome, pending: pending, stateHash: stateHash, handle: handle)
+        } catch let error as IdentityError where error.code == .alreadyCompleted {
+            // A second callback of one sign-in: its exchange's token is not kept.
+            if case .success(let verified) = outcome, let token = verified.signIn.appleRefreshToken {
+                revokeUnkept(token, subject: verified.signIn.sub)
+            }
+            throw error
+        }
+        return handle.value
+    }
+
+    /// Stores a callback's outcome on its pending web sign-in, in one transaction.
+    private func store(
+        _ outcome: Result<VerifiedSignIn, WebSignInFailure>, pending: WebSignIns.Pending, stateHash: [UInt8], handle: OpaqueToken
+    ) throws {
         try retryingConflicts {
             try transaction { connection in
                 guard try WebSignIns.pending(stateHash: stateHash, on: connection) != nil else {
@@ -138,7 +154,6 @@ extension Operations {
                 }
             }
         }
-        return handle.value
     }
 
     /// Why a web sign-in did not sign in: Apple's error code, or ours; shown to the user on return.

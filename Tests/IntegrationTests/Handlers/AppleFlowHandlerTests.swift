@@ -128,9 +128,48 @@ import Testing
         }
         #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 0)
+        // The refresh tokens those exchanges got are nobody's here: queued for revocation, and
+        // revoked at Apple by the next jobs pass, with the client id they were exchanged with.
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_revocations") == 2)
+        #expect(try #require(try harness.jobs()).runOnce().revoked == 2)
+        #expect(harness.appleCalls("/auth/revoke").map { $0["client_id"] ?? "" } == [alice.aud, alice.aud])
         harness.issued.issue("code-of-alice", subject: alice.sub, audience: alice.aud)
         #expect(harness.signIn(alice.token, code: "code-of-alice", at: alice.suggested_fixed_clock).status == 200)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens") == 1)
+        // Once Alice has an account here, a mismatched code of hers is not revoked: that would end
+        // her authorization at Apple, which her account relies on.
+        harness.issued.issue("code-for-web-2", subject: alice.sub, audience: HandlerHarness.servicesID)
+        #expect(harness.signIn(alice.token, code: "code-for-web-2", at: alice.suggested_fixed_clock).status == 401)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_revocations") == 2)
+    }
+
+    @Test(
+        "Apple failing (500, then hanging) a sign-in with a code: 503, and the same request signs in once Apple is back; a replay after that is nonce_reused"
+    )
+    func retryAfterAppleOutage() throws {
+        let harness = try HandlerHarness(environment: ["SIWA_APPLE_TIMEOUT": "1", "SIWA_APPLE_UNREACHABLE_COOLDOWN": "5"])
+        let nonce = "nonce-through-an-outage"
+        let token = try webToken(
+            harness, sub: "outage.1", nonceHash: SHA256.hex(Array(nonce.utf8)), code: "outage-code", audience: HandlerHarness.bundleID)
+        let start = harness.clock.now()
+        let body = #"{"identityToken":"\#(token)","authorizationCode":"outage-code","nonce":"\#(nonce)"}"#
+        func send(at offset: Double) -> (Int, String) {
+            harness.clock.set(start + offset)
+            let response = harness.send("POST", "/auth/apple", json: body)
+            return (response.status, (try? response.json().string("error")) ?? "")
+        }
+        harness.issued.failing.store(true, ordering: .relaxed)
+        #expect(send(at: 0) == (503, "apple_unavailable"))
+        harness.issued.failing.store(false, ordering: .relaxed)
+        harness.issued.hanging.store(true, ordering: .relaxed)
+        #expect(send(at: 6) == (503, "apple_unavailable"))
+        // During the cooldown siwa does not call Apple, and the nonce stays free as well.
+        #expect(send(at: 7) == (503, "apple_unavailable"))
+        harness.issued.hanging.store(false, ordering: .relaxed)
+        #expect(send(at: 13) == (200, ""))
+        #expect(send(at: 14) == (401, "nonce_reused"))
+        #expect(harness.appleCalls("/auth/token").count == 3, "the failure, the hang and the sign-in; never the replay")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 1)
     }
 
     @Test("A hanging Apple: the exchange fails with 503 and Retry-After; during the cooldown no call is made; other routes answer")

@@ -93,6 +93,7 @@ final class HandlerHarness {
     static func answerLikeApple(_ request: TestHTTPServer.Request, issued: IssuedTokens) -> TestHTTPServer.Response {
         let form = Dictionary(FormEncoding.fields(request.bodyText) ?? [], uniquingKeysWith: { $1 })
         if issued.hanging.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: 1.5) }
+        if issued.failing.load(ordering: .relaxed) { return TestHTTPServer.Response(status: 500, body: "") }
         switch (request.path, form["grant_type"]) {
         case ("/auth/token", "authorization_code"):
             guard let code = form["code"], !code.hasPrefix("spent") else {
@@ -170,6 +171,8 @@ final class IssuedTokens: Sendable {
     let count = Atomic<Int>(0)
     /// Whether Apple hangs: each answer comes after 1.5 s, past a 1 s timeout.
     let hanging = Atomic<Bool>(false)
+    /// Whether Apple fails: each answer is a 500 with no body.
+    let failing = Atomic<Bool>(false)
     /// Client ids whose refresh tokens Apple refuses with `invalid_grant` (consent withdrawn).
     private let refusedClients = Mutex<Set<String>>([])
     private let owners = Mutex<[String: (subject: String, audience: String)]>([:])
