@@ -113,6 +113,7 @@ final class Connection {
         var declaredLength = -1
         var headers = HTTPHeaders()
         var uri: String?
+        var contentType: String?
         var cursor = request.pointee.envp
         while let entry = cursor?.pointee {
             cursor = cursor! + 1
@@ -133,10 +134,13 @@ final class Connection {
             case .remoteAddress: remote = value()
             case .contentLength: declaredLength = Int(value()) ?? -1
             case .requestID: headers.add("x-request-id", value())
-            case .contentType: headers.add("content-type", value())
+            case .contentType: contentType = value()
             case nil: break
             }
         }
+        // nginx's CONTENT_TYPE is the first Content-Type header: taken only when the handler does
+        // not capture the headers themselves, which show a repeated one.
+        if let contentType, headers["content-type"] == nil { headers.add("content-type", contentType) }
         if path == "/", let uri {
             path = String(uri.prefix { $0 != "?" })
         }

@@ -15,6 +15,12 @@ package struct HTTPHeaders: Sendable, Equatable {
         return fields.first { $0.name == lowered }?.value
     }
 
+    /// How many times the header `name` (case-insensitive) came.
+    package func count(of name: String) -> Int {
+        let lowered = name.lowercased()
+        return fields.count { $0.name == lowered }
+    }
+
     /// Adds a header; `name` is stored lowercased.
     package mutating func add(_ name: String, _ value: String) {
         fields.append((name: name.lowercased(), value: value))

@@ -17,10 +17,15 @@ package final class Application: Sendable {
     /// The requests' metrics.
     let requestMetrics: RequestMetrics
 
-    /// The request headers the handlers read (`Caller`, `Cookies`); only these are copied out of
-    /// the FastCGI parameters. `content-type` and `x-request-id` are filled from nginx's
-    /// `CONTENT_TYPE` and `REQUEST_ID` parameters instead, never from a header the client sent.
-    package static let headerNames = ["authorization", "cookie", "origin", "user-agent"]
+    /// The request headers the handlers read (`Caller`, `Cookies`, the body's media type); only
+    /// these are copied out of the FastCGI parameters, each line of a repeated header kept.
+    /// `x-request-id` is filled from nginx's `REQUEST_ID` parameter instead, never from a header
+    /// the client sent.
+    package static let headerNames = ["authorization", "content-type", "cookie", "origin", "user-agent"]
+
+    /// Headers a request must not repeat: which of two credentials, origins or media types would
+    /// count is not for siwa and nginx to disagree on (nginx reads the first, others the last).
+    static let singleHeaders = ["authorization", "origin", "content-type"]
 
     /// - Parameters:
     ///   - config: the validated configuration.
@@ -127,6 +132,9 @@ package final class Worker: RequestHandler {
         var route = "unmatched"
         let response: Response
         do {
+            if let repeated = Application.singleHeaders.first(where: { request.headers.count(of: $0) > 1 }) {
+                throw HTTPError.badRequest("Send one \(repeated) header, not several")
+            }
             let match = try router.match(request)
             route = match.pattern
             guard request.body.count <= BodyLimits.forPath(request.path, maximumBytes: maximumBodyBytes).bytes else {

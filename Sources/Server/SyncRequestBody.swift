@@ -9,9 +9,9 @@ extension SyncRoute {
         var progress = Objects.absent
         var achievements = Objects.absent
 
-        /// Reads `bytes`, which must be one JSON object.
-        init(reading bytes: [UInt8]) throws(JSONError) {
-            var reader = JSONReader(bytes, limits: BodyLimits.forPath("/sync").json)
+        /// Reads `bytes`, which must be one JSON object within `limits` (the route's, `BodyLimits`).
+        init(reading bytes: [UInt8], limits: JSONLimits) throws(JSONError) {
+            var reader = JSONReader(bytes, limits: limits)
             try reader.beginObject()
             while let member = try reader.nextMember(among: Schema.body) {
                 switch member {

@@ -31,7 +31,8 @@ package enum SyncRoute {
     package static func changes(in request: Request) throws -> SyncChanges {
         try request.requireJSON()
         let body: Body
-        do { body = try Body(reading: request.body) } catch JSONError.tooLarge(_, let reason) {
+        do { body = try Body(reading: request.body, limits: BodyLimits.forPath(request.path).json) } catch JSONError.tooLarge(_, let reason)
+        {
             throw HTTPError.badRequest("The body is larger than a sync accepts: \(reason)")
         } catch {
             throw HTTPError.badRequest("The body is not a JSON object")

@@ -72,10 +72,20 @@ package enum WebSignIn {
         let bytes = Array(value.utf8.prefix(2))
         let valid =
             bytes.first == UInt8(ascii: "/") && bytes.dropFirst().first != UInt8(ascii: "/")
-            && bytes.dropFirst().first != UInt8(ascii: "\\") && value.utf8.count <= 512
-            && !value.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == " " }
+            && bytes.dropFirst().first != UInt8(ascii: "\\") && value.unicodeScalars.count <= 512
+            && !value.unicodeScalars.contains { $0.properties.generalCategory == .control || isPatternSpace($0) }
         guard valid else { throw HTTPError.badRequest("`return_to` must be a path on this site, such as /account") }
         return value
+    }
+
+    /// Whether `scalar` is white space to the document's `return_to` pattern: ECMAScript's `\s`
+    /// (JSON Schema patterns are ECMAScript's), which is Unicode's space separators, the line and
+    /// paragraph separators, tab, line feed, vertical tab, form feed, carriage return and U+FEFF.
+    static func isPatternSpace(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09...0x0D, 0x20, 0xA0, 0x1680, 0x2000...0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF: true
+        default: false
+        }
     }
 
     /// Whether `path` is one a browser lands on in the web flow: its errors are pages, not JSON.

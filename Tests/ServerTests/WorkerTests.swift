@@ -57,6 +57,38 @@ private struct InternalFailure: Error, CustomStringConvertible {
         #expect(String(decoding: item.body, as: UTF8.self) == "7")
     }
 
+    @Test("Two Authorization, Origin or Content-Type headers are refused with a JSON 400 before any route; one of each passes")
+    func repeatedHeaders() throws {
+        let worker = try Self.application(extraRoutes: Self.routes).makeWorker(index: 0)
+        defer { worker.close() }
+        let one = [("authorization", "Bearer a"), ("origin", "https://site.example"), ("content-type", "application/json")]
+        #expect(worker.respond(to: Request(method: "DELETE", path: "/items/1", headers: HTTPHeaders(one))).status == 200)
+        for (name, value) in one {
+            let response = worker.respond(to: Request(method: "DELETE", path: "/items/1", headers: HTTPHeaders(one + [(name, value)])))
+            #expect(response.status == 400, "\(name)")
+            #expect(response.contentType == "application/json")
+            #expect(String(decoding: response.body, as: UTF8.self).contains(#""error":"invalid_request""#), "\(name)")
+        }
+    }
+
+    @Test("A body over its route's limit is refused with 413 before the handler: 32 KiB on /auth/, SIWA_MAX_BODY_BYTES on /sync")
+    func bodyLimitPerRoute() throws {
+        let worker = try Self.application().makeWorker(index: 0)
+        defer { worker.close() }
+        let json = HTTPHeaders([("content-type", "application/json")])
+        let tooLarge = worker.respond(
+            to: Request(method: "POST", path: "/auth/refresh", headers: json, body: [UInt8](repeating: 0x20, count: 32 * 1024 + 1)))
+        #expect(tooLarge.status == 413)
+        #expect(String(decoding: tooLarge.body, as: UTF8.self).contains(#""error":"payload_too_large""#))
+        // Within its limit the body reaches the route, which reads it (whitespace is no object).
+        let read = worker.respond(
+            to: Request(method: "POST", path: "/auth/refresh", headers: json, body: [UInt8](repeating: 0x20, count: 32 * 1024)))
+        #expect(read.status == 400)
+        let sync = worker.respond(
+            to: Request(method: "POST", path: "/sync", headers: json, body: [UInt8](repeating: 0x20, count: 64 * 1024)))
+        #expect(sync.status != 413, "a sync body may be larger")
+    }
+
     @Test("A 429 or 503 says when to retry")
     func retryAfter() throws {
         let worker = try Self.application(extraRoutes: Self.routes).makeWorker(index: 0)
