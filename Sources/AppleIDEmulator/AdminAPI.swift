@@ -2,6 +2,7 @@ import FastCGI
 import Foundation
 import HTTPClient
 import JOSE
+import Synchronization
 
 /// The test-only admin API under `/admin/`, answered only with `Authorization: Bearer <admin
 /// secret>` and only when a secret is configured (404 otherwise). JSON in, JSON out.
@@ -28,6 +29,7 @@ extension Emulator {
         case ("POST", 1, "transfers"): return try transferClients(request)
         case ("POST", 2, "transfers") where path[1] == "age": return try ageTransfers(request)
         case ("POST", 3, "users") where path[2] == "migration": return try setMigrationFailure(path[1], request)
+        case ("POST", 1, "behaviour"): return try setBehaviour(request)
         default: throw AdminError(404, "not_found", "no admin call \(method) \(request.path)")
         }
     }
@@ -189,6 +191,24 @@ extension Emulator {
             state.signingKeys.remove(at: index)
         }
         return Response(status: 204, contentType: "application/json")
+    }
+
+    /// `POST /admin/behaviour` `{latencyMs?, failureRate?, hang?}`: how the endpoints siwa calls
+    /// behave from now on (members left out go back to their defaults: no latency, no failure, no hang).
+    private func setBehaviour(_ request: Request) throws -> Response {
+        struct Body: Decodable {
+            var latencyMs: Int?
+            var failureRate: Double?
+            var hang: Bool?
+        }
+        let body = try decodeAdmin(Body.self, request)
+        let latency = body.latencyMs ?? 0
+        let rate = body.failureRate ?? 0
+        guard (0...60_000).contains(latency), (0...1).contains(rate) else {
+            throw AdminError(400, "invalid_request", "latencyMs is 0 to 60000, failureRate 0 to 1")
+        }
+        behaviour.withLock { $0 = Behaviour(latencyMs: latency, failureRate: rate, hang: body.hang ?? false) }
+        return adminJSON(200, #"{"latencyMs":\#(latency),"failureRate":\#(rate),"hang":\#(body.hang ?? false)}"#)
     }
 
     func adminJSON(_ status: Int, _ body: String) -> Response {

@@ -2,6 +2,7 @@ package import FastCGI
 import Foundation
 import HTTPClient
 import JOSE
+import Synchronization
 
 /// The Apple ID emulator: Apple's Sign in with Apple endpoints (`/auth/keys`, `/auth/authorize`,
 /// `/auth/token`, `/auth/revoke`) and a test-only admin API (`/admin/...`), as plain
@@ -13,6 +14,19 @@ package final class Emulator: Sendable {
     let secrets: [String: ClientSecretCheck]
     let adminSecret: String?
     let clock: @Sendable () -> Int64
+    /// How Apple's server-called endpoints behave: latency, failures, a hang (`POST /admin/behaviour`).
+    let behaviour = Mutex(Behaviour())
+
+    /// What `POST /admin/behaviour` sets for `/auth/token`, `/auth/revoke` and
+    /// `/auth/usermigrationinfo`: Apple's real latency, its 5xx answers, its hangs.
+    struct Behaviour: Codable {
+        /// Milliseconds before each answer.
+        var latencyMs = 0
+        /// The share of calls (0 to 1) answered 500 with no body, as Apple does in an outage.
+        var failureRate = 0.0
+        /// Whether each call waits a minute before its answer.
+        var hang = false
+    }
 
     /// Seconds a key set may be cached by its readers.
     static let keySetMaxAge = 3600
@@ -68,9 +82,9 @@ package final class Emulator: Sendable {
             case ("GET", "/auth/keys"): return keySet()
             case ("GET", "/auth/authorize"): return try authorize(request)
             case ("POST", "/auth/authorize"): return try decide(request)
-            case ("POST", "/auth/token"): return try token(request)
-            case ("POST", "/auth/revoke"): return try revoke(request)
-            case ("POST", "/auth/usermigrationinfo"): return try userMigrationInfo(request)
+            case ("POST", "/auth/token"): return try behaving { try token(request) }
+            case ("POST", "/auth/revoke"): return try behaving { try revoke(request) }
+            case ("POST", "/auth/usermigrationinfo"): return try behaving { try userMigrationInfo(request) }
             case (_, let path) where path.hasPrefix("/admin/"): return try admin(request)
             case (_, "/auth/keys"), (_, "/auth/authorize"), (_, "/auth/token"), (_, "/auth/revoke"), (_, "/auth/usermigrationinfo"):
                 return Response(status: 405, contentType: "text/plain", body: Array("Method Not Allowed\n".utf8))
@@ -86,6 +100,18 @@ package final class Emulator: Sendable {
         } catch {
             return AdminError(500, "internal_error", "\(error)").response
         }
+    }
+
+    /// Answers as the configured behaviour says: after the latency (or a minute's hang), a 500
+    /// for the failing share of calls, else `answer()`.
+    private func behaving(_ answer: () throws -> Response) throws -> Response {
+        let now = behaviour.withLock { $0 }
+        let delay = now.hang ? 60_000 : now.latencyMs
+        if delay > 0 { Thread.sleep(forTimeInterval: Double(delay) / 1000) }
+        if now.failureRate > 0, Double.random(in: 0..<1) < now.failureRate {
+            return Response(status: 500, contentType: "text/plain", body: [])
+        }
+        return try answer()
     }
 
     /// `GET /auth/keys`: the key set, shaped like Apple's.

@@ -1,27 +1,40 @@
-import Synchronization
+import Foundation
 
 /// Keeps a slow or hanging Apple from taking the server down: at most `limit` request-time calls
 /// to Apple are in flight at once, and after a call could not reach Apple (a timeout, a refused
-/// connection) none is made for `cooldown` seconds. A call that is not let through fails at once
-/// with `IdentityError(.appleUnavailable)` (503 with `Retry-After`), so the worker threads stay
-/// free for the routes that do not call Apple.
+/// connection) none is made for `cooldown` seconds.
+///
+/// Beyond the limit, up to `waiting` calls wait at most `wait` seconds for a slot, so that a
+/// burst (an app's launch after a release) is served a moment later instead of refused. A call
+/// that is not let through fails with `IdentityError(.appleUnavailable)` (503 with
+/// `Retry-After`), so the worker threads beyond `limit + waiting` stay free for the routes that
+/// do not call Apple.
 package final class AppleCallGate: Sendable {
     private struct State {
         var inFlight = 0
+        var waiting = 0
         /// Until when no call is let through (Unix seconds).
         var closedUntil = 0.0
     }
 
     package let limit: Int
+    package let waitingLimit: Int
+    package let wait: Double
     package let cooldown: Double
     private let clock: any WallClock
-    private let state = Mutex(State())
+    /// Guards `state`; a call that ends signals one waiting call.
+    private let condition = NSCondition()
+    private nonisolated(unsafe) var state = State()
 
     /// - Parameters:
     ///   - limit: calls in flight at once (at least 1).
+    ///   - waiting: calls that may wait for a slot beyond them.
+    ///   - wait: how long one waits at most, in seconds.
     ///   - cooldown: seconds without calls after one could not reach Apple.
-    package init(limit: Int, cooldown: Double = 5, clock: any WallClock = SystemClock()) {
+    package init(limit: Int, waiting: Int = 0, wait: Double = 1, cooldown: Double = 5, clock: any WallClock = SystemClock()) {
         self.limit = max(1, limit)
+        self.waitingLimit = max(0, waiting)
+        self.wait = wait
         self.cooldown = cooldown
         self.clock = clock
     }
@@ -29,32 +42,72 @@ package final class AppleCallGate: Sendable {
     /// Runs `call` when the gate lets it through.
     /// - Parameter unreachable: whether an error `call` threw means Apple could not be reached,
     ///   which closes the gate for the cooldown.
-    /// - Throws: `IdentityError(.appleUnavailable)` when the gate is closed or full; else what
-    ///   `call` throws.
+    /// - Throws: `IdentityError(.appleUnavailable)` when the gate is closed, or full for longer
+    ///   than a call may wait; else what `call` throws.
     package func pass<T>(_ call: () throws -> T, unreachable: (any Error) -> Bool) throws -> T {
-        let now = clock.now()
-        let refusal: String? = state.withLock { state in
-            if now < state.closedUntil { return "Apple could not be reached a moment ago; try again shortly" }
-            if state.inFlight >= limit { return "too many calls to Apple are waiting; try again shortly" }
-            state.inFlight += 1
-            return nil
-        }
-        if let refusal { throw IdentityError(.appleUnavailable, refusal) }
+        try enter()
         do {
             let value = try call()
-            state.withLock { $0.inFlight -= 1 }
+            leave(closing: false)
             return value
         } catch {
-            let closes = unreachable(error)
-            let reopening = clock.now() + cooldown
-            state.withLock { state in
-                state.inFlight -= 1
-                if closes { state.closedUntil = max(state.closedUntil, reopening) }
-            }
+            leave(closing: unreachable(error))
             throw error
         }
     }
 
+    /// Takes a slot, waiting for one if the gate is full and few calls wait already.
+    private func enter() throws {
+        condition.lock()
+        defer { condition.unlock() }
+        try refuseWhileClosed()
+        if state.inFlight < limit {
+            state.inFlight += 1
+            return
+        }
+        let full = IdentityError(.appleUnavailable, "too many calls to Apple are waiting; try again shortly")
+        guard state.waiting < waitingLimit else { throw full }
+        state.waiting += 1
+        defer { state.waiting -= 1 }
+        let deadline = Date(timeIntervalSinceNow: wait)
+        while state.inFlight >= limit {
+            if !condition.wait(until: deadline), state.inFlight >= limit { throw full }
+            // Apple became unreachable while this call waited.
+            try refuseWhileClosed()
+        }
+        state.inFlight += 1
+    }
+
+    private func refuseWhileClosed() throws {
+        if clock.now() < state.closedUntil {
+            throw IdentityError(.appleUnavailable, "Apple could not be reached a moment ago; try again shortly")
+        }
+    }
+
+    /// Frees the slot; after a call that could not reach Apple, closes the gate for the cooldown
+    /// and lets every waiting call know.
+    private func leave(closing: Bool) {
+        let reopening = clock.now() + cooldown
+        condition.lock()
+        defer { condition.unlock() }
+        state.inFlight -= 1
+        if closing {
+            state.closedUntil = max(state.closedUntil, reopening)
+            condition.broadcast()
+        } else {
+            condition.signal()
+        }
+    }
+
     /// Calls in flight now (for tests and health).
-    package var inFlight: Int { state.withLock { $0.inFlight } }
+    package var inFlight: Int { locked { $0.inFlight } }
+
+    /// Calls waiting for a slot now.
+    package var waiting: Int { locked { $0.waiting } }
+
+    private func locked<T>(_ read: (State) -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return read(state)
+    }
 }

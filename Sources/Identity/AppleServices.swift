@@ -34,7 +34,9 @@ package final class AppleServices: Sendable {
         clientSecrets = ClientSecretFactory(
             teamID: settings.teamID, keyID: settings.keyID, privateKey: settings.privateKey,
             lifetime: settings.clientSecretLifetime, clock: { clock.now() })
-        calls = AppleCallGate(limit: settings.maximumCallsInFlight, cooldown: settings.unreachableCooldown, clock: clock)
+        calls = AppleCallGate(
+            limit: settings.maximumCallsInFlight, waiting: settings.maximumCallsWaiting, wait: settings.callWait,
+            cooldown: settings.unreachableCooldown, clock: clock)
     }
 
     /// The cache of Apple's keys, fetched from `GET /auth/keys` of the base URL.

@@ -22,8 +22,12 @@ package struct AppleSettings: Sendable {
     /// The Hide My Email domains, lowercased: an address there is a relay address when the token
     /// does not say (`is_private_email` is sometimes absent).
     package var relayDomains: [String]
-    /// Request-time calls to Apple (code exchanges) in flight at once; more fail at once with 503.
+    /// Request-time calls to Apple (code exchanges) in flight at once.
     package var maximumCallsInFlight: Int
+    /// Calls that may wait beyond them for a slot, up to `callWait` seconds; more fail at once
+    /// with 503.
+    package var maximumCallsWaiting: Int
+    package var callWait: Double
     /// Seconds no call to Apple is made after one could not reach it.
     package var unreachableCooldown: Double
     /// Apple's relay domain, and the one it announced in 2026 for new addresses.
@@ -34,7 +38,7 @@ package struct AppleSettings: Sendable {
         baseURL: String = "https://appleid.apple.com", http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
         requireNonce: Bool = true, keysCooldown: Double = 10, clientSecretLifetime: Int = 86_400,
         anonymiseOnAccountDelete: Bool = false, relayDomains: [String] = defaultRelayDomains, maximumCallsInFlight: Int = 8,
-        unreachableCooldown: Double = 5
+        maximumCallsWaiting: Int = 2, callWait: Double = 1, unreachableCooldown: Double = 5
     ) {
         self.teamID = teamID
         self.keyID = keyID
@@ -50,6 +54,8 @@ package struct AppleSettings: Sendable {
         self.anonymiseOnAccountDelete = anonymiseOnAccountDelete
         self.relayDomains = relayDomains
         self.maximumCallsInFlight = maximumCallsInFlight
+        self.maximumCallsWaiting = maximumCallsWaiting
+        self.callWait = callWait
         self.unreachableCooldown = unreachableCooldown
     }
 

@@ -146,8 +146,8 @@ package struct AppConfig: Sendable {
             defaultValue: AppleSettings.defaultRelayDomains.joined(separator: ","),
             summary: "Hide My Email domains: an address there is a relay address when the token has no `is_private_email`"),
         Key(
-            name: "SIWA_APPLE_MAX_CALLS", type: "int 1...512", defaultValue: "(a quarter of SIWA_WORKER_THREADS)",
-            summary: "code exchanges in flight at Apple at once; more get 503 apple_unavailable at once"),
+            name: "SIWA_APPLE_MAX_CALLS", type: "int 1...512", defaultValue: "(three quarters of SIWA_WORKER_THREADS)",
+            summary: "code exchanges in flight at Apple at once; an eighth of the threads more wait up to 1 s for one, others get 503"),
         Key(
             name: "SIWA_APPLE_UNREACHABLE_COOLDOWN", type: "seconds 0...300", defaultValue: "5",
             summary: "after a call could not reach Apple, code exchanges get 503 at once for this long"),
@@ -352,8 +352,13 @@ extension EnvironmentReader {
         if relayDomains.contains(where: { $0.contains("@") || !$0.contains(".") }) {
             problem("SIWA_APPLE_RELAY_DOMAINS: expected domains such as privaterelay.appleid.com")
         }
+        // Sized from Apple's latency (docs/OPERATIONS.md, "Calls to Apple"): three quarters of the
+        // threads exchange codes, an eighth more may wait a second for them, the rest is kept for
+        // the routes that never call Apple.
         let maximumCalls =
-            optionalString("SIWA_APPLE_MAX_CALLS") == nil ? max(1, workerThreads / 4) : integer("SIWA_APPLE_MAX_CALLS", in: 1...512)
+            optionalString("SIWA_APPLE_MAX_CALLS") == nil
+            ? max(1, workerThreads * 3 / 4) : integer("SIWA_APPLE_MAX_CALLS", in: 1...512)
+        let waitingCalls = max(1, workerThreads / 8)
         let cooldown = Double(integer("SIWA_APPLE_UNREACHABLE_COOLDOWN", in: 0...300))
         // Problems are recorded and stop the start.
         guard let privateKey else { return nil }
@@ -361,7 +366,7 @@ extension EnvironmentReader {
             teamID: teamID, keyID: keyID, privateKey: privateKey, bundleIDs: bundleIDs, servicesID: servicesID, baseURL: baseURL,
             http: http, leeway: leeway, requireNonce: requireNonce, keysCooldown: keysCooldown,
             clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise, relayDomains: relayDomains,
-            maximumCallsInFlight: maximumCalls, unreachableCooldown: cooldown)
+            maximumCallsInFlight: maximumCalls, maximumCallsWaiting: waitingCalls, unreachableCooldown: cooldown)
     }
 
     static let sessionKeys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]

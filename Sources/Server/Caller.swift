@@ -49,7 +49,7 @@ package enum Caller {
 
     /// Refuses a cookie-authenticated write from another origin (or with no `Origin` at all).
     static func checkOrigin(_ request: Request, publicURL: String?) throws {
-        guard let publicURL, request.headers["origin"] == publicURL else {
+        guard let publicURL, request.headers.count(of: "origin") == 1, request.headers["origin"] == publicURL else {
             throw HTTPError(403, "origin_mismatch", "Requests authenticated by cookie must come from \(publicURL ?? "this site")")
         }
     }

@@ -82,7 +82,7 @@ extension SyncRoute {
                 var items: [Fields] = []
                 items.reserveCapacity(32)
                 var notObject: Int?
-                while try reader.nextElement() {
+                while try Self.nextElement(&reader, of: schema.container) {
                     if notObject == nil, try reader.kind() == .object {
                         items.append(try Fields(reading: &reader, schema, index: items.count))
                     } else {
@@ -97,6 +97,17 @@ extension SyncRoute {
             default:
                 try reader.skipValue()
                 self = .wrongType
+            }
+        }
+
+        /// The list's next element, as `JSONReader.nextElement()`; one past the limit of
+        /// elements is refused naming the list (`progress`).
+        static func nextElement(_ reader: inout JSONReader, of container: String) throws(JSONError) -> Bool {
+            do throws(JSONError) {
+                return try reader.nextElement()
+            } catch {
+                guard case .tooLarge(let offset, let reason) = error else { throw error }
+                throw .tooLarge(offset: offset, reason: "`\(container)`: \(reason)")
             }
         }
 

@@ -93,6 +93,20 @@ import Testing
         try on.admin("POST", "/admin/sign-in", #"{"userId":"x","clientId":"com.unknown"}"#, expect: 400)
     }
 
+    @Test("POST /admin/behaviour makes the endpoints siwa calls fail with Apple's 500 (all, then none); out-of-range values are refused")
+    func behaviour() throws {
+        let harness = try EmulatorHarness()
+        let user = try harness.createUser()
+        let signIn = try harness.nativeSignIn(user: user.id)
+        try harness.admin("POST", "/admin/behaviour", #"{"failureRate":1}"#)
+        let failed = try harness.exchange(signIn.code)
+        #expect(failed.status == 500 && failed.body.isEmpty)
+        try harness.admin("POST", "/admin/behaviour", #"{"latencyMs":1,"failureRate":0}"#)
+        #expect(try harness.exchange(signIn.code).status == 200, "a failed call did not use the code up")
+        try harness.admin("POST", "/admin/behaviour", #"{"failureRate":2}"#, expect: 400)
+        try harness.admin("POST", "/admin/behaviour", #"{"latencyMs":-1}"#, expect: 400)
+    }
+
     @Test("Revoking consent, deleting the Apple Account and relay forwarding, from the person's side")
     func personSide() throws {
         let harness = try EmulatorHarness()

@@ -49,16 +49,28 @@ expect_header "content-type: application/json" "a 10 KB URL"
 request GET /auth/me -H "X-Big: $long" --http1.1
 [ "$STATUS" = 400 ] && grep -q '"error":"bad_request"' <<<"$BODY" || fail "a 10 KB header: $STATUS $BODY"
 expect_header "x-content-type-options: nosniff" "a 10 KB header"
-request GET /no-such-page
+request GET /no-such-page -H 'Accept: text/html,*/*;q=0.8'
 expect_status 404 "a page that does not exist"
 grep -q '<link rel="stylesheet" href="/app.css">' <<<"$BODY" && grep -q 'There is no page at this address' <<<"$BODY" \
     || fail "/no-such-page is not the styled page: $BODY"
 expect_header "content-type: text/html" "a page that does not exist"
 expect_header "content-security-policy: default-src 'self'" "a page that does not exist"
-request POST /index.html
+request POST /index.html -H 'Accept: text/html'
 expect_status 405 "POST to a static file"
 grep -q '<title>Method not allowed</title>' <<<"$BODY" || fail "POST to a static file: $BODY"
-pass "a 10 KB URL (414) and a 10 KB header (400) get JSON errors; /no-such-page and a POST to a page get styled HTML"
+# A client that does not ask for HTML (an API's) reads JSON on any path: the app's own API behind
+# siwa-protect.conf, a missing path, and siwa's /auth/web/settings, which the page fetches as JSON.
+request GET /no-such-page
+[ "$STATUS" = 404 ] && grep -q '"error":"not_found"' <<<"$BODY" || fail "/no-such-page for an API client: $STATUS $BODY"
+request GET /example/whoami -H "Authorization: Bearer $long" --http1.1
+[ "$STATUS" = 400 ] && grep -q '"error":"bad_request"' <<<"$BODY" || fail "a 10 KB Authorization on the app's API: $STATUS $BODY"
+request GET /example/whoami -H "Authorization: Bearer a" -H "Authorization: Bearer b" --http1.1
+[ "$STATUS" = 400 ] && grep -q '"error":"bad_request"' <<<"$BODY" || fail "two Authorization lines on the app's API: $STATUS $BODY"
+request POST /auth/web/settings -H 'Accept: text/html'
+[ "$STATUS" = 405 ] && grep -q '"error":"method_not_allowed"' <<<"$BODY" || fail "POST /auth/web/settings: $STATUS $BODY"
+request GET /./metrics --interface 127.0.0.2 --path-as-is
+[ "$STATUS" = 403 ] && grep -q '"error":"forbidden"' <<<"$BODY" || fail "/./metrics from outside: $STATUS $BODY"
+pass "a 10 KB URL (414) and a 10 KB header (400) get JSON errors; /no-such-page and a POST to a page get styled HTML for a browser, JSON for anyone else, the app's API and /auth/web/settings included"
 
 head -c 2000000 /dev/zero >"$E2E_TMP/big"
 request POST /sync --data-binary @"$E2E_TMP/big" -H 'Content-Type: application/json'

@@ -117,7 +117,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 [ "$(curl -ks -o /dev/null -w '%{http_code}' "$SITE_URL/health")" = 200 ] || fail "the installed siwa through the packaged site: $(tail -5 "$SITE/error.log")"
-[ "$(curl -ks -o /dev/null -w '%{http_code} %{content_type}' "$SITE_URL/no-such-page")" = "404 text/html" ] \
+[ "$(curl -ks -H 'Accept: text/html' -o /dev/null -w '%{http_code} %{content_type}' "$SITE_URL/no-such-page")" = "404 text/html" ] \
     || fail "the packaged site's 404 is not the styled page"
 out=$(cd "$E2E_TMP" && SIWA=$SITE_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FILE=$E2E_APPLE_ADMIN_SECRET_FILE \
     bash "$E2E_TMP/walkthrough.sh" 2>&1) || fail "the walkthrough against the installed siwa: $out"

@@ -104,7 +104,7 @@ def start(browser):
 
 def styled_page(browser, name, path, status_wanted, title=None):
     """`path` answers `status_wanted` with a styled page (not JSON), which looks finished in the browser."""
-    status, body = http("GET", BASE + path)
+    status, body = http("GET", BASE + path, headers={"Accept": "text/html"})
     if status != status_wanted or not isinstance(body, str) or "<html" not in body or "app.css" not in body:
         fail(f"{name} ({path}): {status} {str(body)[:200]}")
     browser.navigate(BASE + path)
@@ -124,7 +124,7 @@ def rate_limited_page(browser):
         deadline = time.monotonic() + 5
         while not stop.is_set() and time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(BASE + "/auth/web/settings", context=TLS):
+                with urllib.request.urlopen(BASE + "/auth/web/complete?handle=flood", context=TLS):
                     pass
             except urllib.error.HTTPError as error:
                 if error.code == 429:

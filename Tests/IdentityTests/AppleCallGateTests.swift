@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Identity
 import SIWATestSupport
+import Synchronization
 import Testing
 
 /// A hanging or unreachable Apple cannot hold the worker threads: a bound on calls in flight and
@@ -37,6 +38,77 @@ import Testing
         release.signal()
         group.wait()
         #expect(try gate.pass({ 7 }, unreachable: { _ in false }) == 7, "free again once the calls ended")
+    }
+
+    @Test("Beyond the limit, a few calls wait for a slot and go through when one frees; one more than may wait is refused at once")
+    func burstWaits() throws {
+        let gate = AppleCallGate(limit: 1, waiting: 1, wait: 30, clock: ManualClock(1_000))
+        let release = DispatchSemaphore(value: 0)
+        let entered = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            _ = try? gate.pass(
+                { () -> Int in
+                    entered.signal()
+                    release.wait()
+                    return 1
+                }, unreachable: { _ in false })
+        }
+        entered.wait()
+        let waited = Mutex<Int?>(nil)
+        DispatchQueue.global().async(group: group) {
+            let value = try? gate.pass({ 2 }, unreachable: { _ in false })
+            waited.withLock { $0 = value }
+        }
+        while gate.waiting == 0 { sched_yield() }
+        #expect(throws: IdentityError(.appleUnavailable), "a second waiter is over the limit of waiting calls") {
+            try gate.pass({ 3 }, unreachable: { _ in false })
+        }
+        release.signal()
+        group.wait()
+        #expect(waited.withLock { $0 } == 2, "the waiting call went through once the slot was free")
+        #expect(gate.inFlight == 0 && gate.waiting == 0)
+    }
+
+    /// Holds the gate's one slot with a call until the returned semaphore is signalled; the call
+    /// then throws `Unreachable`.
+    func holdSlot(_ gate: AppleCallGate, _ group: DispatchGroup) -> DispatchSemaphore {
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async(group: group) {
+            _ = try? gate.pass(
+                { () -> Int in
+                    entered.signal()
+                    release.wait()
+                    throw Unreachable()
+                }, unreachable: { $0 is Unreachable })
+        }
+        entered.wait()
+        return release
+    }
+
+    @Test("A waiting call gives up after its wait; it is refused at once when the call ahead finds Apple unreachable")
+    func waitEnds() throws {
+        let group = DispatchGroup()
+        let short = AppleCallGate(limit: 1, waiting: 2, wait: 0.2, cooldown: 60, clock: ManualClock(1_000))
+        let releaseShort = holdSlot(short, group)
+        #expect(throws: IdentityError(.appleUnavailable), "the slot stayed taken for longer than the wait") {
+            try short.pass({ 1 }, unreachable: { _ in false })
+        }
+        releaseShort.signal()
+        // A wait of a minute: only the failing call ahead can end it within the test.
+        let long = AppleCallGate(limit: 1, waiting: 2, wait: 60, cooldown: 60, clock: ManualClock(1_000))
+        let releaseLong = holdSlot(long, group)
+        let refusal = Mutex<String?>(nil)
+        DispatchQueue.global().async(group: group) {
+            do { _ = try long.pass({ 2 }, unreachable: { _ in false }) } catch {
+                refusal.withLock { $0 = (error as? IdentityError)?.reason }
+            }
+        }
+        while long.waiting == 0 { sched_yield() }
+        releaseLong.signal()
+        group.wait()
+        #expect(refusal.withLock { $0 }?.contains("could not be reached") == true, "\(String(describing: refusal.withLock { $0 }))")
     }
 
     @Test("After a call could not reach Apple, calls are refused for the cooldown, then let through")

@@ -36,6 +36,19 @@ import Testing
         #expect(documented.subtracting(routed).isEmpty, "documented but not routed: \(documented.subtracting(routed).sorted())")
     }
 
+    @Test("Every error code nginx answers with (public/errors/*.json) is in the document's enum of error codes")
+    func nginxErrorCodesDocumented() throws {
+        let text = try String(contentsOfFile: OpenAPITests.document, encoding: .utf8)
+        let errors = OpenAPITests.document.replacingOccurrences(of: "docs/openapi.yaml", with: "public/errors")
+        let files = try FileManager.default.contentsOfDirectory(atPath: errors).filter { $0.hasSuffix(".json") }
+        #expect(files.count >= 9, "nginx's error bodies")
+        for file in files {
+            let body = try String(contentsOfFile: errors + "/" + file, encoding: .utf8)
+            let code = try #require(body.split(separator: "\"").dropFirst(3).first, "\(file)")
+            #expect(text.contains("            - \(code)\n"), "\(file): \(code) is not in the enum")
+        }
+    }
+
     @Test("The reader of the document finds an undocumented route and a documented one that does not exist")
     func readerSeesDifferences() {
         let text = """
