@@ -23,7 +23,10 @@ final class PrivateMariaDB {
     }
 
     /// Stops the server's process (SIGSTOP): its socket still accepts connections, nothing answers.
-    func freeze() { kill(pid, SIGSTOP) }
+    /// Not a throwing call: the load's threads wait for the freeze, and must be let go.
+    func freeze() {
+        #expect(kill(pid, SIGSTOP) == 0, "SIGSTOP to \(pid): errno \(errno)")
+    }
 
     /// Lets the frozen server run again (SIGCONT).
     func thaw() { kill(pid, SIGCONT) }
@@ -44,7 +47,7 @@ final class PrivateMariaDB {
         let script = #". "$0"; "# + command
         let words: [String] = ["/bin/bash", "-c", script, library, argument]
         let arguments = words.map { strdup($0) }
-        defer { arguments.forEach { free($0) } }
+        defer { for argument in arguments { free(argument) } }
         var pid: pid_t = 0
         guard posix_spawn(&pid, "/bin/bash", nil, nil, arguments + [nil], environ) == 0 else { throw CocoaError(.executableLoad) }
         var status: Int32 = 0

@@ -39,11 +39,14 @@ import Testing
             let answers = frozen.filter { $0.kind == kind }
             let statuses = Dictionary(grouping: answers, by: \.status).mapValues(\.count)
             let slowest = answers.map(\.seconds).max() ?? 0
-            print("frozen \(seconds) s, SIWA_DB_TIMEOUT=\(timeout): \(kind): \(answers.count) requests, statuses \(statuses), slowest \(slowest) s")
+            print(
+                "frozen \(seconds) s, SIWA_DB_TIMEOUT=\(timeout): \(kind): \(answers.count) requests, statuses \(statuses), slowest \(slowest) s"
+            )
             #expect(!answers.isEmpty, "no \(kind) ran while the database was frozen")
         }
         let late = frozen.filter { $0.status != 503 || $0.seconds > Double(timeout) + 1 }
-        #expect(late.isEmpty, "answered otherwise than 503 within \(timeout + 1) s: \(late.map { "\($0.kind) \($0.status) \($0.seconds)s" })")
+        #expect(
+            late.isEmpty, "answered otherwise than 503 within \(timeout + 1) s: \(late.map { "\($0.kind) \($0.status) \($0.seconds)s" })")
         let failed = thawed.filter { $0.status != 200 }
         #expect(failed.isEmpty, "before the freeze or after the thaw: \(failed.map { "\($0.kind) \($0.status)" })")
         #expect(thawed.count == threads * 8)
@@ -92,7 +95,8 @@ import Testing
                 /// A sync that changes the user's state (a lesson not synced before).
                 func sync(_ access: String) -> Answer {
                     let lesson = "t\(index)-\(requests)"
-                    let body = #"{"cursor":null,"progress":[{"beliefSystemId":"b","lessonId":"\#(lesson)","status":"completed","score":3}]}"#
+                    let body =
+                        #"{"cursor":null,"progress":[{"beliefSystemId":"b","lessonId":"\#(lesson)","status":"completed","score":3}]}"#
                     return send("sync", "POST", "/sync", json: body, bearer: access).0
                 }
                 /// A new guest account (a sign-in: a user, a session and its refresh token), then a
