@@ -20,7 +20,13 @@ import Telemetry
 /// Each write carries the user's version its merge was computed from; a write whose user moved on
 /// since (another device, another process), or whose session ended, is not applied, and its worker
 /// writes alone, re-reading under the lock (`SyncStore.writeAlone`). So is every write of a batch
-/// that fails. Re-applying a merge is harmless: merges are idempotent.
+/// that fails, unless the batch lost its connection: the database is gone or stopped answering,
+/// and the worker's request fails (503) instead of waiting for it a second time. Re-applying a
+/// merge is harmless: merges are idempotent.
+///
+/// A worker waits for its write no longer than its request's `DatabaseBudget` allows (then its
+/// write is taken off the queue if no batch took it yet), and each batch runs with a budget of
+/// SIWA_DB_TIMEOUT of its own, its reconnect included.
 package final class SyncCommitter: Sendable {
     /// Users per batch (at most one write per user).
     static let maximumBatch = 64
@@ -31,6 +37,16 @@ package final class SyncCommitter: Sendable {
     /// running batch to end (at most one batch's time), which makes batches larger.
     static let minimumConcurrentBatch = 4
 
+    /// What became of a write.
+    package enum Outcome: Sendable, Equatable {
+        case committed
+        /// Not applied (the user moved on, the session is not active, the batch failed for another
+        /// reason than a lost connection, or the committer is stopped): the worker writes alone.
+        case writeAlone
+        /// The batch lost its connection, or the worker's budget was spent before it committed.
+        case failed(MariaDBError)
+    }
+
     /// One sync's write, waiting in the queue until a committer sets its outcome.
     package final class Write: Sendable {
         let userID: UInt64
@@ -38,8 +54,8 @@ package final class SyncCommitter: Sendable {
         let session: UInt64?
         let stored: SyncStore.Stored
         let merge: SyncStore.Merge
-        /// Whether it was committed; set once, before `done` is signalled.
-        private let outcome = Mutex<Bool?>(nil)
+        /// Set once, before `done` is signalled.
+        private let outcome = Mutex<Outcome?>(nil)
         /// Its worker sleeps on this until the outcome is set.
         private let done = DispatchSemaphore(value: 0)
 
@@ -50,14 +66,23 @@ package final class SyncCommitter: Sendable {
             self.merge = merge
         }
 
-        fileprivate func finish(_ committed: Bool) {
-            outcome.withLock { $0 = committed }
+        fileprivate func finish(_ outcome: Outcome) {
+            self.outcome.withLock { $0 = outcome }
             done.signal()
         }
 
-        fileprivate func waitForOutcome() -> Bool {
-            done.wait()
-            return outcome.withLock { $0 } ?? false
+        /// Waits for the outcome, within the thread's `DatabaseBudget` (the time waited is taken
+        /// off it); nil when the budget was spent first.
+        fileprivate func waitForOutcome() -> Outcome? {
+            guard let budget = DatabaseBudget.remaining else {
+                done.wait()
+                return outcome.withLock { $0 }
+            }
+            let started = ContinuousClock.now
+            let (seconds, attoseconds) = budget.components
+            let finished = done.wait(timeout: .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))) == .success
+            DatabaseBudget.spend(ContinuousClock.now - started)
+            return finished ? outcome.withLock { $0 } : nil
         }
     }
 
@@ -97,6 +122,7 @@ package final class SyncCommitter: Sendable {
     }
 
     private let shared = Shared()
+    /// Each committer's connection; its `readWriteTimeout` is also each batch's `DatabaseBudget`.
     private let database: Configuration
     /// Writes per committed batch (`siwa_sync_commit_group_requests`).
     private let groupSizes = Recorder(label: MetricNames.syncCommitGroup)
@@ -124,11 +150,12 @@ package final class SyncCommitter: Sendable {
     }
 
     /// Writes `merge` (computed from `stored`) for `userID`, in a batch with whatever else is queued,
-    /// if `session` (when given) is active. Blocks until the batch is committed.
-    /// - Returns: true when committed at version `stored.version + 1`; false when the caller must
-    ///   write alone (the user moved on, the session is not active, the batch failed, or the
-    ///   committer is stopped).
-    func commit(userID: UInt64, session: UInt64?, from stored: SyncStore.Stored, _ merge: SyncStore.Merge) -> Bool {
+    /// if `session` (when given) is active. Blocks until the batch is committed, or the thread's
+    /// `DatabaseBudget` is spent.
+    /// - Returns: `.committed` at version `stored.version + 1`; `.writeAlone` when the caller must
+    ///   write alone; `.failed` when the batch lost its connection or the budget was spent first
+    ///   (the write may still be committed by a batch that took it).
+    func commit(userID: UInt64, session: UInt64?, from stored: SyncStore.Stored, _ merge: SyncStore.Merge) -> Outcome {
         let write = Write(userID: userID, session: session, stored: stored, merge: merge)
         let (accepted, startThreads, ring) = shared.state.withLock { state -> (Bool, Bool, Bool) in
             guard !state.stopped else { return (false, false, false) }
@@ -139,7 +166,7 @@ package final class SyncCommitter: Sendable {
             if ring { state.woken += 1 }
             return (true, startThreads, ring)
         }
-        guard accepted else { return false }
+        guard accepted else { return .writeAlone }
         if startThreads {
             for _ in 0..<SyncCommitter.committers {
                 Thread.detachNewThread { [shared, database, groupSizes] in
@@ -148,7 +175,10 @@ package final class SyncCommitter: Sendable {
             }
         }
         if ring { shared.doorbell.signal() }
-        return write.waitForOutcome()
+        if let outcome = write.waitForOutcome() { return outcome }
+        // Not taken yet: no batch will write it. Taken: its batch may still commit it.
+        shared.state.withLock { state in state.queue.removeAll { $0 === write } }
+        return .failed(DatabaseBudget.spentError())
     }
 
     /// A committer thread: sleeps until rung, then commits batches while they may start, on the
@@ -165,15 +195,17 @@ package final class SyncCommitter: Sendable {
             }
             guard batch != nil else { return }
             while let writes = batch, !writes.isEmpty {
-                let outcomes = commit(writes, on: connection)
+                // Its own budget, as a request has: a frozen server costs a batch SIWA_DB_TIMEOUT
+                // in all, not a timeout per statement and reconnect.
+                let outcomes = DatabaseBudget.run(.seconds(database.readWriteTimeout)) { commit(writes, on: connection) }
                 groupSizes.record(writes.count)
-                for (write, committed) in zip(writes, outcomes) { write.finish(committed) }
+                for (write, outcome) in zip(writes, outcomes) { write.finish(outcome) }
                 // The next batch is this committer's if it may start now; otherwise the next
                 // write that makes one possible rings for it.
                 batch = shared.state.withLock { state -> [Write]? in
                     state.busy -= 1
                     state.batches += 1
-                    state.committedWrites += outcomes.count { $0 }
+                    state.committedWrites += outcomes.count { if case .committed = $0 { true } else { false } }
                     return state.batchMayStart(running: state.busy + state.woken) ? state.takeBatch() : nil
                 }
             }
@@ -189,8 +221,22 @@ package final class SyncCommitter: Sendable {
     /// the one it was merged from and its session is active; only the first write of a user counts.
     /// The usual batch, where every first write holds, takes one statement to check and advance
     /// them all; any other is rolled back and committed again with each write checked.
-    /// - Returns: per write, whether it was committed; all false when the transaction failed.
-    package static func commit(_ batch: [Write], on connection: Connection) -> [Bool] {
+    /// - Returns: per write, whether it was committed (`.committed`) or must be written alone;
+    ///   all `.failed` when the connection was lost (or the batch's budget spent), all
+    ///   `.writeAlone` when the transaction failed otherwise.
+    package static func commit(_ batch: [Write], on connection: Connection) -> [Outcome] {
+        do {
+            return try commitOrThrow(batch, on: connection).map { $0 ? .committed : .writeAlone }
+        } catch let error as MariaDBError where error.code == .connectionLost {
+            return batch.map { _ in .failed(error) }
+        } catch {
+            return batch.map { _ in .writeAlone }
+        }
+    }
+
+    /// `commit(_:on:)`, with its failure thrown.
+    /// - Returns: per write, whether it was committed.
+    private static func commitOrThrow(_ batch: [Write], on connection: Connection) throws -> [Bool] {
         var users = Set<UInt64>()
         let firsts = batch.map { users.insert($0.userID).inserted }
         let firstWrites = zip(batch, firsts).filter(\.1).map(\.0)
@@ -201,25 +247,19 @@ package final class SyncCommitter: Sendable {
                 return firsts
             }
         } catch is NotAllCurrent {
-        } catch {
-            return batch.map { _ in false }
         }
-        do {
-            return try connection.transaction {
-                let versions = try SyncStore.lockVersions(of: users.sorted(), on: connection)
-                let sessions = batch.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
-                let active = sessions.isEmpty ? [] : try Sessions.active(sessions, on: connection)
-                let applied = zip(batch, firsts).map { write, first in
-                    first && versions[write.userID] == write.stored.version
-                        && write.session.map { active.contains(Sessions.Pair(sessionID: $0, userID: write.userID)) } != false
-                }
-                let writes = zip(batch, applied).filter(\.1).map(\.0)
-                try SyncStore.advance(writes.map(\.userID), on: connection)
-                try SyncCommitter.write(writes, on: connection)
-                return applied
+        return try connection.transaction {
+            let versions = try SyncStore.lockVersions(of: users.sorted(), on: connection)
+            let sessions = batch.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
+            let active = sessions.isEmpty ? [] : try Sessions.active(sessions, on: connection)
+            let applied = zip(batch, firsts).map { write, first in
+                first && versions[write.userID] == write.stored.version
+                    && write.session.map { active.contains(Sessions.Pair(sessionID: $0, userID: write.userID)) } != false
             }
-        } catch {
-            return batch.map { _ in false }
+            let writes = zip(batch, applied).filter(\.1).map(\.0)
+            try SyncStore.advance(writes.map(\.userID), on: connection)
+            try SyncCommitter.write(writes, on: connection)
+            return applied
         }
     }
 

@@ -105,7 +105,13 @@ package enum SyncStore {
         }
         var version = stored.version
         if merge.count > 0 {
-            if group?.commit(userID: userID, session: session, from: stored, merge) != true {
+            switch group?.commit(userID: userID, session: session, from: stored, merge) {
+            case .committed:
+                break
+            case .failed(let error):
+                // The database is gone or stopped answering: writing alone would wait for it again.
+                throw error
+            case .writeAlone, nil:
                 guard
                     let written = try writeAlone(
                         userID: userID, session: session, changes, from: stored, merge, on: connection)

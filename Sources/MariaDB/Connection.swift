@@ -19,6 +19,11 @@ package func initializeMariaDBLibrary() {
 /// transaction without autocommit, which nothing on the server outlives. Nothing is retried after a loss that
 /// took time to notice (a read or write timeout: the server is frozen or overloaded), so a call
 /// fails within the configured timeout instead of waiting for it twice.
+///
+/// On a thread with a `DatabaseBudget` (a worker's request), every wait of the connection ends
+/// when the budget is spent; once it is, the connection sends nothing more: no statement, retry
+/// or connect, and a transaction that fails is closed with its connection instead of rolled back
+/// (the server rolls it back). Docs/OPERATIONS.md, "A database that stops answering".
 package final class Connection {
     private let configuration: Configuration
     private var handle: UnsafeMutablePointer<MYSQL>?
@@ -183,6 +188,8 @@ package final class Connection {
     ///   at once) before the COMMIT was sent.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
         guard !inTransaction else { throw MariaDBError(.misuse, message: "nested transaction") }
+        // Only a loss in this transaction tells whether it was rolled back.
+        lossNoticedAtOnce = false
         if configuration.autocommit { try command("START TRANSACTION", retryable: true) }
         inTransaction = true
         transactionBegun = configuration.autocommit
@@ -197,12 +204,12 @@ package final class Connection {
             try requireOpenTransaction()
         } catch var error as MariaDBError where error.code == .connectionLost {
             queuedWrites.removeAll()
-            if let handle { mysql_rollback(handle) }
+            rollBack()
             error.rolledBackTransaction = lossNoticedAtOnce
             throw error
         } catch {
             queuedWrites.removeAll()
-            if let handle { mysql_rollback(handle) }
+            rollBack()
             throw error
         }
         do {
@@ -213,8 +220,20 @@ package final class Connection {
             }
             return value
         } catch {
-            if let handle { mysql_rollback(handle) }
+            rollBack()
             throw error
+        }
+    }
+
+    /// Rolls the failed transaction back; with the thread's budget spent, closes the connection
+    /// instead (the server rolls back a closed connection's transaction), so that a failed request
+    /// waits for no ROLLBACK of a server that stopped answering.
+    private func rollBack() {
+        guard let handle else { return }
+        if DatabaseBudget.isSpent {
+            disconnect()
+        } else {
+            mysql_rollback(handle)
         }
     }
 
@@ -333,7 +352,8 @@ package final class Connection {
                 try run(sql)
             } catch let error as MariaDBError where error.code == .connectionLost {
                 dropServer()
-                guard retryable, !inTransaction, Connection.noticedAtOnce(since: started) else { throw error }
+                lossNoticedAtOnce = Connection.noticedAtOnce(since: started)
+                guard retryable, !inTransaction, lossNoticedAtOnce else { throw error }
                 try run(sql)
             }
         }
@@ -353,6 +373,9 @@ package final class Connection {
     }
 
     private func statement(for sql: String) throws -> PreparedStatement {
+        // Nothing more is sent once the request's budget is spent: a statement sent to a frozen
+        // server would still run when it wakes, after the caller was told it failed.
+        if DatabaseBudget.isSpent { throw DatabaseBudget.spentError() }
         if let statement = statements[sql] { return statement }
         let statement = try PreparedStatement(connection: try connected(), sql: sql)
         statements[sql] = statement
@@ -360,6 +383,7 @@ package final class Connection {
     }
 
     private func connected() throws -> UnsafeMutablePointer<MYSQL> {
+        if DatabaseBudget.isSpent { throw DatabaseBudget.spentError() }
         if let handle { return handle }
         if inTransaction && transactionBegun {
             throw MariaDBError(.connectionLost, errno: 2006, message: "connection lost inside a transaction")
@@ -368,12 +392,14 @@ package final class Connection {
         return handle!
     }
 
-    /// Connects to the servers in turn, from `endpointIndex`, until one accepts.
+    /// Connects to the servers in turn, from `endpointIndex`, until one accepts or the thread's
+    /// budget is spent.
     /// - Throws: the last server's failure.
     private func connect() throws {
         let count = configuration.endpoints.count
         var failure: (any Error)?
         for offset in 0..<count {
+            if DatabaseBudget.isSpent { throw failure ?? DatabaseBudget.spentError() }
             let index = (endpointIndex + offset) % count
             do {
                 try connect(to: configuration.endpoints[index])
@@ -390,13 +416,23 @@ package final class Connection {
         guard let mysql = mysql_init(nil) else {
             fatalError("mysql_init failed: out of memory")
         }
+        // The library's timeouts are the ceiling of each wait (and all a thread without a budget
+        // has); `DatabaseBudget.waitForSocket` ends every wait when the thread's budget is spent.
+        // The connect timeout is also the whole-seconds limit of the one wait the hook does not
+        // see: a unix socket whose listen queue is full is retried in a loop (connect() answers
+        // EAGAIN) until that many seconds passed, so it is the budget left when that is shorter.
         var connectTimeout = UInt32(configuration.connectTimeout)
+        if let remaining = DatabaseBudget.remaining {
+            let (seconds, attoseconds) = remaining.components
+            connectTimeout = min(connectTimeout, UInt32(clamping: max(1, seconds + (attoseconds > 0 ? 1 : 0))))
+        }
         var ioTimeout = UInt32(configuration.readWriteTimeout)
         var reconnect: my_bool = 0
         mysql_options(mysql, MYSQL_OPT_CONNECT_TIMEOUT, &connectTimeout)
         mysql_options(mysql, MYSQL_OPT_READ_TIMEOUT, &ioTimeout)
         mysql_options(mysql, MYSQL_OPT_WRITE_TIMEOUT, &ioTimeout)
         mysql_options(mysql, MYSQL_OPT_RECONNECT, &reconnect)
+        mysql_options(mysql, MARIADB_OPT_IO_WAIT, unsafeBitCast(DatabaseBudget.waitForSocket, to: UnsafeRawPointer.self))
         _ = "utf8mb4".withCString { mysql_options(mysql, MYSQL_SET_CHARSET_NAME, $0) }
         _ = initCommand.withCString { mysql_options(mysql, MYSQL_INIT_COMMAND, $0) }
 

@@ -94,10 +94,16 @@ package struct AppConfig: Sendable {
         Key(name: "SIWA_DB_NAME", type: "string", defaultValue: nil, summary: "database (schema) name"),
         Key(name: "SIWA_DB_USER", type: "string", defaultValue: nil, summary: "database user"),
         Key(name: "SIWA_DB_PASSWORD_FILE", type: "path", defaultValue: "(none)", summary: "file holding the database password"),
-        Key(name: "SIWA_DB_CONNECT_TIMEOUT", type: "seconds 1...60", defaultValue: "2", summary: "connect timeout"),
+        Key(
+            name: "SIWA_DB_CONNECT_TIMEOUT", type: "seconds 1...60", defaultValue: "2",
+            summary: "connect timeout: the longest each wait of a connect takes (within a request, also at most the time left of "
+                + "SIWA_DB_TIMEOUT)"),
         Key(
             name: "SIWA_DB_TIMEOUT", type: "seconds 1...3600", defaultValue: "10",
-            summary: "read and write timeout on an open connection: a frozen database fails a request with 503 within it"),
+            summary:
+                "the time one request may wait for the database in all (statements, retries, reconnects): a frozen database fails "
+                + "a request with 503 within it; also each read and write timeout"
+        ),
         Key(
             name: "SIWA_LOG_LEVEL", type: "trace|debug|info|notice|warning|error|critical", defaultValue: "info",
             summary: "log level (logs go to standard error); info logs every request"),

@@ -98,7 +98,9 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let operations = Operations(core: core, database: config.database, logger: logger)
-        return Worker(router: router, operations: operations, metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes)
+        return Worker(
+            router: router, operations: operations, metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes,
+            databaseBudget: .seconds(config.database.readWriteTimeout))
     }
 
     /// Stops the sync committer threads and the session cache's poller, which close their
@@ -117,12 +119,15 @@ package final class Worker: RequestHandler {
     private let metrics: RequestMetrics
     /// `SIWA_MAX_BODY_BYTES`: the limit of the route that accepts the largest bodies.
     private let maximumBodyBytes: Int
+    /// `SIWA_DB_TIMEOUT`: the time each request may spend waiting for the database in all.
+    private let databaseBudget: Duration
 
-    init(router: Router, operations: Operations, metrics: RequestMetrics, maximumBodyBytes: Int) {
+    init(router: Router, operations: Operations, metrics: RequestMetrics, maximumBodyBytes: Int, databaseBudget: Duration) {
         self.router = router
         self.operations = operations
         self.metrics = metrics
         self.maximumBodyBytes = maximumBodyBytes
+        self.databaseBudget = databaseBudget
     }
 
     package func respond(to request: Request) -> Response {
@@ -142,7 +147,9 @@ package final class Worker: RequestHandler {
             guard request.body.count <= BodyLimits.forPath(request.path, maximumBytes: maximumBodyBytes).bytes else {
                 throw HTTPError.payloadTooLarge
             }
-            response = try match.handler(request, match.parameters, operations)
+            // One budget for all of the request's waits for the database (`DatabaseBudget`), so that
+            // a database that stops answering costs it SIWA_DB_TIMEOUT, not a timeout per wait.
+            response = try DatabaseBudget.run(databaseBudget) { try match.handler(request, match.parameters, operations) }
         } catch {
             let refusal = ErrorResponses.response(for: error, request: request, logger: operations.logger)
             response = WebSignIn.isBrowserPath(request.path) ? WebSignIn.page(showing: refusal) : refusal

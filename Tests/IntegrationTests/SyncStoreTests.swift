@@ -393,17 +393,17 @@ import Testing
         ]
         #expect(try Sessions.revoke(sessions[1], reason: "test", on: connection))
         _ = try sync(users[2], SyncChanges(cursor: nil, profile: nil, progress: [lesson(3)], achievements: []))
-        #expect(SyncCommitter.commit(mixed, on: connection) == [true, false, false, false])
+        #expect(SyncCommitter.commit(mixed, on: connection) == [.committed, .writeAlone, .writeAlone, .writeAlone])
         #expect(try [stored(0), stored(1), stored(2)] == [[2, 5], [1, 1], [2, 3]])
         // A batch whose writes all hold, with and without a session to check.
         let holding = try [write(0, session: sessions[0], score: 7), write(2, session: nil, score: 8)]
-        #expect(SyncCommitter.commit(holding, on: connection) == [true, true])
+        #expect(SyncCommitter.commit(holding, on: connection) == [.committed, .committed])
         #expect(try [stored(0), stored(1), stored(2)] == [[3, 7], [1, 1], [3, 8]])
         // A batch whose one write does not hold.
         let stale = try write(2, session: sessions[2], score: 9)
         _ = try sync(users[2], SyncChanges(cursor: nil, profile: nil, progress: [lesson(10)], achievements: []))
-        #expect(SyncCommitter.commit([stale], on: connection) == [false])
-        #expect(SyncCommitter.commit([try write(1, session: sessions[1], score: 9)], on: connection) == [false])
+        #expect(SyncCommitter.commit([stale], on: connection) == [.writeAlone])
+        #expect(SyncCommitter.commit([try write(1, session: sessions[1], score: 9)], on: connection) == [.writeAlone])
         #expect(try [stored(0), stored(1), stored(2)] == [[3, 7], [1, 1], [4, 10]])
     }
 

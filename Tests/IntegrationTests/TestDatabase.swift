@@ -32,8 +32,10 @@ final class TestDatabase {
             allowsMultipleStatements: true)
     }
 
-    init() throws {
-        let server = try Self.serverConfiguration()
+    /// - Parameter server: the server to make the schema on; nil for the test server.
+    init(server: Configuration? = nil) throws {
+        initializeMariaDBLibrary()
+        let server = try server ?? Self.serverConfiguration()
         admin = Connection(configuration: server)
         name = "siwa_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         do {
@@ -49,8 +51,9 @@ final class TestDatabase {
     }
 
     /// A new test schema with the project's own migrations (`sql/`) applied.
-    static func migrated() throws -> TestDatabase {
-        let database = try TestDatabase()
+    /// - Parameter server: the server to make it on; nil for the test server.
+    static func migrated(server: Configuration? = nil) throws -> TestDatabase {
+        let database = try TestDatabase(server: server)
         let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../sql").standardized.path
         do {
             let migrating = try database.connect(multipleStatements: true)

@@ -36,11 +36,15 @@ final class HandlerHarness {
     static let webKeyID = "test-web-key"
     private let directory: String
 
+    /// - Parameters:
+    ///   - environment: settings over the harness's own; `SIWA_DB_TIMEOUT` and
+    ///     `SIWA_DB_CONNECT_TIMEOUT` among them apply to the test database.
+    ///   - server: the MariaDB server of the test schema; nil for the test server.
     init(
         bundleIDs: [String] = [bundleID], servicesID: String? = servicesID, time: Double = 1_700_000_000,
-        environment extra: [String: String] = [:], metrics: PrometheusExporter? = nil
+        environment extra: [String: String] = [:], metrics: PrometheusExporter? = nil, server: Configuration? = nil
     ) throws {
-        database = try TestDatabase.migrated()
+        database = try TestDatabase.migrated(server: server)
         connection = try database.connect()
         clock = ManualClock(time)
         directory = NSTemporaryDirectory() + "siwa-handlers-" + UUID().uuidString
@@ -63,7 +67,10 @@ final class HandlerHarness {
         environment["SIWA_APPLE_SERVICES_ID"] = servicesID
         environment.merge(extra) { $1 }
         var config = try AppConfig(environment: environment, clock: clock)
+        let configured = config.database
         config.database = database.configuration
+        if extra["SIWA_DB_TIMEOUT"] != nil { config.database.readWriteTimeout = configured.readWriteTimeout }
+        if extra["SIWA_DB_CONNECT_TIMEOUT"] != nil { config.database.connectTimeout = configured.connectTimeout }
         webKey = try RSAPrivateKey()
         var keys = try AppleKeySet.parse(AppleFixtures.keySet())
         keys.append(AppleKey(keyID: HandlerHarness.webKeyID, algorithm: "RS256", publicKey: webKey.publicKey))
@@ -139,14 +146,16 @@ final class HandlerHarness {
 
     // MARK: - Requests
 
+    /// Sends a request through the harness's worker, or through `worker` (one of another thread).
     func send(
-        _ method: String, _ path: String, query: String = "", json: String? = nil, form: String? = nil, headers: [(String, String)] = []
+        _ method: String, _ path: String, query: String = "", json: String? = nil, form: String? = nil, headers: [(String, String)] = [],
+        via worker: Worker? = nil
     ) -> Response {
         var fields = HTTPHeaders(headers)
         if json != nil { fields.add("content-type", "application/json") }
         if form != nil { fields.add("content-type", "application/x-www-form-urlencoded") }
         let body = Array((json ?? form ?? "").utf8)
-        return worker.respond(to: Request(method: method, path: path, query: query, headers: fields, body: body))
+        return (worker ?? self.worker).respond(to: Request(method: method, path: path, query: query, headers: fields, body: body))
     }
 
     func bearer(_ token: String) -> [(String, String)] { [("authorization", "Bearer " + token)] }
