@@ -26,6 +26,17 @@ final class PrivateMariaDB {
     /// Not a throwing call: the load's threads wait for the freeze, and must be let go.
     func freeze() {
         #expect(kill(pid, SIGSTOP) == 0, "SIGSTOP to \(pid): errno \(errno)")
+        // The signal takes effect when the process is next scheduled: until its state reads
+        // stopped ("T"), a statement sent now could still be answered.
+        while PrivateMariaDB.state(of: pid) != "T" { sched_yield() }
+    }
+
+    /// The state letter of process `pid` in /proc (R, S, T, ...), or nil when it is gone.
+    private static func state(of pid: pid_t) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[stat.index(after: end)...].first { $0 != " " }
     }
 
     /// Lets the frozen server run again (SIGCONT).
