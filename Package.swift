@@ -90,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry",
+                "Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry", "SyncRules",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),

@@ -15,6 +15,7 @@ struct Siwa: ParsableCommand {
             VerifyToken.self,
             ClientSecret.self,
             BenchVerify.self,
+            BenchSyncCache.self,
         ]
     )
 }

@@ -298,7 +298,7 @@ import Testing
         }
         let l1 = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
         let first = try cached(SyncChanges(cursor: nil, profile: nil, progress: [l1], achievements: []))
-        #expect(cache.count == (users: 1, items: 2) && first.cursor == 1)
+        #expect(cache.count.users == 1 && cache.count.items == 2 && first.cursor == 1)
         // Another server process (no cache) writes l2.
         let l2 = LessonProgress(beliefSystemID: "bs", lessonID: "l2", status: .completed, score: 9, earnedXP: 2, completedAt: 5)
         _ = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [l2], achievements: []))
@@ -407,9 +407,11 @@ import Testing
         #expect(try [stored(0), stored(1), stored(2)] == [[3, 7], [1, 1], [4, 10]])
     }
 
-    @Test("The state cache stays within its item budget and skips users over the per-user limit")
+    @Test("The state cache stays within its memory budget and skips users over the per-user limit")
     func cacheBounds() throws {
-        let cache = SyncCache(capacity: 10, maximumPerUser: 6, shards: 1)
+        // Room for two users of 5 and 3 lessons with short ids, by the cache's own measure.
+        let capacity = 2 * SyncCache.userBytes + 8 * SyncCache.lessonBytes
+        let cache = SyncCache(capacity: capacity, maximumPerUser: 6, shards: 1)
         func syncCached(lessons: Int) throws {
             let progress = (0..<lessons).map {
                 LessonProgress(beliefSystemID: "bs", lessonID: "l\($0)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil)
@@ -420,11 +422,11 @@ import Testing
         }
         try syncCached(lessons: 5)
         try syncCached(lessons: 3)
-        #expect(cache.count == (users: 2, items: 10))
+        #expect(cache.count.users == 2 && cache.count.items == 10 && cache.count.bytes == capacity)
         try syncCached(lessons: 2)
-        #expect(cache.count.items <= 10 && cache.count.users >= 1, "older entries made room")
+        #expect(cache.count.bytes <= capacity && cache.count.users >= 1, "older entries made room")
         let before = cache.count
         try syncCached(lessons: 7)
-        #expect(cache.count == before, "a user over the per-user limit is not kept")
+        #expect(cache.count.users == before.users && cache.count.bytes == before.bytes, "a user over the per-user limit is not kept")
     }
 }
