@@ -89,7 +89,8 @@ package enum WebSignIn {
     }
 
     /// Whether `path` is one a browser lands on in the web flow: its errors are pages, not JSON.
-    static func isBrowserPath(_ path: String) -> Bool { path.hasPrefix("/auth/web/") || path == "/auth/callback" }
+    /// `/auth/web/settings` is not one: the account page fetches it as JSON.
+    static func isBrowserPath(_ path: String) -> Bool { ["/auth/web/start", "/auth/web/complete", "/auth/callback"].contains(path) }
 
     /// An error answer (JSON) as the page a browser is shown, with the same status and its
     /// `Retry-After` or `Allow`.

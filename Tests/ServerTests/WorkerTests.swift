@@ -71,6 +71,16 @@ private struct InternalFailure: Error, CustomStringConvertible {
         }
     }
 
+    @Test("The web sign-in's browser routes answer errors as pages; /auth/web/settings, which the page fetches, as JSON")
+    func pagesOrJSON() throws {
+        let worker = try Self.application().makeWorker(index: 0)
+        defer { worker.close() }
+        let settings = worker.respond(to: Request(method: "POST", path: "/auth/web/settings"))
+        #expect(settings.status == 405 && settings.contentType == "application/json")
+        let start = worker.respond(to: Request(method: "POST", path: "/auth/web/start"))
+        #expect(start.status == 405 && start.contentType.hasPrefix("text/html"))
+    }
+
     @Test("A body over its route's limit is refused with 413 before the handler: 32 KiB on /auth/, SIWA_MAX_BODY_BYTES on /sync")
     func bodyLimitPerRoute() throws {
         let worker = try Self.application().makeWorker(index: 0)
