@@ -13,29 +13,15 @@ import Testing
     @Test("Beyond the limit of calls in flight, a call is refused at once with apple_unavailable")
     func limit() throws {
         let gate = AppleCallGate(limit: 2, clock: ManualClock(1_000))
-        let release = DispatchSemaphore(value: 0)
-        let entered = DispatchSemaphore(value: 0)
         let group = DispatchGroup()
-        for _ in 0..<2 {
-            DispatchQueue.global().async(group: group) {
-                _ = try? gate.pass(
-                    { () -> Int in
-                        entered.signal()
-                        release.wait()
-                        return 1
-                    }, unreachable: { _ in false })
-            }
-        }
-        entered.wait()
-        entered.wait()
+        let releases = [holdSlot(gate, group, failing: false), holdSlot(gate, group, failing: false)]
         #expect(gate.inFlight == 2)
         var called = false
         #expect(throws: IdentityError(.appleUnavailable)) {
             try gate.pass({ called = true }, unreachable: { _ in false })
         }
         #expect(!called, "a refused call never reaches Apple")
-        release.signal()
-        release.signal()
+        for release in releases { release.signal() }
         group.wait()
         #expect(try gate.pass({ 7 }, unreachable: { _ in false }) == 7, "free again once the calls ended")
     }
@@ -43,18 +29,8 @@ import Testing
     @Test("Beyond the limit, a few calls wait for a slot and go through when one frees; one more than may wait is refused at once")
     func burstWaits() throws {
         let gate = AppleCallGate(limit: 1, waiting: 1, wait: 30, clock: ManualClock(1_000))
-        let release = DispatchSemaphore(value: 0)
-        let entered = DispatchSemaphore(value: 0)
         let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) {
-            _ = try? gate.pass(
-                { () -> Int in
-                    entered.signal()
-                    release.wait()
-                    return 1
-                }, unreachable: { _ in false })
-        }
-        entered.wait()
+        let release = holdSlot(gate, group, failing: false)
         let waited = Mutex<Int?>(nil)
         DispatchQueue.global().async(group: group) {
             let value = try? gate.pass({ 2 }, unreachable: { _ in false })
@@ -70,9 +46,9 @@ import Testing
         #expect(gate.inFlight == 0 && gate.waiting == 0)
     }
 
-    /// Holds the gate's one slot with a call until the returned semaphore is signalled; the call
-    /// then throws `Unreachable`.
-    func holdSlot(_ gate: AppleCallGate, _ group: DispatchGroup) -> DispatchSemaphore {
+    /// Takes a slot of `gate` with a call that lasts until the returned semaphore is signalled;
+    /// the call then returns, or throws `Unreachable` when `failing`.
+    func holdSlot(_ gate: AppleCallGate, _ group: DispatchGroup, failing: Bool = true) -> DispatchSemaphore {
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         DispatchQueue.global().async(group: group) {
@@ -80,7 +56,8 @@ import Testing
                 { () -> Int in
                     entered.signal()
                     release.wait()
-                    throw Unreachable()
+                    if failing { throw Unreachable() }
+                    return 1
                 }, unreachable: { $0 is Unreachable })
         }
         entered.wait()
