@@ -136,9 +136,12 @@ extension Emulator {
         var hideEmail: Bool?
         var realUserStatus: Int?
         var transferSub: String?
+        /// Leaves `c_hash` out, as some of Apple's native tokens have none: then only the code's
+        /// exchange tells whose code it is.
+        var withoutCodeHash: Bool?
     }
 
-    /// `POST /admin/sign-in` {userId, clientId, nonce?, scopes?, hideEmail?, realUserStatus?,
+    /// `POST /admin/sign-in` {userId, clientId, nonce?, scopes?, hideEmail?, realUserStatus?, withoutCodeHash?,
     /// transferSub?}: what the native SDK hands the app. The raw nonce is hashed into the claim
     /// (SHA-256, lowercase hex) as an app does before passing it to Apple.
     private func nativeSignIn(_ request: Request) throws -> Response {
@@ -157,7 +160,8 @@ extension Emulator {
             redirectURI: nil, nonce: hashedNonce, now: now)
         let claims = try identityClaims(
             user: grant.user, clientID: body.clientId, now: now, lifetime: Self.nativeIdentityTokenLifetime, nonce: hashedNonce,
-            authTime: now, codeHash: AppleFormats.halfHash(grant.code), realUserStatus: body.realUserStatus,
+            authTime: now, codeHash: body.withoutCodeHash == true ? nil : AppleFormats.halfHash(grant.code),
+            realUserStatus: body.realUserStatus,
             transferSub: body.transferSub)
         return adminJSON(
             200,

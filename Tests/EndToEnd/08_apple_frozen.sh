@@ -47,3 +47,37 @@ for attempt in $(seq 20); do
 done
 expect_status 200 "a sign-in with a code after Apple was thawed"
 pass "Apple thawed: a sign-in with a code goes through again (attempt $attempt)"
+
+# Apple answering 500 to a sign-in with a code: 503, and the nonce is not spent, so the app's retry
+# of the same request signs in once Apple answers again; a replay after that is nonce_reused.
+apple_sign_in "$FROZEN" com.example.siwa nonce-outage
+outage="{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-outage\"}"
+apple POST /admin/behaviour -H "$ADMIN" -d '{"failureRate":1}'
+[ "$APPLE_STATUS" = 200 ] || fail "the emulator's behaviour: $APPLE_STATUS $APPLE_BODY"
+sign_in "$outage"
+[ "$STATUS" = 503 ] && grep -q '"error":"apple_unavailable"' <<<"$BODY" || fail "a sign-in while Apple answers 500: $STATUS $BODY"
+apple POST /admin/behaviour -H "$ADMIN" -d '{}'
+sign_in "$outage"
+expect_status 200 "the same sign-in once Apple answers again"
+sign_in "$outage"
+[ "$STATUS" = 401 ] && grep -q '"error":"nonce_reused"' <<<"$BODY" || fail "a replay after the retry signed in: $STATUS $BODY"
+pass "Apple answering 500: 503; the same request after Apple recovered signs in; a replay of it is nonce_reused"
+
+# A code of another person's sign-in: refused (code_mismatch), and the refresh token siwa got for it
+# is revoked at Apple by the next jobs pass, since no account here holds that person.
+new_apple_user "mismatch.other@example.com" Other Person
+OTHER=$APPLE_USER
+apple_sign_in "$OTHER" com.example.siwa nonce-mismatch-other
+other_code=$CODE
+# A token without c_hash (some of Apple's native ones): only the exchange tells whose code it is.
+apple_sign_in "$FROZEN" com.example.siwa nonce-mismatch '"withoutCodeHash":true'
+queued() { sql "SELECT COUNT(*) FROM apple_revocations WHERE done_at IS NULL"; }
+queued_before=$(queued)
+sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$other_code\",\"nonce\":\"nonce-mismatch\"}"
+[ "$STATUS" = 401 ] && grep -q '"error":"code_mismatch"' <<<"$BODY" || fail "a code of another sign-in: $STATUS $BODY"
+live_tokens() { apple GET "/admin/users/$OTHER" -H "$ADMIN"; json clients.0.refreshTokens <<<"$APPLE_BODY"; }
+[ "$(live_tokens)" = 1 ] || fail "the exchange of the other person's code left no token at Apple: $APPLE_BODY"
+[ "$(queued)" = $((queued_before + 1)) ] || fail "no revocation queued ($queued_before before, $(queued) after)"
+out=$(siwa jobs --once)
+[ "$(live_tokens)" = 0 ] || fail "the orphaned token is still live at Apple after siwa jobs ($out): $APPLE_BODY"
+pass "a code of another sign-in: 401 code_mismatch, and the token its exchange got is revoked at Apple by siwa jobs"
