@@ -49,8 +49,11 @@ package enum WebhookDeliveries {
     /// Claims the oldest due delivery to one of `endpoints` that no earlier pending delivery of the
     /// same user to the same endpoint holds back. Its next attempt is pushed `lease` seconds away
     /// first, so that a sender that stops half way retries later, and two senders never claim it
-    /// both.
-    package static func claimNext(endpoints: [String], lease: Int, on connection: Connection) throws -> DueDelivery? {
+    /// both. A claimed delivery stays pending until its outcome is recorded, so the user's next one
+    /// is not claimed before then, however many senders claim at once.
+    /// - Parameter spread: senders claiming at once pass 0, 1, 2...: each reads `4 + spread`
+    ///   candidates and tries them from its own place, so that they seldom race for the same row.
+    package static func claimNext(endpoints: [String], lease: Int, spread: Int = 0, on connection: Connection) throws -> DueDelivery? {
         guard !endpoints.isEmpty else { return nil }
         let placeholders = Array(repeating: "?", count: endpoints.count).joined(separator: ", ")
         let candidates = try connection.query(
@@ -61,9 +64,10 @@ package enum WebhookDeliveries {
                 AND NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries p
                     WHERE p.endpoint = d.endpoint AND p.user_id = d.user_id AND p.state = 'pending' AND p.event_id < d.event_id)
-            ORDER BY d.event_id LIMIT 4
-            """, binds: endpoints)
-        for row in candidates {
+            ORDER BY d.event_id LIMIT ?
+            """, binds: endpoints.map { $0 as any DatabaseValueConvertible } + [4 + spread])
+        let start = candidates.isEmpty ? 0 : spread % candidates.count
+        for row in candidates[start...] + candidates[..<start] {
             var due = DueDelivery(
                 eventRow: try row.decode(at: 0), eventID: try row.decode(at: 1), type: try row.decode(at: 2),
                 userID: try row.decode(at: 3), endpoint: try row.decode(at: 4), body: try row.decode(at: 5), attempt: try row.decode(at: 6))

@@ -8,7 +8,9 @@ package import MariaDB
 /// sign-ins and month-old notification records and webhook events. Each pass is bounded: each kind
 /// of call to Apple handles at most `batch` rows within its own half of the pass's time, and stops
 /// for the pass once Apple could not be reached, so a hanging Apple holds neither the pass nor the
-/// other kind; the webhooks then get at most `batch` deliveries in another half.
+/// other kind. The webhooks are delivered by a running `siwa jobs`'s `WebhookDeliveryLoop`, as soon
+/// as they are due; a pass of `siwa jobs --once` (and of the tests) delivers everything due within
+/// another half of its time, with the same lanes and threads.
 package struct BackgroundJobs {
     /// What one pass did.
     package struct Summary: Sendable, Equatable, CustomStringConvertible {
@@ -45,14 +47,18 @@ package struct BackgroundJobs {
     /// Seconds one pass may spend calling Apple, half for each kind.
     let passTime: Double
     let clock: any WallClock
-    /// The webhook deliveries; nil when no endpoint is configured.
+    /// The webhook deliveries of each pass; nil when no endpoint is configured, or when a
+    /// `WebhookDeliveryLoop` delivers them instead.
     let webhooks: WebhookSender?
     /// Where events of the jobs' own changes are recorded.
     let outbox: WebhookOutbox
 
+    /// - Parameter deliversWebhooks: false when a `WebhookDeliveryLoop` delivers the webhooks: the
+    ///   passes then only record the events of the jobs' own changes.
     package init(
         apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, webhooks: WebhookSettings? = nil,
-        auditRetentionDays: Int? = nil, batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock()
+        auditRetentionDays: Int? = nil, batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock(),
+        deliversWebhooks: Bool = true
     ) {
         self.auditRetentionDays = auditRetentionDays
         self.apple = apple
@@ -63,7 +69,9 @@ package struct BackgroundJobs {
         self.batch = batch
         self.passTime = passTime
         self.clock = clock
-        self.webhooks = webhooks.map { WebhookSender(settings: $0, database: database, logger: logger, clock: clock) }
+        self.webhooks =
+            deliversWebhooks
+            ? webhooks.map { WebhookSender(settings: $0, database: database.configuration, logger: logger, clock: clock) } : nil
         self.outbox = webhooks?.outbox ?? WebhookOutbox()
     }
 
@@ -72,7 +80,7 @@ package struct BackgroundJobs {
         var summary = Summary()
         try sendRevocations(&summary, until: clock.now() + passTime / 2)
         try validateAppleTokens(&summary, until: clock.now() + passTime / 2)
-        if let webhooks { summary.webhooks = try webhooks.deliver(batch: batch, until: clock.now() + passTime / 2) }
+        if let webhooks { summary.webhooks = try webhooks.deliver(until: clock.now() + passTime / 2) }
         summary.guestsPurged = try purgeUnusedGuests()
         summary.purged =
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database) + LinkTokens.purgeExpired(on: database)

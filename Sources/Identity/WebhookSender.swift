@@ -4,25 +4,43 @@ import HTTPClient
 import JOSE
 package import Logging
 package import MariaDB
+import Synchronization
 
 /// Delivers the webhook outbox for `siwa jobs`: each due delivery is POSTed with its signature,
 /// marked delivered on a 2xx answer, retried later otherwise; every attempt is logged.
-package struct WebhookSender {
+///
+/// Each endpoint is a lane of its own, so a slow or unreachable endpoint holds up no other. A lane
+/// sends one delivery at a time until a second one is due right after the first (a backlog); then
+/// `concurrency - 1` helper threads join it, each with its own database connection and HTTP client,
+/// until nothing is due. Order per user needs no coordination between them: a claimed delivery stays
+/// pending until its outcome is recorded, and `WebhookDeliveries.claimNext` never claims a delivery
+/// while an earlier one of the same user to the same endpoint is pending.
+package struct WebhookSender: Sendable {
     /// The name of the signature header.
     package static let signatureHeader = "Siwa-Signature"
+    /// Deliveries in flight to one endpoint at once, at most: enough to hide the database's and the
+    /// endpoint's round trips, few enough not to flood the app's backend after an outage.
+    package static let defaultConcurrency = 4
 
     let settings: WebhookSettings
-    let database: Connection
+    /// Where each sending thread opens its own connection.
+    let database: Configuration
     let logger: Logger
     let clock: any WallClock
-    let client: HTTPClient
+    let concurrency: Int
 
-    package init(settings: WebhookSettings, database: Connection, logger: Logger, clock: any WallClock = SystemClock()) {
+    /// - Parameters:
+    ///   - database: where each sending thread opens its own connection (closed when it finishes).
+    ///   - concurrency: deliveries in flight to one endpoint at once, at most.
+    package init(
+        settings: WebhookSettings, database: Configuration, logger: Logger, clock: any WallClock = SystemClock(),
+        concurrency: Int = WebhookSender.defaultConcurrency
+    ) {
         self.settings = settings
         self.database = database
         self.logger = logger
         self.clock = clock
-        self.client = HTTPClient(configuration: settings.http)
+        self.concurrency = max(1, concurrency)
     }
 
     /// The signature header's value for `body` sent at `time` (Unix seconds):
@@ -41,59 +59,200 @@ package struct WebhookSender {
         package var givenUp = 0
 
         package init() {}
+
+        /// Adds what another lane or thread did.
+        mutating func add(_ other: Outcome) {
+            delivered += other.delivered
+            failed += other.failed
+            givenUp += other.givenUp
+        }
     }
 
-    /// Sends up to `batch` due deliveries, one at a time, until `deadline`. An endpoint that cannot
-    /// be reached gets no further attempt in this round.
-    package func deliver(batch: Int, until deadline: Double) throws -> Outcome {
-        var outcome = Outcome()
-        var endpoints = settings.endpoints
-        let lease = Int(settings.http.timeout) + 60
-        for _ in 0..<batch {
-            guard clock.now() < deadline,
-                let due = try WebhookDeliveries.claimNext(endpoints: endpoints, lease: lease, on: database)
-            else { break }
-            let body = Array(due.body.utf8)
-            let request = HTTPRequest(
-                method: "POST", url: due.endpoint,
-                headers: [
-                    ("Content-Type", "application/json"), ("User-Agent", "siwa-webhooks"), ("Siwa-Event-Id", due.eventID),
-                    ("Siwa-Event-Type", due.type),
-                    (Self.signatureHeader, Self.signature(body: body, time: Int64(clock.now()), secrets: settings.secrets)),
-                ], body: body)
-            let started = DispatchTime.now().uptimeNanoseconds
-            var status: Int?
-            var failure: String?
-            do {
-                let response = try client.send(request)
-                status = response.status
-                if !(200..<300).contains(response.status) { failure = "HTTP \(response.status)" }
-            } catch {
-                failure = "\(error)"
-                endpoints.removeAll { $0 == due.endpoint }
-            }
-            let milliseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
-            if let failure {
-                let givenUp = try WebhookDeliveries.markFailed(
-                    due, status: status, error: failure, milliseconds: milliseconds, retryHours: settings.retryHours, on: database)
-                outcome.failed += 1
-                if givenUp {
-                    outcome.givenUp += 1
-                    logger.error(
-                        "webhook delivery given up after the retry window; `siwa webhooks redeliver` sends it again",
-                        metadata: ["event": "\(due.eventID)", "endpoint": "\(due.endpoint)", "error": "\(failure)"])
-                } else {
-                    logger.warning(
-                        "webhook delivery failed; will retry",
-                        metadata: [
-                            "event": "\(due.eventID)", "endpoint": "\(due.endpoint)", "attempt": "\(due.attempt)", "error": "\(failure)",
-                        ])
-                }
-            } else {
-                try WebhookDeliveries.markDelivered(due, status: status ?? 200, milliseconds: milliseconds, on: database)
-                outcome.delivered += 1
+    /// Why a lane's round ended.
+    package enum RoundEnd: Sendable, Equatable {
+        /// Nothing more is due (every thread found nothing to claim).
+        case idle
+        /// The endpoint could not be reached: its other deliveries wait for a later round.
+        case unreachable
+        /// The deadline passed, or the sender was stopped.
+        case interrupted
+    }
+
+    /// Sends what is due to every endpoint, each in its own lane, until nothing is due or
+    /// `deadline` passes; an endpoint that cannot be reached gets no further attempt in this round.
+    /// Returns once every thread it started has finished and closed its connection.
+    /// - Throws: the first database error of any lane, after all have finished.
+    package func deliver(until deadline: Double) throws -> Outcome {
+        let lanes = settings.endpoints.map { LaneRound(endpoint: $0) }
+        let finished = DispatchGroup()
+        for lane in lanes.dropFirst() {
+            finished.enter()
+            Thread.detachNewThread { [self] in
+                defer { finished.leave() }
+                let sender = Sender(configuration: database, http: settings.http)
+                defer { sender.close() }
+                run(lane, with: sender, until: deadline, stopped: { false })
             }
         }
+        // The first lane on this thread, so one endpoint costs no thread.
+        if let first = lanes.first {
+            let sender = Sender(configuration: database, http: settings.http)
+            defer { sender.close() }
+            run(first, with: sender, until: deadline, stopped: { false })
+        }
+        finished.wait()
+        var outcome = Outcome()
+        for lane in lanes {
+            let (laneOutcome, _, error) = lane.result
+            if let error { throw error }
+            outcome.add(laneOutcome)
+        }
         return outcome
+    }
+
+    /// One round of one lane: `sender` (this thread's) claims and sends until nothing is due, the
+    /// endpoint cannot be reached, `deadline` passes or `stopped()`; once a backlog shows, helper
+    /// threads join it. Returns when they have all finished.
+    func run(_ lane: LaneRound, with sender: Sender, until deadline: Double, stopped: @escaping @Sendable () -> Bool) {
+        let helpers = DispatchGroup()
+        var claimed = 0
+        work(lane, with: sender, spread: 0, until: deadline, stopped: stopped) {
+            claimed += 1
+            // A second delivery due right after the first: a backlog, worth the helpers' connections.
+            guard claimed == 2 else { return }
+            for spread in 1..<concurrency {
+                helpers.enter()
+                Thread.detachNewThread { [self] in
+                    defer { helpers.leave() }
+                    let helper = Sender(configuration: database, http: settings.http)
+                    defer { helper.close() }
+                    work(lane, with: helper, spread: spread, until: deadline, stopped: stopped) {}
+                }
+            }
+        }
+        helpers.wait()
+        lane.end(.idle)
+    }
+
+    /// Claims and sends deliveries to the lane's endpoint until this thread finds nothing to claim,
+    /// or the round ends for all its threads; `claimed` is called after each claim. Finding nothing
+    /// ends only this thread: another may have won the rows it read, or hold a user's earlier
+    /// delivery whose next one it will claim itself once the first is answered.
+    private func work(
+        _ lane: LaneRound, with sender: Sender, spread: Int, until deadline: Double, stopped: () -> Bool, claimed: () -> Void
+    ) {
+        let lease = Int(settings.http.timeout) + 60
+        while !lane.isOver {
+            guard clock.now() < deadline, !stopped() else { return lane.end(.interrupted) }
+            do {
+                guard
+                    let due = try WebhookDeliveries.claimNext(
+                        endpoints: [lane.endpoint], lease: lease, spread: spread, on: sender.connection)
+                else { return }
+                claimed()
+                let (outcome, reached) = try send(due, with: sender)
+                lane.add(outcome)
+                if !reached { return lane.end(.unreachable) }
+            } catch {
+                return lane.fail(error)
+            }
+        }
+    }
+
+    /// Sends one claimed delivery and records its outcome.
+    /// - Returns: what it did, and whether the endpoint answered at all.
+    private func send(_ due: DueDelivery, with sender: Sender) throws -> (Outcome, reached: Bool) {
+        var outcome = Outcome()
+        let body = Array(due.body.utf8)
+        let request = HTTPRequest(
+            method: "POST", url: due.endpoint,
+            headers: [
+                ("Content-Type", "application/json"), ("User-Agent", "siwa-webhooks"), ("Siwa-Event-Id", due.eventID),
+                ("Siwa-Event-Type", due.type),
+                (Self.signatureHeader, Self.signature(body: body, time: Int64(clock.now()), secrets: settings.secrets)),
+            ], body: body)
+        let started = DispatchTime.now().uptimeNanoseconds
+        var status: Int?
+        var failure: String?
+        var reached = true
+        do {
+            let response = try sender.client.send(request)
+            status = response.status
+            if !(200..<300).contains(response.status) { failure = "HTTP \(response.status)" }
+        } catch {
+            failure = "\(error)"
+            reached = false
+        }
+        let milliseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
+        guard let failure else {
+            try WebhookDeliveries.markDelivered(due, status: status ?? 200, milliseconds: milliseconds, on: sender.connection)
+            outcome.delivered += 1
+            return (outcome, reached)
+        }
+        let givenUp = try WebhookDeliveries.markFailed(
+            due, status: status, error: failure, milliseconds: milliseconds, retryHours: settings.retryHours, on: sender.connection)
+        outcome.failed += 1
+        if givenUp {
+            outcome.givenUp += 1
+            logger.error(
+                "webhook delivery given up after the retry window; `siwa webhooks redeliver` sends it again",
+                metadata: ["event": "\(due.eventID)", "endpoint": "\(due.endpoint)", "error": "\(failure)"])
+        } else {
+            logger.warning(
+                "webhook delivery failed; will retry",
+                metadata: [
+                    "event": "\(due.eventID)", "endpoint": "\(due.endpoint)", "attempt": "\(due.attempt)", "error": "\(failure)",
+                ])
+        }
+        return (outcome, reached)
+    }
+
+    /// A sending thread's own database connection and HTTP client: made, used and closed on that
+    /// thread.
+    final class Sender {
+        let connection: Connection
+        let client: HTTPClient
+
+        init(configuration: Configuration, http: HTTPClientConfiguration) {
+            connection = Connection(configuration: configuration)
+            client = HTTPClient(configuration: http)
+        }
+
+        /// Closes the connection (a `Connection` must be closed before it goes).
+        func close() { connection.close() }
+    }
+
+    /// What the threads of one lane's round share: the sum of their outcomes, and how the round
+    /// ended (the first thread to see an end ends it for all).
+    final class LaneRound: Sendable {
+        let endpoint: String
+        private let state = Mutex<(outcome: Outcome, end: RoundEnd?, error: (any Error)?)>((Outcome(), nil, nil))
+
+        init(endpoint: String) { self.endpoint = endpoint }
+
+        /// Whether a thread ended the round.
+        var isOver: Bool { state.withLock { $0.end != nil } }
+
+        /// The round's outcome, how it ended (nil while it runs), and the first database error.
+        var result: (Outcome, RoundEnd?, (any Error)?) { state.withLock { ($0.outcome, $0.end, $0.error) } }
+
+        func add(_ outcome: Outcome) { state.withLock { $0.outcome.add(outcome) } }
+
+        /// Ends the round, unless another thread did first; `unreachable` wins over the rest, so
+        /// the lane waits before trying the endpoint again, and `idle` comes last, once every
+        /// thread has finished.
+        func end(_ end: RoundEnd) {
+            state.withLock { state in
+                if state.end == nil || end == .unreachable { state.end = end }
+            }
+        }
+
+        /// Ends the round with a database error (reported once every thread has finished).
+        func fail(_ error: any Error) {
+            state.withLock { state in
+                state.end = .interrupted
+                if state.error == nil { state.error = error }
+            }
+        }
     }
 }

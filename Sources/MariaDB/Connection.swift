@@ -25,7 +25,8 @@ package func initializeMariaDBLibrary() {
 /// or connect, and a transaction that fails is closed with its connection instead of rolled back
 /// (the server rolls it back). Docs/OPERATIONS.md, "A database that stops answering".
 package final class Connection {
-    private let configuration: Configuration
+    /// Where and how it connects: another thread opens its own connection with the same settings.
+    package let configuration: Configuration
     private var handle: UnsafeMutablePointer<MYSQL>?
     private var statements: [String: PreparedStatement] = [:]
     private var inTransaction = false

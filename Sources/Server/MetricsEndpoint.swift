@@ -11,6 +11,7 @@ package import Telemetry
 package struct MetricsEndpoint: Sendable {
     private let exporter: PrometheusExporter
     private let outboxDepth: MetricFamily<Gauge>
+    private let outboxDue: MetricFamily<Gauge>
     private let outboxOldestAge: MetricFamily<Gauge>
     private let appleKeysAge: Gauge
 
@@ -18,6 +19,7 @@ package struct MetricsEndpoint: Sendable {
         self.exporter = exporter
         let factory = exporter.factory
         outboxDepth = MetricFamily(gauge: MetricNames.outboxDepth, labels: ["outbox"], factory: factory)
+        outboxDue = MetricFamily(gauge: MetricNames.outboxDue, labels: ["outbox"], factory: factory)
         outboxOldestAge = MetricFamily(gauge: MetricNames.outboxOldestAge, labels: ["outbox"], factory: factory)
         appleKeysAge = Gauge(label: MetricNames.appleKeysAge, factory: factory)
     }
@@ -26,6 +28,7 @@ package struct MetricsEndpoint: Sendable {
         do {
             for backlog in try operations.outboxBacklogs() {
                 outboxDepth[backlog.outbox].record(backlog.depth)
+                outboxDue[backlog.outbox].record(backlog.due)
                 outboxOldestAge[backlog.outbox].record(backlog.oldestAge)
             }
         } catch {

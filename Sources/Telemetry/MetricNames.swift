@@ -28,6 +28,8 @@ package enum MetricNames {
 
     /// Rows waiting in an outbox, by `outbox` (`revocations`, `webhooks`).
     package static let outboxDepth = "siwa_outbox_depth"
+    /// Rows of an outbox whose attempt is due now (not waiting for a retry), by `outbox`.
+    package static let outboxDue = "siwa_outbox_due"
     /// Age in seconds of the oldest row of an outbox, 0 when it is empty.
     package static let outboxOldestAge = "siwa_outbox_oldest_age_seconds"
 

@@ -11,7 +11,9 @@ import Synchronization
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send queued revocations to Apple, re-validate Apple tokens daily, deliver webhooks, purge expired state.",
-        discussion: "Runs a pass every --interval seconds until SIGTERM or SIGINT; with --once, one pass and exit.")
+        discussion:
+            "Runs a pass every --interval seconds until SIGTERM or SIGINT, and delivers webhooks continuously in between (an "
+            + "unreachable endpoint is tried again after --interval); with --once, one pass and exit.")
 
     @Flag(help: "Run one pass and exit (status 0 even when Apple could not be reached; the work stays queued).")
     var once = false
@@ -35,14 +37,26 @@ struct Jobs: ParsableCommand {
         initializeHTTPClientLibrary()
         let database = Connection(configuration: config.database)
         defer { database.close() }
+        // Without --once the webhooks go out as soon as they are due, from threads of their own,
+        // rather than a pass's worth every --interval.
+        let deliveries =
+            once
+            ? nil
+            : config.webhooks.map {
+                WebhookDeliveryLoop(
+                    sender: WebhookSender(settings: $0, database: config.database, logger: logger), pauseAfterUnreachable: interval)
+            }
         let jobs = BackgroundJobs(
             apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger,
-            webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays)
+            webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil)
         // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
         let stop = Atomic<Bool>(false)
         if !once {
             try TerminationSignals.onTermination { _ in stop.store(true, ordering: .relaxed) }
         }
+        deliveries?.start()
+        // Joined before the connection above is closed: every lane closes its own.
+        defer { deliveries?.stop() }
         repeat {
             do {
                 let summary = try jobs.runOnce()

@@ -69,7 +69,7 @@ struct Webhooks: ParsableCommand {
     struct Redeliver: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Queue events for delivery again to every configured endpoint (or to one).",
-            discussion: "The next `siwa jobs` pass sends them, in order per user, with a new retry window.")
+            discussion: "A running `siwa jobs` sends them within a second, in order per user, with a new retry window.")
 
         @Argument(help: "Event ids (evt_…).")
         var events: [String] = []

@@ -69,6 +69,8 @@ import Testing
             (#"siwa_http_request_duration_seconds_count{route="/auth/refresh"}"#, 3),
             (#"siwa_outbox_depth{outbox="revocations"}"#, 1),
             (#"siwa_outbox_depth{outbox="webhooks"}"#, 0),
+            (#"siwa_outbox_due{outbox="revocations"}"#, 1),
+            (#"siwa_outbox_due{outbox="webhooks"}"#, 0),
             ("siwa_workers", Double(harness.application.config.workerThreads)),
         ]
         for (series, count) in expected {

@@ -1,0 +1,85 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The webhook deliveries of a running `siwa jobs`, apart from its passes: one thread per endpoint
+/// sends what is due as soon as it is due, so a backlog drains at the speed of the endpoint and the
+/// database, not a number per pass. An idle lane looks for due deliveries every `pollInterval`
+/// seconds (they are written by `siwa serve`, another process, so there is nothing to wake it); a
+/// lane whose endpoint could not be reached waits `pauseAfterUnreachable` before trying it again,
+/// as a pass used to.
+package final class WebhookDeliveryLoop: Sendable {
+    let sender: WebhookSender
+    let pollInterval: Double
+    let pauseAfterUnreachable: Double
+    let logger: Logger
+    /// Set by `stop()`; every lane checks it between deliveries.
+    private let stopped = Atomic<Bool>(false)
+    /// One per lane: `stop()` signals each so that a waiting lane wakes at once.
+    private let wakes: [DispatchSemaphore]
+    /// Left by each lane's thread when it has finished and closed its connections.
+    private let finished = DispatchGroup()
+    private let started = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - pollInterval: seconds an idle lane waits before it looks again.
+    ///   - pauseAfterUnreachable: seconds a lane waits after its endpoint could not be reached.
+    package init(sender: WebhookSender, pollInterval: Double = 1, pauseAfterUnreachable: Double = 30) {
+        self.sender = sender
+        self.pollInterval = pollInterval
+        self.pauseAfterUnreachable = pauseAfterUnreachable
+        self.logger = sender.logger
+        wakes = sender.settings.endpoints.map { _ in DispatchSemaphore(value: 0) }
+    }
+
+    /// Starts one thread per endpoint. Call it once, after the process blocked its termination
+    /// signals, so that the threads inherit the mask.
+    package func start() {
+        guard !started.exchange(true, ordering: .relaxed) else { return }
+        for (endpoint, wake) in zip(sender.settings.endpoints, wakes) {
+            finished.enter()
+            Thread.detachNewThread { [self] in
+                defer { finished.leave() }
+                runLane(endpoint, wake: wake)
+            }
+        }
+    }
+
+    /// Stops every lane after the deliveries in flight and waits until their threads have finished
+    /// and closed their connections.
+    package func stop() {
+        stopped.store(true, ordering: .relaxed)
+        for wake in wakes { wake.signal() }
+        finished.wait()
+    }
+
+    private func runLane(_ endpoint: String, wake: DispatchSemaphore) {
+        let connection = WebhookSender.Sender(configuration: sender.database, http: sender.settings.http)
+        defer { connection.close() }
+        let isStopped: @Sendable () -> Bool = { [self] in stopped.load(ordering: .relaxed) }
+        while !isStopped() {
+            let round = WebhookSender.LaneRound(endpoint: endpoint)
+            sender.run(round, with: connection, until: .infinity, stopped: isStopped)
+            let (outcome, end, error) = round.result
+            if outcome != WebhookSender.Outcome() {
+                logger.info(
+                    "webhook deliveries",
+                    metadata: [
+                        "endpoint": "\(endpoint)", "delivered": "\(outcome.delivered)", "failed": "\(outcome.failed)",
+                        "givenUp": "\(outcome.givenUp)",
+                    ])
+            }
+            var pause = pollInterval
+            if let error {
+                logger.warning("webhook deliveries failed; retrying", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            } else if end == .unreachable {
+                logger.warning(
+                    "webhook endpoint could not be reached: its deliveries wait", metadata: ["endpoint": "\(endpoint)"])
+                pause = pauseAfterUnreachable
+            } else if end != .idle {
+                continue
+            }
+            _ = wake.wait(timeout: .now() + pause)
+        }
+    }
+}
