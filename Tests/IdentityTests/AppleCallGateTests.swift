@@ -32,7 +32,7 @@ import Testing
         let group = DispatchGroup()
         let release = holdSlot(gate, group, failing: false)
         let waited = Mutex<Int?>(nil)
-        DispatchQueue.global().async(group: group) {
+        onThread(group) {
             let value = try? gate.pass({ 2 }, unreachable: { _ in false })
             waited.withLock { $0 = value }
         }
@@ -46,12 +46,23 @@ import Testing
         #expect(gate.inFlight == 0 && gate.waiting == 0)
     }
 
+    /// Runs `body` on a thread of its own, in `group`. Not on Dispatch's pool: the test's own
+    /// thread and a call held in the gate can take all of its threads, and `body` would then never
+    /// run while the test waits for it.
+    func onThread(_ group: DispatchGroup, _ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        Thread.detachNewThread {
+            body()
+            group.leave()
+        }
+    }
+
     /// Takes a slot of `gate` with a call that lasts until the returned semaphore is signalled;
     /// the call then returns, or throws `Unreachable` when `failing`.
     func holdSlot(_ gate: AppleCallGate, _ group: DispatchGroup, failing: Bool = true) -> DispatchSemaphore {
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async(group: group) {
+        onThread(group) {
             _ = try? gate.pass(
                 { () -> Int in
                     entered.signal()
@@ -77,7 +88,7 @@ import Testing
         let long = AppleCallGate(limit: 1, waiting: 2, wait: 60, cooldown: 60, clock: ManualClock(1_000))
         let releaseLong = holdSlot(long, group)
         let refusal = Mutex<String?>(nil)
-        DispatchQueue.global().async(group: group) {
+        onThread(group) {
             do { _ = try long.pass({ 2 }, unreachable: { _ in false }) } catch {
                 refusal.withLock { $0 = (error as? IdentityError)?.reason }
             }
