@@ -14,19 +14,22 @@ package struct BodyLimits: Sendable, Equatable {
     package let json: JSONLimits
 
     /// `/auth/*` and `/internal/*`: a sign-in is the largest, an identity token of up to 16,384
-    /// characters with a nonce, a code and a name.
+    /// characters with a nonce, a code and a name. The shape's limits leave room for the members
+    /// a client may add that the document does not name (they are ignored): bodies of any shape
+    /// stay linear to read, so these only cap a request's size.
     package static let auth = BodyLimits(
-        bytes: 32 * 1024, json: JSONLimits(depth: 4, members: 32, elements: 32, stringBytes: 16 * 1024, numberBytes: 32))
+        bytes: 32 * 1024, json: JSONLimits(depth: 16, members: 256, elements: 256, stringBytes: 16 * 1024, numberBytes: 1024))
 
     /// `POST /webhook/apple`: `{"payload": …}`, a JWS of up to 16,384 characters.
     package static let webhook = BodyLimits(
-        bytes: 64 * 1024, json: JSONLimits(depth: 4, members: 32, elements: 32, stringBytes: 16 * 1024, numberBytes: 32))
+        bytes: 64 * 1024, json: JSONLimits(depth: 16, members: 256, elements: 256, stringBytes: 16 * 1024, numberBytes: 1024))
 
     /// `POST /sync`: up to `SyncLimits.maximumItems` lessons and as many achievements; the byte
     /// limit is `SIWA_MAX_BODY_BYTES` (1 MiB by default).
     package static func sync(bytes: Int) -> BodyLimits {
         BodyLimits(
-            bytes: bytes, json: JSONLimits(depth: 8, members: 64, elements: SyncLimits.maximumItems, stringBytes: 1024, numberBytes: 32))
+            bytes: bytes,
+            json: JSONLimits(depth: 16, members: 256, elements: SyncLimits.maximumItems, stringBytes: 16 * 1024, numberBytes: 1024))
     }
 
     /// The limits of the route at `path`; `maximumBytes` is the configured limit of any body.
