@@ -28,8 +28,12 @@ public struct URLSessionTransport: HTTPTransport {
 extension URLError {
     /// A connection that broke before the answer arrived: a kept-alive connection the server closed
     /// (nginx closes idle ones on reload), or a reset. The request may or may not have been handled.
+    /// Apple's URLSession reports both as `networkConnectionLost`; the one of swift-corelibs-foundation
+    /// (libcurl) reports a close with no byte of an answer as `badServerResponse` ("Empty reply from
+    /// server"), which also covers an answer that was not HTTP: for the requests sent again, which
+    /// mean the same when repeated, that costs one more round trip at most.
     var isConnectionBroken: Bool {
-        code == .networkConnectionLost
+        code == .networkConnectionLost || code == .badServerResponse
     }
 }
 

@@ -103,20 +103,29 @@ public final class SIWAClient: Sendable {
     /// - Throws: `SIWAError.signedOut` when there is no session or it ended; `.network`;
     ///   `.untrustedHost` for any other destination, before anything is sent.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await send(request, replayable: nil)
+    }
+
+    /// `send(_:)`, with the request sent again after a broken connection when `replayable` (nil: when
+    /// its method is idempotent).
+    func send(_ request: URLRequest, replayable: Bool?) async throws -> (Data, HTTPURLResponse) {
         guard let url = request.url, let host = url.host?.lowercased(), tokenHosts.contains(host),
             url.scheme?.lowercased() == "https" || ["localhost", "127.0.0.1", "::1"].contains(host)
         else { throw SIWAError.untrustedHost(request.url?.absoluteString ?? "") }
         let token = try await session.accessToken()
-        let answer = try await api.send(authorized(request, token))
+        let answer = try await api.send(authorized(request, token), replayable: replayable)
         guard answer.1.statusCode == 401 else { return answer }
         let renewed = try await session.accessToken(replacing: token)
-        return try await api.send(authorized(request, renewed))
+        return try await api.send(authorized(request, renewed), replayable: replayable)
     }
 
-    /// Sends a request to the server's `path` and decodes its 2xx JSON answer.
-    func authorizedCall<T: Decodable>(_ method: String, _ path: String, json body: (any Encodable)? = nil) async throws -> T {
+    /// Sends a request to the server's `path` and decodes its 2xx JSON answer; `replayable` as in
+    /// `send(_:replayable:)`.
+    func authorizedCall<T: Decodable>(
+        _ method: String, _ path: String, json body: (any Encodable)? = nil, replayable: Bool? = nil
+    ) async throws -> T {
         let request = try api.request(method, path, json: body)
-        return try ServerAPI.decoded(try await send(request), of: request)
+        return try ServerAPI.decoded(try await send(request, replayable: replayable), of: request)
     }
 
     private func authorized(_ request: URLRequest, _ token: String) -> URLRequest {

@@ -22,24 +22,29 @@ struct ServerAPI: Sendable {
         return request
     }
 
-    /// Sends `request`, once more after a broken connection when it is idempotent.
+    /// Sends `request`, and once more when the connection broke before its answer and the request
+    /// is `replayable`: one whose second arrival means the same as the first, so that it does not
+    /// matter whether the server handled the first. By default, a request of an idempotent method.
+    ///
+    /// The connection breaking under a request is routine, not an outage: nginx closes its kept-alive
+    /// connections on every reload, and a request sent on one as it closes gets no answer.
     /// - Throws: `SIWAError.network` when no answer arrived.
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func send(_ request: URLRequest, replayable: Bool? = nil) async throws -> (Data, HTTPURLResponse) {
         var retried = false
         while true {
             do {
                 return try await transport.send(request)
             } catch let error as URLError {
-                guard !retried, error.isConnectionBroken, request.isIdempotent else { throw SIWAError.network(error) }
+                guard !retried, error.isConnectionBroken, replayable ?? request.isIdempotent else { throw SIWAError.network(error) }
                 retried = true
             }
         }
     }
 
-    /// Sends `request` and decodes a 2xx answer as `T`.
+    /// Sends `request` (replayed as `send` says) and decodes a 2xx answer as `T`.
     /// - Throws: `SIWAError.server` for an error answer.
-    func call<T: Decodable>(_ request: URLRequest, as type: T.Type = T.self) async throws -> T {
-        try Self.decoded(try await send(request), of: request)
+    func call<T: Decodable>(_ request: URLRequest, as type: T.Type = T.self, replayable: Bool? = nil) async throws -> T {
+        try Self.decoded(try await send(request, replayable: replayable), of: request)
     }
 
     /// The value of a 2xx answer to `request`.

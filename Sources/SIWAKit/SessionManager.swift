@@ -86,8 +86,10 @@ public actor SessionManager {
         struct Body: Encodable { var refreshToken: String }
         let grant: Grant
         do {
+            // Sent again at once after a broken connection: if the server rotated the token and
+            // its answer was lost, it answers the same refresh token again within its reuse interval.
             let request = try api.request("POST", "auth/refresh", json: Body(refreshToken: current.refreshToken))
-            grant = try await api.call(request)
+            grant = try await api.call(request, replayable: true)
         } catch SIWAError.server(let error) where error.status == 401 {
             end(error.code == "token_reused" ? .refreshTokenReused : .sessionEnded)
             throw SIWAError.signedOut

@@ -142,8 +142,11 @@ public actor SyncClient {
         }
     }
 
+    /// One `POST /sync`. Sent again after a broken connection: the server merges with rules that are
+    /// idempotent, so a batch it already merged changes nothing the second time.
     private func push(_ batch: SyncBatch) async throws -> SyncAnswer {
-        let wire: SyncWire.Answer = try await client.authorizedCall("POST", "sync", json: SyncWire.Request(batch))
+        let wire: SyncWire.Answer = try await client.authorizedCall(
+            "POST", "sync", json: SyncWire.Request(batch), replayable: true)
         return try wire.answer()
     }
 

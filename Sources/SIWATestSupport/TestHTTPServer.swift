@@ -25,11 +25,20 @@ public final class TestHTTPServer: @unchecked Sendable {
         public var delay: Double
         /// Closes the connection with a reset instead of answering.
         public var resetsConnection = false
+        /// Closes the connection (FIN) instead of answering.
+        public var closesConnection = false
 
         /// No answer: the connection is reset, as by a server that went away mid-request.
         public static let connectionReset: Response = {
             var response = Response(status: 0)
             response.resetsConnection = true
+            return response
+        }()
+
+        /// No answer: the connection is closed, as nginx closes a kept-alive connection on reload.
+        public static let connectionClosed: Response = {
+            var response = Response(status: 0)
+            response.closesConnection = true
             return response
         }()
 
@@ -135,6 +144,7 @@ public final class TestHTTPServer: @unchecked Sendable {
             setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
             return
         }
+        if response.closesConnection { return }
         var head = "HTTP/1.1 \(response.status) X\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         let bytes = Array((head + "\r\n").utf8) + response.body

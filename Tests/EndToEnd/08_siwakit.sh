@@ -19,10 +19,8 @@ PHONE=$E2E_TMP/siwakit/phone IPAD=$E2E_TMP/siwakit/ipad
 SYSTEM_CA=/etc/ssl/certs/ca-certificates.crt
 mkdir -p "$E2E_TMP/siwakit"
 cat "$SYSTEM_CA" "$E2E_TMP/tls/cert.pem" >"$E2E_TMP/siwakit/ca.pem"
-kit() {
-    unshare -rm sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$E2E_TMP/siwakit/ca.pem" "$SYSTEM_CA" "$KIT" "$@" \
-        2>"$E2E_TMP/siwakit.err" || fail "siwakit-e2e $*: $(cat "$E2E_TMP/siwakit.err")"
-}
+launch() { unshare -rm sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$E2E_TMP/siwakit/ca.pem" "$SYSTEM_CA" "$KIT" "$@"; }
+kit() { launch "$@" 2>"$E2E_TMP/siwakit.err" || fail "siwakit-e2e $*: $(cat "$E2E_TMP/siwakit.err")"; }
 
 # --- Both devices sign in; the phone gets Apple's first authorization with the name.
 new_apple_user "kit.e2e@example.com" Kit Appleseed
@@ -64,6 +62,39 @@ p = state["profile"]
 assert (p["totalXP"], p["currentLevel"], p["streakDays"], p["lastActiveDate"]) == (100, 3, 1, "2026-11-21"), p
 PY
 pass "changes made on both devices while siwa was stopped converge after it is back: both devices equal the server's merged state"
+
+# --- nginx reloaded 8 times while both devices sync, refresh and call /auth/me in a loop (each one
+# launch, its connections kept alive): no error reaches either. nginx closes its kept-alive
+# connections on a reload, and a request sent on one as it closes gets no answer: SIWAKit sends
+# such a request once more when a second arrival means the same (sync, refresh, GET).
+STOP=$E2E_TMP/siwakit/stop
+rounds() { grep -c '^ok' "$E2E_TMP/siwakit/loop.$1.out" 2>/dev/null || true; }
+# Waits (at most 30 s) until both devices have done 40 more rounds than they had.
+progress() {
+    local phone=$(($(rounds phone) + 40)) ipad=$(($(rounds ipad) + 40)) deadline=$((SECONDS + 30))
+    until [ "$(rounds phone)" -ge $phone ] && [ "$(rounds ipad)" -ge $ipad ]; do
+        [ $SECONDS -lt $deadline ] || fail "the devices stopped making progress: $(cat "$E2E_TMP"/siwakit/loop.*.err)"
+        sleep 0.05
+    done
+}
+rm -f "$STOP"
+for device in phone ipad; do
+    # The phone over HTTP/1.1 (its own connections, each closed by the reload), the iPad over HTTP/2
+    # (one connection, which the reload ends with GOAWAY).
+    dir=$PHONE url=$E2E_HTTP1_URL
+    [ $device = ipad ] && dir=$IPAD url=$E2E_URL
+    E2E_URL=$url launch "$dir" loop "$STOP" >"$E2E_TMP/siwakit/loop.$device.out" 2>"$E2E_TMP/siwakit/loop.$device.err" &
+    eval "${device}_loop=$!"
+done
+progress
+for reload in 1 2 3 4 5 6 7 8; do
+    start_nginx "$E2E_TMP/nginx"
+    progress
+done
+touch "$STOP"
+wait "$phone_loop" && wait "$ipad_loop" || fail "an error reached a device through nginx's reloads: $(cat "$E2E_TMP"/siwakit/loop.*.err)"
+total=$(($(rounds phone) + $(rounds ipad)))
+pass "nginx reloaded 8 times while two devices ran $total syncs, with a refresh and a /auth/me every 200 ms: no error reached either"
 
 # --- Revoking the phone's session from the iPad signs the phone out at its next call.
 phone_session=$(kit "$IPAD" sessions | awk '$2 == "other" && $3 == "Kit'"'"'s" && $4 == "iPhone" {print $1}')

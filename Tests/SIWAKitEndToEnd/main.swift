@@ -11,9 +11,12 @@
 //   siwakit-e2e DIR me                            prints the user id, or "signed-out REASON"
 //   siwakit-e2e DIR sessions                      "ID current|other DEVICE" per session
 //   siwakit-e2e DIR revoke ID | delete-account
+//   siwakit-e2e DIR loop STOP_FILE               until STOP_FILE exists: a change and a sync, back
+//                                                 to back, and every 200 ms a refresh and me first;
+//                                                 prints "ok N" per round, every error to stderr,
+//                                                 and exits 1 after any
 //
-// Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID, and
-// URLSessionCertificateAuthorityInfoFile (the local stack's certificate).
+// Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID.
 import Foundation
 import SIWAKit
 import SyncRules
@@ -80,7 +83,15 @@ func signedOutReason(_ client: SIWAClient) async -> String {
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else { fail("usage: siwakit-e2e DIR COMMAND [ARGS]") }
 let storage = FileStorage(directory: URL(fileURLWithPath: arguments[1]))
-let client = SIWAClient(baseURL: URL(string: environment("E2E_URL") + "/")!, storage: storage)
+/// The device's clock, which `loop` moves an hour ahead to make the access token look expired.
+final class DeviceClock: @unchecked Sendable {  // `offset` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var offset: TimeInterval = 0
+    var now: Date { lock.withLock { Date().addingTimeInterval(offset) } }
+    func skipAnHour() { lock.withLock { offset += 3600 } }
+}
+let clock = DeviceClock()
+let client = SIWAClient(baseURL: URL(string: environment("E2E_URL") + "/")!, storage: storage, now: { clock.now })
 let sync = try SyncClient(client: client, storage: storage)
 let rest = Array(arguments.dropFirst(3))
 
@@ -133,6 +144,32 @@ do {
     case "delete-account":
         try await client.deleteAccount()
         print(await signedOutReason(client))
+    case "loop":
+        var rounds = 0
+        var errors = 0
+        // /auth/ calls (refresh, me) at most every 200 ms, under nginx's rate limit of /auth/; syncs
+        // back to back between them.
+        var nextAuthCall = Date()
+        while !FileManager.default.fileExists(atPath: rest[0]) {
+            rounds += 1
+            do {
+                try await sync.record(
+                    LessonProgress(
+                        beliefSystemID: "reload", lessonID: "l\(rounds % 50)", status: .inProgress, score: Int64(rounds),
+                        earnedXP: Int64(rounds), completedAt: nil))
+                if Date() >= nextAuthCall {
+                    nextAuthCall = Date().addingTimeInterval(0.2)
+                    clock.skipAnHour()
+                    _ = try await client.me()  // after a refresh
+                }
+                try await sync.sync()
+                FileHandle.standardOutput.write(Data("ok \(rounds)\n".utf8))
+            } catch {
+                errors += 1
+                FileHandle.standardError.write(Data("siwakit-e2e: round \(rounds): \(error)\n".utf8))
+            }
+        }
+        if errors > 0 { fail("\(errors) of \(rounds) rounds failed") }
     default:
         fail("unknown command \(arguments[2])")
     }

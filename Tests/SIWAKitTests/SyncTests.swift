@@ -39,6 +39,35 @@ import Testing
         #expect(try SyncState.stored(in: storage).cursor == "41")
     }
 
+    @Test(
+        "A sync whose connection broke before the answer is sent once more; a second break leaves the changes queued",
+        arguments: [TestHTTPServer.Response.connectionReset, .connectionClosed])
+    func replayedAfterBrokenConnection(broken: TestHTTPServer.Response) async throws {
+        let breaks = Locked(1)
+        let harness = try ClientHarness { request in
+            guard request.path == "/sync" else { return Answers.signIn(1) }
+            let remaining = breaks.update { count in
+                count -= 1
+                return count
+            }
+            return remaining >= 0 ? broken : Answers.json(200, SyncTests.emptyAnswer)
+        }
+        try await harness.signIn()
+        let device = try SyncClient(client: harness.client, storage: MemoryStorage())
+        try await device.record(Self.lesson)
+        try await device.sync()
+        #expect(await !device.hasPendingChanges)
+        let bodies = harness.server.receivedRequests.filter { $0.path == "/sync" }.map(\.bodyText)
+        #expect(bodies.count == 2 && bodies[0] == bodies[1] && bodies[0].contains("l1"), "\(bodies)")
+
+        breaks.update { $0 = 2 }
+        try await device.record(
+            LessonProgress(beliefSystemID: "zen", lessonID: "l2", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil))
+        await #expect(throws: SIWAError.self) { try await device.sync() }
+        #expect(await device.hasPendingChanges)
+        #expect(harness.count("POST", "/sync") == 4)
+    }
+
     @Test("A long queue goes in batches of 500, each with the cursor of the previous answer")
     func batches() async throws {
         let answers = Locked(0)
