@@ -23,6 +23,7 @@ extension Emulator {
         case ("POST", 3, "users") where path[2] == "revoke": return try revokeConsent(path[1], request)
         case ("POST", 3, "users") where path[2] == "relay": return try setRelayForwarding(path[1], request)
         case ("POST", 1, "sign-in"): return try nativeSignIn(request)
+        case ("POST", 1, "sign-ins"): return try nativeSignIns(request)
         case ("POST", 2, "keys") where path[1] == "rotate": return try rotateKeys()
         case ("DELETE", 2, "keys"): return try removeKey(path[1])
         case ("POST", 1, "notifications"): return try sendNotification(request)
@@ -132,13 +133,13 @@ extension Emulator {
         var userId: String
         var clientId: String
         var nonce: String?
-        var scopes: [String]?
-        var hideEmail: Bool?
-        var realUserStatus: Int?
-        var transferSub: String?
+        var scopes: [String]? = nil
+        var hideEmail: Bool? = nil
+        var realUserStatus: Int? = nil
+        var transferSub: String? = nil
         /// Leaves `c_hash` out, as some of Apple's native tokens have none: then only the code's
         /// exchange tells whose code it is.
-        var withoutCodeHash: Bool?
+        var withoutCodeHash: Bool? = nil
     }
 
     /// `POST /admin/sign-in` {userId, clientId, nonce?, scopes?, hideEmail?, realUserStatus?, withoutCodeHash?,
@@ -152,6 +153,35 @@ extension Emulator {
         if let status = body.realUserStatus, !(0...2).contains(status) {
             throw AdminError(400, "invalid_request", "realUserStatus is 0, 1 or 2")
         }
+        return adminJSON(200, try nativeSignInJSON(body))
+    }
+
+    /// `POST /admin/sign-ins` {clientId, count}: the first native sign-ins of `count` (1 to 10,000)
+    /// new people to `clientId`, each with its code and its own raw nonce, as
+    /// `{"signIns": [{identityToken, authorizationCode, user, sub, nonce}]}`: a load test's sign-ins
+    /// with codes. The codes last Apple's five minutes.
+    private func nativeSignIns(_ request: Request) throws -> Response {
+        struct Body: Decodable {
+            var clientId: String
+            var count: Int
+        }
+        let body = try decodeAdmin(Body.self, request)
+        guard configuration.client(body.clientId) != nil else {
+            throw AdminError(400, "invalid_request", "unknown clientId \(body.clientId)")
+        }
+        guard (1...10_000).contains(body.count) else { throw AdminError(400, "invalid_request", "count is 1 to 10000") }
+        var signIns: [String] = []
+        for index in 0..<body.count {
+            let user = try createUser(email: nil, firstName: "Load", lastName: "Test \(index)", emailVerified: true)
+            let nonce = Base64URL.encode(try SecureRandom.bytes(count: 16))
+            signIns.append(try nativeSignInJSON(NativeSignIn(userId: user.id, clientId: body.clientId, nonce: nonce), rawNonce: nonce))
+        }
+        return adminJSON(200, #"{"signIns":["# + signIns.joined(separator: ",") + "]}")
+    }
+
+    /// One native sign-in's answer: the identity token, the code, Apple's `user` JSON (first
+    /// authorization only) and the `sub`; and `nonce` when given.
+    private func nativeSignInJSON(_ body: NativeSignIn, rawNonce: String? = nil) throws -> String {
         let now = clock()
         let scopes = body.scopes ?? ["name", "email"]
         let hashedNonce = body.nonce.map { SHA256.hex(Array($0.utf8)) }
@@ -163,13 +193,11 @@ extension Emulator {
             authTime: now, codeHash: body.withoutCodeHash == true ? nil : AppleFormats.halfHash(grant.code),
             realUserStatus: body.realUserStatus,
             transferSub: body.transferSub)
-        return adminJSON(
-            200,
-            JSONText.object([
-                ("identityToken", .string(try currentKey.sign(claims: claims.json))),
-                ("authorizationCode", .string(grant.code)), ("user", grant.userJSON.map { .string($0) }),
-                ("sub", .string(claims.subject)),
-            ]))
+        return JSONText.object([
+            ("identityToken", .string(try currentKey.sign(claims: claims.json))),
+            ("authorizationCode", .string(grant.code)), ("user", grant.userJSON.map { .string($0) }),
+            ("sub", .string(claims.subject)), ("nonce", rawNonce.map { .string($0) }),
+        ])
     }
 
     /// `POST /admin/keys/rotate`: a new key signs from now on; the old ones stay in the key set

@@ -46,7 +46,7 @@ package final class Emulator: Sendable {
         try configuration.validate()
         self.configuration = configuration
         self.clock = clock
-        self.store = try EmulatorStore(file: configuration.stateFile, now: clock())
+        self.store = try EmulatorStore(file: configuration.stateFile, savesChanges: configuration.saveChanges, now: clock())
         var secrets: [String: ClientSecretCheck] = [:]
         for team in configuration.teams {
             secrets[team.teamID] = ClientSecretCheck(

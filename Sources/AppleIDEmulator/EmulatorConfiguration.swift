@@ -9,7 +9,7 @@ package import JOSE
 ///  "clients": [{"id": "com.example.app"},
 ///              {"id": "com.example.web", "redirectURIs": ["https://example.com/auth/callback"]}],
 ///  "adminSecretFile": "/etc/emulator/admin_secret", "notificationURL": "https://example.com/webhook/apple",
-///  "caFile": "/etc/ssl/local.pem", "threads": 4,
+///  "caFile": "/etc/ssl/local.pem", "threads": 4, "saveChanges": true,
 ///  "otherTeams": [{"teamId": "TEAMID0002", "keyId": "KEYID00002", "teamKeyFile": "/etc/siwa/team_b.p8"}]}
 /// ```
 ///
@@ -59,6 +59,10 @@ package struct EmulatorConfiguration: Sendable, Decodable {
     package var socket: String
     /// Where the state (users, authorizations, tokens, keys) is kept; nil keeps it in memory only.
     package var stateFile: String?
+    /// Whether every change is written to `stateFile` (the default). Off, the file is read at start
+    /// (and written once, with a new signing key, if it did not exist) and then left alone: each
+    /// write is the whole state, which a load test of thousands of code exchanges cannot afford.
+    package var saveChanges: Bool
     /// The team whose client secrets are accepted (`iss` of a client secret).
     package var teamID: String
     /// The id of the team's Sign in with Apple key (`kid` of a client secret).
@@ -80,8 +84,9 @@ package struct EmulatorConfiguration: Sendable, Decodable {
     package init(
         socket: String, stateFile: String? = nil, teamID: String, keyID: String, teamKeyFile: String,
         clients: [Client], adminSecretFile: String? = nil, notificationURL: String? = nil, caFile: String? = nil,
-        threads: Int = 4, otherTeams: [Team] = []
+        threads: Int = 4, otherTeams: [Team] = [], saveChanges: Bool = true
     ) {
+        self.saveChanges = saveChanges
         self.otherTeams = otherTeams
         self.socket = socket
         self.stateFile = stateFile
@@ -108,6 +113,7 @@ package struct EmulatorConfiguration: Sendable, Decodable {
         caFile = try container.decodeIfPresent(String.self, forKey: .caFile)
         threads = try container.decodeIfPresent(Int.self, forKey: .threads) ?? 4
         otherTeams = try container.decodeIfPresent([Team].self, forKey: .otherTeams) ?? []
+        saveChanges = try container.decodeIfPresent(Bool.self, forKey: .saveChanges) ?? true
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -115,7 +121,7 @@ package struct EmulatorConfiguration: Sendable, Decodable {
         case teamID = "teamId"
         case keyID = "keyId"
         case teamKeyFile, clients, adminSecretFile
-        case notificationURL, caFile, threads, otherTeams
+        case notificationURL, caFile, threads, otherTeams, saveChanges
     }
 
     /// Reads and checks the configuration file at `path`.

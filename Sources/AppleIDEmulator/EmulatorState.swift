@@ -167,13 +167,15 @@ struct IssuedToken: Codable {
 }
 
 /// The state behind a lock, written to a file after each change (temporary file, then rename,
-/// so a crash never leaves half a file).
+/// so a crash never leaves half a file), unless changes are not saved.
 final class EmulatorStore: Sendable {
     private let state: Mutex<EmulatorState>
     private let file: String?
+    private let savesChanges: Bool
 
-    /// Loads `file` if it exists; otherwise starts empty. Either way there is a signing key.
-    init(file: String?, now: Int64) throws {
+    /// Loads `file` if it exists; otherwise starts empty. Either way there is a signing key, and
+    /// the file holds it.
+    init(file: String?, savesChanges: Bool = true, now: Int64) throws {
         var initial = EmulatorState()
         if let file, let data = FileManager.default.contents(atPath: file) {
             initial = try JSONDecoder().decode(EmulatorState.self, from: data)
@@ -183,6 +185,7 @@ final class EmulatorStore: Sendable {
         }
         self.state = Mutex(initial)
         self.file = file
+        self.savesChanges = savesChanges
         try state.withLock { try Self.write($0, to: file) }
     }
 
@@ -196,7 +199,7 @@ final class EmulatorStore: Sendable {
         try state.withLock { current in
             var copy = current
             let result = try body(&copy)
-            try Self.write(copy, to: file)
+            if savesChanges { try Self.write(copy, to: file) }
             current = copy
             return result
         }

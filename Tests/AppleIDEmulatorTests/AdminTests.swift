@@ -195,6 +195,40 @@ import Testing
         #expect(server.receivedRequests.count == received.count, "deliver: false sends nothing")
     }
 
+    @Test("POST /admin/sign-ins: new people's first sign-ins with codes, each raw nonce hashed into its token, each code exchanged once")
+    func bulkSignIns() throws {
+        let harness = try EmulatorHarness()
+        let answer = try harness.admin("POST", "/admin/sign-ins", #"{"clientId":"\#(EmulatorHarness.bundleID)","count":3}"#)
+        let signIns = try #require(answer["signIns"] as? [[String: Any]])
+        #expect(signIns.count == 3)
+        let verifier = try harness.verifier()
+        for signIn in signIns {
+            let token = try #require(signIn["identityToken"] as? String)
+            let nonce = try #require(signIn["nonce"] as? String)
+            let code = try #require(signIn["authorizationCode"] as? String)
+            let identity = try verifier.verify(token, nonce: nonce, authorizationCode: code, now: Double(harness.now))
+            #expect(identity.subject == signIn["sub"] as? String && signIn["user"] != nil, "a first authorization carries the name")
+            #expect(try harness.exchange(code).status == 200)
+            #expect(try harness.exchange(code).status == 400, "a code is exchanged once")
+        }
+        #expect(Set(signIns.compactMap { $0["sub"] as? String }).count == 3, "three people")
+        for body in [#"{"clientId":"com.example.other","count":1}"#, #"{"clientId":"\#(EmulatorHarness.bundleID)","count":0}"#] {
+            try harness.admin("POST", "/admin/sign-ins", body, expect: 400)
+        }
+    }
+
+    @Test("With saveChanges off, the state file is written at start (its signing key) and not after changes")
+    func unsavedChanges() throws {
+        let harness = try EmulatorHarness(saveChanges: false)
+        let file = harness.directory + "/state.json"
+        let written = try #require(FileManager.default.contents(atPath: file))
+        let user = try harness.createUser()
+        #expect(try harness.exchange(harness.nativeSignIn(user: user.id).code).status == 200)
+        #expect(FileManager.default.contents(atPath: file) == written)
+        let restarted = try EmulatorHarness(directory: harness.directory, teamKey: harness.teamKey, saveChanges: false)
+        #expect(restarted.request("GET", "/auth/keys").text == harness.request("GET", "/auth/keys").text, "the key read at start")
+    }
+
     @Test("The state file keeps keys, users and authorizations across a restart")
     func persistence() throws {
         let harness = try EmulatorHarness()

@@ -27,7 +27,10 @@ final class EmulatorHarness: Sendable {
     let emulator: Emulator
     private let time = TestTime()
 
-    init(adminSecret: Bool = true, notificationURL: String? = nil, directory: String? = nil, teamKey: P256PrivateKey? = nil) throws {
+    init(
+        adminSecret: Bool = true, notificationURL: String? = nil, directory: String? = nil, teamKey: P256PrivateKey? = nil,
+        saveChanges: Bool = true
+    ) throws {
         let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("emulator-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -41,7 +44,7 @@ final class EmulatorHarness: Sendable {
             teamKeyFile: directory + "/team.p8",
             clients: [.init(id: Self.bundleID), .init(id: Self.servicesID, redirectURIs: [Self.redirectURI])],
             adminSecretFile: adminSecret ? directory + "/admin_secret" : nil, notificationURL: notificationURL,
-            otherTeams: [.init(teamID: Self.teamB, keyID: Self.keyIDB, teamKeyFile: directory + "/team_b.p8")])
+            otherTeams: [.init(teamID: Self.teamB, keyID: Self.keyIDB, teamKeyFile: directory + "/team_b.p8")], saveChanges: saveChanges)
         let time = self.time
         emulator = try Emulator(configuration: configuration, clock: { time.now })
     }
