@@ -23,19 +23,19 @@ done
 emulator_pid=$(cat "$E2E_TMP/emulator.pid")
 kill -STOP "$emulator_pid"
 trap 'kill -CONT "$emulator_pid" 2>/dev/null || true' EXIT
-result=$(python3 "$(dirname "$0")/apple_frozen_load.py" "$bodies" "$SYNC_ACCESS" 6 5)
+result=$(python3 "$(dirname "$0")/../../bench/apple_load.py" "$E2E_URL" "$bodies" "$SYNC_ACCESS" 6 5 8)
 kill -CONT "$emulator_pid"
 trap - EXIT
 echo "    $result"
 field() { json "$1" <<<"$result"; }
-[ "$(field signIns.503)" -ge 25 ] && [ -z "$(field signIns.200)" ] && [ -z "$(field signIns.500)" ] \
-    || fail "sign-ins with Apple frozen: $(field signIns)"
+[ "$(field signIns.statuses.503)" -ge 25 ] && [ -z "$(field signIns.statuses.200)" ] && [ -z "$(field signIns.statuses.500)" ] \
+    || fail "sign-ins with Apple frozen: $(field signIns.statuses)"
 for route in health sync; do
     [ "$(field "$route.statuses")" = "{\"200\": $(field "$route.count")}" ] || fail "$route with Apple frozen: $(field "$route.statuses")"
     awk -v p="$(field "$route.p99_ms")" 'BEGIN { exit !(p < 100) }' || fail "$route p99 with Apple frozen: $(field "$route.p99_ms") ms"
 done
 grep -q 'Apple token endpoint unavailable' "$E2E_TMP/siwa.log" || fail "siwa did not log Apple's failure"
-pass "Apple frozen, 5 sign-ins with codes a second: all 503 ($(field signIns)); /health p99 $(field health.p99_ms) ms and /sync p99 $(field sync.p99_ms) ms over $(field health.count) and $(field sync.count) requests"
+pass "Apple frozen, 5 sign-ins with codes a second: all 503 ($(field signIns.statuses)); /health p99 $(field health.p99_ms) ms and /sync p99 $(field sync.p99_ms) ms over $(field health.count) and $(field sync.count) requests"
 
 # Thawed: after the cooldown (5 s by default) a new sign-in with a code goes through.
 for attempt in $(seq 20); do
@@ -48,20 +48,31 @@ done
 expect_status 200 "a sign-in with a code after Apple was thawed"
 pass "Apple thawed: a sign-in with a code goes through again (attempt $attempt)"
 
-# Apple answering 500 to a sign-in with a code: 503, and the nonce is not spent, so the app's retry
-# of the same request signs in once Apple answers again; a replay after that is nonce_reused.
-apple_sign_in "$FROZEN" com.example.siwa nonce-outage
-outage="{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-outage\"}"
-apple POST /admin/behaviour -H "$ADMIN" -d '{"failureRate":1}'
-[ "$APPLE_STATUS" = 200 ] || fail "the emulator's behaviour: $APPLE_STATUS $APPLE_BODY"
-sign_in "$outage"
-[ "$STATUS" = 503 ] && grep -q '"error":"apple_unavailable"' <<<"$BODY" || fail "a sign-in while Apple answers 500: $STATUS $BODY"
-apple POST /admin/behaviour -H "$ADMIN" -d '{}'
-sign_in "$outage"
-expect_status 200 "the same sign-in once Apple answers again"
-sign_in "$outage"
-[ "$STATUS" = 401 ] && grep -q '"error":"nonce_reused"' <<<"$BODY" || fail "a replay after the retry signed in: $STATUS $BODY"
-pass "Apple answering 500: 503; the same request after Apple recovered signs in; a replay of it is nonce_reused"
+# Apple answering 500, then Apple hanging, to a sign-in with a code: 503, and the nonce is not spent,
+# so the app's retry of the same request signs in once Apple answers again; a replay after that is
+# nonce_reused.
+behave() {
+    apple POST /admin/behaviour -H "$ADMIN" -d "$1"
+    [ "$APPLE_STATUS" = 200 ] || fail "the emulator's behaviour: $APPLE_STATUS $APPLE_BODY"
+}
+for outage in '{"failureRate":1}' '{"hang":true}'; do
+    apple_sign_in "$FROZEN" com.example.siwa "nonce-outage-${#outage}"
+    request_body="{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-outage-${#outage}\"}"
+    behave "$outage"
+    sign_in "$request_body"
+    [ "$STATUS" = 503 ] && grep -q '"error":"apple_unavailable"' <<<"$BODY" || fail "a sign-in while Apple is $outage: $STATUS $BODY"
+    behave '{}'
+    # After a hang (a timeout), siwa waits out its cooldown before it calls Apple again: 503 until then.
+    for attempt in $(seq 20); do
+        sign_in "$request_body"
+        [ "$STATUS" = 503 ] || break
+        sleep 1
+    done
+    expect_status 200 "the same sign-in once Apple answers again (after $outage)"
+    sign_in "$request_body"
+    [ "$STATUS" = 401 ] && grep -q '"error":"nonce_reused"' <<<"$BODY" || fail "a replay after the retry signed in: $STATUS $BODY"
+done
+pass "Apple answering 500, then hanging: 503; the same request after Apple recovered signs in; a replay of it is nonce_reused"
 
 # A code of another person's sign-in: refused (code_mismatch), and the refresh token siwa got for it
 # is revoked at Apple by the next jobs pass, since no account here holds that person.
