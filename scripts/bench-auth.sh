@@ -40,7 +40,7 @@ cat "$TMP/sign_in_failures"
 echo "non-2xx answers of the refresh run (status, body start):"
 sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5
 echo "siwa errors logged during the run:"
-grep -E ' (error|critical) ' "$TMP/siwa.log" | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -5
+{ grep -E ' (error|critical) ' "$TMP/siwa.log" || true; } | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -5
 
 # --- Sign-ins with codes: each exchanges its code at the emulator, which answers after 200 ms, as
 # Apple does (100-300 ms). Open loop at 200 a second for 20 s (bench/apple_load.py: each sign-in has
@@ -77,8 +77,14 @@ row() { # row LABEL RESULT
 log "sign-ins with codes: reference (no sign-ins), Apple at 200 ms, Apple hanging"
 reference=$(load "$TMP/code_sign_ins.latency" "$HANG_SECONDS" 0)
 behave '{"latencyMs":200}'
+PROCESSES="siwa appleid-emulato nginx mariadbd"
+before=$(for name in $PROCESSES; do cpu_ticks "$name"; done)
 latency=$(load "$TMP/code_sign_ins.latency" "$CODE_SECONDS" "$CODE_RATE")
-grep -hE ' (warning|error|critical) ' "$TMP/siwa.log" | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -3 >"$TMP/code_errors"
+after=$(for name in $PROCESSES; do cpu_ticks "$name"; done)
+# Each process's share of one core during the run (the machine has $(nproc)).
+cpu_shares=$(paste <(echo "$PROCESSES" | tr ' ' '\n') <(echo "$before") <(echo "$after") \
+    | awk -v hz="$(getconf CLK_TCK)" -v s="$CODE_SECONDS" '{ printf "%s %.0f%%  ", $1, ($3 - $2) * 100 / hz / s }')
+{ grep -hE ' (warning|error|critical) ' "$TMP/siwa.log" || true; } | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -3 >"$TMP/code_errors"
 behave '{"hang":true}'
 hang=$(load "$TMP/code_sign_ins.hang" "$HANG_SECONDS" "$HANG_RATE")
 behave '{}'
@@ -88,6 +94,7 @@ printf '%-52s %-22s %8s %8s %8s %9s %9s\n' run statuses rate/s p50_ms p99_ms hea
 row "reference: /health and sync, no sign-ins" "$reference"
 row "Apple at 200 ms: POST /auth/apple with a code" "$latency"
 row "Apple hanging: POST /auth/apple with a code" "$hang"
+echo "CPU during the run at 200 ms (of one core; $(nproc) cores): $cpu_shares"
 python3 - "$reference" "$latency" "$hang" "$CODE_RATE" <<'PY'
 import json, sys
 reference, latency, hang = (json.loads(a) for a in sys.argv[1:4])

@@ -21,7 +21,7 @@ extension Emulator {
     ) throws -> Grant {
         let code = try AppleFormats.opaqueToken(kind: "c")
         let relay = try AppleFormats.relayAddress()
-        return try store.update { state in
+        return try store.change { state in
             guard let user = state.users[userID] else { throw AdminError(404, "not_found", "no user \(userID)") }
             let pair = Pair.key(userID, clientID)
             if state.relayAddresses[pair] == nil { state.relayAddresses[pair] = relay }
@@ -56,7 +56,7 @@ extension Emulator {
         let user = TestUser(
             id: id, sub: AppleFormats.sub(teamID: configuration.teamID, userID: id), email: address, firstName: firstName,
             lastName: lastName, emailVerified: emailVerified, relayForwarding: true)
-        try store.update { $0.users[id] = user }
+        try store.change { $0.users[id] = user }
         return user
     }
 }

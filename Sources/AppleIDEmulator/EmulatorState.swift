@@ -14,6 +14,8 @@ struct EmulatorState: Codable {
     /// Relay addresses, stable per user and client, keyed by `Pair.key`; they outlive revocations.
     var relayAddresses: [String: String] = [:]
     var codes: [String: IssuedCode] = [:]
+    /// When expired codes were last dropped.
+    var codesPrunedAt: Int64 = 0
     var refreshTokens: [String: IssuedToken] = [:]
     var accessTokens: [String: IssuedToken] = [:]
     /// The team of each client a transfer moved; the others belong to the first team.
@@ -35,6 +37,7 @@ struct EmulatorState: Codable {
         authorizations = try container.decode([String: Authorization].self, forKey: .authorizations)
         relayAddresses = try container.decode([String: String].self, forKey: .relayAddresses)
         codes = try container.decode([String: IssuedCode].self, forKey: .codes)
+        codesPrunedAt = try container.decodeIfPresent(Int64.self, forKey: .codesPrunedAt) ?? 0
         refreshTokens = try container.decode([String: IssuedToken].self, forKey: .refreshTokens)
         accessTokens = try container.decode([String: IssuedToken].self, forKey: .accessTokens)
         clientTeams = try container.decodeIfPresent([String: String].self, forKey: .clientTeams) ?? [:]
@@ -43,9 +46,12 @@ struct EmulatorState: Codable {
         migrationTokens = try container.decodeIfPresent([String: MigrationToken].self, forKey: .migrationTokens) ?? [:]
     }
 
-    /// Drops codes that can no longer be redeemed.
+    /// Drops codes that can no longer be redeemed, once a minute at most (each time costs time in
+    /// proportion to the codes kept; an expired code is refused whether dropped or not).
     mutating func pruneCodes(now: Int64) {
+        guard now - codesPrunedAt >= 60 else { return }
         codes = codes.filter { $0.value.expiresAt > now - 3600 }
+        codesPrunedAt = now
     }
 
     /// Ends a user's authorization of a client: its tokens stop working and the next
@@ -192,6 +198,18 @@ final class EmulatorStore: Sendable {
     /// Reads the state.
     func read<Result>(_ body: (borrowing EmulatorState) throws -> Result) rethrows -> Result {
         try state.withLock { try body($0) }
+    }
+
+    /// Changes the state in place and writes it out, for a `body` that throws only before it has
+    /// changed anything: unlike `update`, it does not copy the state first, a cost in proportion
+    /// to all the users, codes and tokens kept, paid on every call (a code exchange, under load).
+    /// A failed write leaves the change in memory.
+    func change<Result>(_ body: (inout EmulatorState) throws -> Result) throws -> Result {
+        try state.withLock { current in
+            let result = try body(&current)
+            if savesChanges { try Self.write(current, to: file) }
+            return result
+        }
     }
 
     /// Changes the state and writes it out. If `body` throws, nothing changes.

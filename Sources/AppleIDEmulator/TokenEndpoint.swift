@@ -37,7 +37,8 @@ extension Emulator {
     private func exchange(code: String, redirectURI: String?, clientID: String, now: Int64) throws -> Response {
         let accessToken = try AppleFormats.opaqueToken(kind: "a")
         let refreshToken = try AppleFormats.opaqueToken(kind: "r")
-        let (issued, user, key) = try store.update { state -> (IssuedCode, TestUser, SigningKey) in
+        // Every check comes before the first change (dropping expired codes aside, which any call may do).
+        let (issued, user, key) = try store.change { state -> (IssuedCode, TestUser, SigningKey) in
             state.pruneCodes(now: now)
             guard var issued = state.codes[code], issued.clientID == clientID else {
                 throw AppleError(.invalidGrant, "The code has expired or has been revoked.")
@@ -72,7 +73,7 @@ extension Emulator {
 
     private func refresh(token: String, clientID: String, now: Int64) throws -> Response {
         let accessToken = try AppleFormats.opaqueToken(kind: "a")
-        let (issued, user, key) = try store.update { state -> (IssuedToken, TestUser, SigningKey) in
+        let (issued, user, key) = try store.change { state -> (IssuedToken, TestUser, SigningKey) in
             guard let issued = state.refreshTokens[token], issued.clientID == clientID,
                 let user = state.users[issued.userID]
             else { throw AppleError(.invalidGrant) }
