@@ -68,7 +68,7 @@ pass "changes made on both devices while siwa was stopped converge after it is b
 # connections on a reload, and a request sent on one as it closes gets no answer: SIWAKit sends
 # such a request once more when a second arrival means the same (sync, refresh, GET).
 STOP=$E2E_TMP/siwakit/stop
-rounds() { grep -c '^ok' "$E2E_TMP/siwakit/loop.$1.out" 2>/dev/null || true; }
+rounds() { local n; n=$(grep -c '^ok' "$E2E_TMP/siwakit/loop.$1.out" 2>/dev/null) || true; echo "${n:-0}"; }
 # Waits (at most 30 s) until both devices have done 40 more rounds than they had.
 progress() {
     local phone=$(($(rounds phone) + 40)) ipad=$(($(rounds ipad) + 40)) deadline=$((SECONDS + 30))
