@@ -68,9 +68,14 @@ request GET /example/whoami -H "Authorization: Bearer a" -H "Authorization: Bear
 [ "$STATUS" = 400 ] && grep -q '"error":"bad_request"' <<<"$BODY" || fail "two Authorization lines on the app's API: $STATUS $BODY"
 request POST /auth/web/settings -H 'Accept: text/html'
 [ "$STATUS" = 405 ] && grep -q '"error":"method_not_allowed"' <<<"$BODY" || fail "POST /auth/web/settings: $STATUS $BODY"
+# Path variants of an API path are that path (nginx normalises them), also for a browser.
+for variant in /./metrics //metrics /auth/../metrics; do
+    request GET "$variant" --interface 127.0.0.2 --path-as-is -H 'Accept: text/html'
+    [ "$STATUS" = 403 ] && grep -q '"error":"forbidden"' <<<"$BODY" || fail "$variant from outside, from a browser: $STATUS $BODY"
+done
 request GET /./metrics --interface 127.0.0.2 --path-as-is
 [ "$STATUS" = 403 ] && grep -q '"error":"forbidden"' <<<"$BODY" || fail "/./metrics from outside: $STATUS $BODY"
-pass "a 10 KB URL (414) and a 10 KB header (400) get JSON errors; /no-such-page and a POST to a page get styled HTML for a browser, JSON for anyone else, the app's API and /auth/web/settings included"
+pass "a 10 KB URL (414) and a 10 KB header (400) get JSON errors; /no-such-page and a POST to a page get styled HTML for a browser, JSON for anyone else, the app's API, /auth/web/settings and path variants of /metrics included"
 
 head -c 2000000 /dev/zero >"$E2E_TMP/big"
 request POST /sync --data-binary @"$E2E_TMP/big" -H 'Content-Type: application/json'
