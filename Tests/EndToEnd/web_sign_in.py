@@ -120,8 +120,10 @@ def rate_limited_page(browser):
     stop = threading.Event()
     limited = []
 
+    # Each flood runs until the browser's page has loaded (at most 30 s): a flood that ended on its
+    # own clock could end before a slow browser's request arrived, which then went through.
     def flood():
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while not stop.is_set() and time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(BASE + "/auth/web/complete?handle=flood", context=TLS):
@@ -135,8 +137,9 @@ def rate_limited_page(browser):
         for thread in threads:
             thread.start()
         try:
-            deadline = time.monotonic() + 3
-            while not limited and time.monotonic() < deadline:
+            # This attempt's flood has used the rate up once a request of it was refused.
+            before, deadline = len(limited), time.monotonic() + 5
+            while len(limited) == before and time.monotonic() < deadline:
                 time.sleep(0.02)
             browser.navigate(BASE + "/auth/web/start?return_to=/")
             title = browser.wait_for("document.readyState === 'complete' && document.title", "the sign-in click under load")
