@@ -267,23 +267,27 @@ package enum FormEncoding {
         decode(ArraySlice(text.utf8))
     }
 
-    /// The fields of a form-encoded body, in order. Read as bytes, in one pass: `&` and `=` split
-    /// wherever they are, as the URL standard's parser does (a `&` before a combining mark is
-    /// still a separator), and in time linear in the body.
+    /// The most fields `fields` reads: Apple's form post has four, a token request six, a query
+    /// of ours a few; like the members of a JSON object (256), far more than any sender needs.
+    package static let maximumFields = 256
+
+    /// The fields of a form-encoded body, in order; nil for a broken escape, invalid UTF-8, or
+    /// more than `maximumFields`. Read as bytes, in one pass: `&` and `=` split wherever they are,
+    /// as the URL standard's parser does (a `&` before a combining mark is still a separator), and
+    /// in time linear in the body.
     package static func fields(_ body: some StringProtocol) -> [(String, String)]? {
         let bytes = Array(body.utf8)
         var fields: [(String, String)] = []
         var start = 0
-        while start < bytes.count {
-            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.count
-            if end > start {
-                let pair = bytes[start..<end]
-                let equals = pair.firstIndex(of: UInt8(ascii: "="))
-                guard let name = decode(pair[..<(equals ?? end)]), let value = decode(equals.map { pair[($0 + 1)...] } ?? [])
-                else { return nil }
-                fields.append((name, value))
-            }
-            start = end + 1
+        for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "&") {
+            defer { start = end + 1 }
+            guard end > start else { continue }
+            guard fields.count < maximumFields else { return nil }
+            let pair = bytes[start..<end]
+            let equals = pair.firstIndex(of: UInt8(ascii: "="))
+            guard let name = decode(pair[..<(equals ?? end)]), let value = decode(equals.map { pair[($0 + 1)...] } ?? [])
+            else { return nil }
+            fields.append((name, value))
         }
         return fields
     }

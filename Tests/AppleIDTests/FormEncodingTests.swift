@@ -16,6 +16,14 @@ import Testing
         #expect(FormEncoding.fields(body) == nil)
     }
 
+    @Test("At most 256 fields: one more refuses the form")
+    func fieldLimit() {
+        let fields = (0..<FormEncoding.maximumFields).map { "f\($0)=v" }
+        #expect(FormEncoding.fields(fields.joined(separator: "&"))?.count == 256)
+        #expect(FormEncoding.fields((fields + ["one=more"]).joined(separator: "&")) == nil)
+        #expect(FormEncoding.fields(fields.joined(separator: "&") + "&&&")?.count == 256, "empty pairs do not count")
+    }
+
     @Test("& and = separate wherever they are, also before a combining mark (one Character with it)")
     func separatorsAreBytes() throws {
         let fields = try #require(FormEncoding.fields("a=1&\u{301}b=2"))

@@ -66,10 +66,11 @@ import Testing
         }
     }
 
-    @Test("A form body (Apple's callback) is linear: many fields, many escapes, one long field")
+    @Test("A form body (Apple's callback) is linear: many fields, empty pairs, many escapes, one long field")
     func formBody() {
         let shapes: [(String, (Int) -> String)] = [
-            ("many fields", { String(repeating: "a=b&", count: $0 / 4) }),
+            ("many fields (refused past the limit)", { String(repeating: "a=b&", count: $0 / 4) }),
+            ("many empty pairs", { String(repeating: "&", count: $0 - 3) + "a=b" }),
             ("percent escapes", { "code=" + String(repeating: "%C3%A9", count: $0 / 6) }),
             ("one long field", { "state=" + String(repeating: "s", count: $0) }),
         ]
