@@ -68,7 +68,7 @@ package final class Emulator: Sendable {
             <ul><li><a href="/auth/keys">/auth/keys</a>: the signing keys (JWKS)</li>
             <li>/auth/authorize: the consent page the web sign-in is sent to</li>
             <li>/auth/token, /auth/revoke, /auth/usermigrationinfo: the endpoints the server calls</li>
-            <li>/admin/…: test users, native sign-ins, notifications (a Bearer admin secret; see the project's README)</li></ul>
+            <li>/admin/…: test users, native sign-ins, notifications (a Bearer admin secret; see the project's docs/EMULATOR.md)</li></ul>
             </body></html>
             """
         return Response(status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8))

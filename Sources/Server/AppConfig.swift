@@ -24,7 +24,7 @@ package struct ConfigurationError: Error, CustomStringConvertible {
 /// The whole configuration of `siwa`, read once at start from `SIWA_*` environment variables.
 ///
 /// Libraries receive the typed parts of it (`MariaDB.Configuration`, ...) and never read the
-/// environment. Each key is documented in the README table; `AppConfig.keys` is the same list.
+/// environment. Each key is documented in the table of docs/CONFIGURATION.md; `AppConfig.keys` is the same list.
 package struct AppConfig: Sendable {
     /// The unix socket nginx connects to.
     package var socketPath: String
@@ -68,7 +68,7 @@ package struct AppConfig: Sendable {
         package var isSecret: Bool { name.hasSuffix("_FILE") }
     }
 
-    /// Every key `siwa` reads. The README table lists the same keys.
+    /// Every key `siwa` reads. The table of docs/CONFIGURATION.md lists the same keys.
     package static let keys: [Key] = [
         Key(name: "SIWA_SOCKET_PATH", type: "path", defaultValue: "/run/siwa/siwa.sock", summary: "FastCGI unix socket nginx connects to"),
         Key(name: "SIWA_SOCKET_MODE", type: "octal", defaultValue: "0660", summary: "permissions of the socket file"),

@@ -10,7 +10,7 @@ struct EmulatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appleid-emulator",
         abstract: "A local stand-in for Apple's Sign in with Apple endpoints, served over FastCGI.",
-        discussion: "See README.md, \"The Apple ID emulator\", for the configuration file and the admin API.",
+        discussion: "See docs/EMULATOR.md for the configuration file and the admin API.",
         subcommands: [Serve.self, Mint.self], defaultSubcommand: Serve.self)
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nginx's connections never starve the worker pool: 256 concurrent clients for 10 s, no request
-# takes a second (no fastcgi_keep_conn; see README "Sizing the pool").
+# takes a second (no fastcgi_keep_conn; see docs/ARCHITECTURE.md, "Sizing the pool").
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 

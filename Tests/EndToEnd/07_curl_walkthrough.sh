@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The README's native-flow walkthrough with curl, run exactly as printed there, twice in a row
+# The native-flow walkthrough with curl of docs/API.md, run exactly as printed there, twice in a row
 # against this stack (its URLs and admin secret given through the variables the walkthrough reads):
-# sign-in, me, refresh, sync, sessions, logout and deletion each answer as the README says.
+# sign-in, me, refresh, sync, sessions, logout and deletion each answer as docs/API.md says.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
-readme_walkthrough "$E2E_TMP/walkthrough.sh"
+curl_walkthrough "$E2E_TMP/walkthrough.sh"
 for run in 1 2; do
     out=$(cd "$E2E_TMP" && SIWA=$E2E_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FILE=$E2E_APPLE_ADMIN_SECRET_FILE \
         bash "$E2E_TMP/walkthrough.sh" 2>&1) || fail "run $run exited with an error: $out"
@@ -23,4 +23,4 @@ PY
     [ "${lines[4]}" = "logout: 204" ] && [ "${lines[5]}" = "me after logout: 401" ] && [ "${lines[6]}" = "delete: 204" ] \
         || fail "run $run: ${lines[*]:4}"
 done
-pass "the README's curl walkthrough, pasted twice: sign-in (a new user each time), me, refresh, sync, sessions, logout 204 then 401, deletion 204"
+pass "the curl walkthrough of docs/API.md, pasted twice: sign-in (a new user each time), me, refresh, sync, sessions, logout 204 then 401, deletion 204"

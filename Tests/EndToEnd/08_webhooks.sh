@@ -5,7 +5,7 @@
 # a second user whose relay forwarding Apple turns off and who signs out; a third deleted by an operator) is delivered by `siwa jobs`: after the
 # outage every event arrives at the right receiver exactly once, in order per user, signed; the wrong
 # receiver rejects every delivery. Then the operator's commands (status, log, redeliver) and the
-# README's verification snippets in Python, Node and PHP. siwa is restarted as it was.
+# verification snippets of docs/WEBHOOKS.md in Python, Node and PHP. siwa is restarted as it was.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -141,9 +141,9 @@ siwa_with_env "$E2E_BIN" "$DIR/siwa.env" jobs --once >/dev/null
 [ "$(grep -c "\"id\": \"$first\", .*\"status\": 200" "$DIR/good.jsonl")" = 2 ] || fail "the redelivery did not arrive"
 pass "siwa webhooks status counts delivered and pending per endpoint; log shows each attempt's answer; redeliver sends an event again"
 
-# --- The README's verification snippets, run against a real delivery.
-python3 "$(dirname "$0")/webhook_snippets.py" "$(dirname "$0")/../../README.md" "$DIR/good.jsonl.sample.json" "$DIR/secret" "$DIR" \
-    || fail "a README snippet"
+# --- The verification snippets of docs/WEBHOOKS.md, run against a real delivery.
+python3 "$(dirname "$0")/webhook_snippets.py" "$(dirname "$0")/../../docs/WEBHOOKS.md" "$DIR/good.jsonl.sample.json" "$DIR/secret" "$DIR" \
+    || fail "a snippet of docs/WEBHOOKS.md"
 
 trap - EXIT
 cleanup

@@ -6,7 +6,7 @@
 # are set; the installed binary, run as the siwa user the way the unit runs it, reads a
 # configuration in /etc/siwa and reaches the database; siwa setup writes /etc/siwa and the database
 # (twice: the second run changes nothing); the installed binary, run as the unit runs it, serves
-# the README's curl walkthrough behind the packaged nginx site; siwa doctor; purging removes what the
+# the curl walkthrough of docs/API.md behind the packaged nginx site; siwa doctor; purging removes what the
 # package made. Needs root (dpkg -i).
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
@@ -82,9 +82,9 @@ grep -q -- "--team-id" <<<"$bad" && grep -q -- "--p8" <<<"$bad" && grep -q -- "-
 pass "siwa setup wrote /etc/siwa (keys owned right), created the database and its user, migrated, printed Apple's values; a second run kept everything; bad values are named and nothing written"
 
 # The installed binary as the unit runs it (as siwa, /etc/siwa/siwa.env, in /usr/share/siwa) behind
-# the packaged nginx site (its template with the README's substitutions, on a loopback port): the
-# README's curl walkthrough signs in against the emulator through it.
-readme_walkthrough "$E2E_TMP/walkthrough.sh"
+# the packaged nginx site (its template with the substitutions of docs/DEPLOYING.md, on a loopback
+# port): the curl walkthrough of docs/API.md signs in against the emulator through it.
+curl_walkthrough "$E2E_TMP/walkthrough.sh"
 (cd /usr/share/siwa && exec runuser -u siwa -- env -i PATH=/usr/bin:/bin sh -c 'set -a; . /etc/siwa/siwa.env; set +a; exec /usr/bin/siwa serve') \
     >>"$E2E_TMP/siwa-package.log" 2>&1 &
 echo $! >"$PACKAGE_PID"
@@ -124,7 +124,7 @@ out=$(cd "$E2E_TMP" && SIWA=$SITE_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FI
 grep -q '"isNewUser":true' <<<"$out" && grep -q "delete: 204" <<<"$out" || fail "the walkthrough against the installed siwa: $out"
 [ "$(mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_package -e 'SELECT COUNT(*) FROM audit_events')" -gt 0 ] \
     || fail "the installed siwa wrote nothing to its database"
-pass "the installed siwa, run as the unit runs it, behind the packaged nginx site and snippets, serves the native sign-in flow (the README walkthrough) and the styled 404"
+pass "the installed siwa, run as the unit runs it, behind the packaged nginx site and snippets, serves the native sign-in flow (the curl walkthrough of docs/API.md) and the styled 404"
 
 # siwa doctor, as the siwa user with the unit's configuration: the placeholder domain-association
 # file fails with its fix; with a real one every check passes (Apple being the emulator).

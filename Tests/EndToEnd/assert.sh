@@ -31,10 +31,10 @@ expect_status() { [ "$STATUS" = "$1" ] || fail "$2: expected status $1, got $STA
 expect_body() { [ "$BODY" = "$1" ] || fail "$2: expected body $1, got $BODY"; }
 expect_header() { grep -qi "^$1" <<<"$HEADERS" || fail "$2: missing header $1 in: $HEADERS"; }
 
-# readme_walkthrough FILE: writes the README's curl walkthrough ("The native flow with curl"), as
+# curl_walkthrough FILE: writes the curl walkthrough of docs/API.md ("The native flow with curl"), as
 # printed there, to FILE.
-readme_walkthrough() {
-    python3 - "$(dirname "${BASH_SOURCE[0]}")/../../README.md" >"$1" <<'PY'
+curl_walkthrough() {
+    python3 - "$(dirname "${BASH_SOURCE[0]}")/../../docs/API.md" >"$1" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read().split("**The native flow with curl.**", 1)[1]
 print(re.search(r"```sh\n(.*?)```", text, re.S).group(1))

@@ -8,7 +8,7 @@ Listens on 127.0.0.1:PORT. Every POST is checked the documented way: the `Siwa-S
 For its first FAIL_SECONDS the receiver answers 500 to every signed delivery (an outage); then 200.
 Each attempt is appended to LOG_FILE as one JSON line: the event id, type, user, the answer and
 whether the signature verified. The first verified delivery is also kept whole, its signature header
-and raw body, in LOG_FILE.sample.json (to check the README's snippets against).
+and raw body, in LOG_FILE.sample.json (to check the snippets of docs/WEBHOOKS.md against).
 """
 
 import base64

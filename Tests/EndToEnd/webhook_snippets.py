@@ -1,6 +1,8 @@
-"""Runs the README's signature-verification snippets (Python, Node, PHP) against a real delivery.
+"""Runs the signature-verification snippets (Python, Node, PHP) of docs/WEBHOOKS.md against a real delivery.
 
-Usage: webhook_snippets.py README SAMPLE_JSON SECRET_FILE WORK_DIR
+Usage: webhook_snippets.py PAGE SAMPLE_JSON SECRET_FILE WORK_DIR
+
+PAGE is docs/WEBHOOKS.md: the snippets are the python, js and php blocks of its "Lifecycle webhooks" section.
 
 SAMPLE_JSON holds a delivery as a receiver got it (the `Siwa-Signature` header and the raw body,
 base64). Each snippet must accept it, and refuse it under a wrong secret, with one byte of the body
@@ -17,8 +19,8 @@ import subprocess
 import sys
 import time
 
-readme, sample_file, secret_file, work = sys.argv[1:5]
-section = open(readme).read().split("## Lifecycle webhooks", 1)[1].split("\n## ", 1)[0]
+page, sample_file, secret_file, work = sys.argv[1:5]
+section = open(page).read().split("## Lifecycle webhooks", 1)[1].split("\n## ", 1)[0]
 snippets = {lang: re.search(r"```" + lang + r"\n(.*?)```", section, re.S).group(1) for lang in ("python", "js", "php")}
 
 sample = json.load(open(sample_file))
@@ -75,6 +77,6 @@ for lang, (command, program) in programs.items():
         print(f"FAIL: the {lang} snippet is wrong for: {', '.join(wrong)}", file=sys.stderr)
         failed = True
     else:
-        print(f"  ok: the README's {lang} snippet accepts a real delivery and a rotation header, refuses "
+        print(f"  ok: the {lang} snippet of docs/WEBHOOKS.md accepts a real delivery and a rotation header, refuses "
               f"a wrong secret, a changed body, a stale t and a header without v1")
 sys.exit(1 if failed else 0)

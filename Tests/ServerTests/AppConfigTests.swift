@@ -80,13 +80,14 @@ import Testing
         }
     }
 
-    @Test("Every key is documented in the README table")
-    func readmeListsEveryKey() throws {
-        let readme = try String(
-            contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ServerTests/AppConfigTests.swift", with: "README.md"), encoding: .utf8
+    @Test("Every key is documented in the table of docs/CONFIGURATION.md")
+    func configurationPageListsEveryKey() throws {
+        let page = try String(
+            contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ServerTests/AppConfigTests.swift", with: "docs/CONFIGURATION.md"),
+            encoding: .utf8
         )
         for key in AppConfig.keys {
-            #expect(readme.contains("| `\(key.name)` |"), "README lacks \(key.name)")
+            #expect(page.contains("| `\(key.name)` |"), "docs/CONFIGURATION.md lacks \(key.name)")
         }
     }
 
