@@ -320,16 +320,6 @@ import Testing
 
     deinit { database.drop() }
 
-    /// Polls `condition` every 10 ms for at most `seconds`; whether it became true.
-    func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = SessionCache.now() + seconds
-        while SessionCache.now() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return condition()
-    }
-
     @Test("A remembered session answers after a poll; revoked elsewhere it is forgotten within a poll; stopped, nothing answers")
     func behindTheDatabase() throws {
         let connection = try database.connect()
