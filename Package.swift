@@ -139,7 +139,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityTests", dependencies: ["Identity", "Accounts", "JOSE", "SIWATestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "AccountsTests", dependencies: ["Accounts"], swiftSettings: swiftSettings),
+        .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(
