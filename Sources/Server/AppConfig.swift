@@ -167,6 +167,9 @@ package struct AppConfig: Sendable {
             name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil,
             summary: "directory of the access-token signing keys, `<kid>.pem` (P-256 or RSA, 0600); `siwa keys rotate` adds one"),
         Key(
+            name: "SIWA_ACCESS_KEYS_RESCAN", type: "seconds 1...3600", defaultValue: "10",
+            summary: "how often the key directory is checked for a key added or removed (a rotation takes effect within it)"),
+        Key(
             name: "SIWA_ACCESS_TOKEN_ALGORITHM", type: "ES256|RS256", defaultValue: "ES256",
             summary: "type of the signing keys `siwa keys rotate` makes (the newest key signs, whatever its type)"),
         Key(
@@ -395,7 +398,8 @@ extension EnvironmentReader {
         let directory = required("SIWA_ACCESS_KEYS_DIR")
         var tokens: AccessTokens?
         if !directory.isEmpty {
-            do { tokens = try AccessTokens(directory: directory, issuer: url, clock: clock) } catch {
+            let rescan = Double(integer("SIWA_ACCESS_KEYS_RESCAN", in: 1...3600))
+            do { tokens = try AccessTokens(directory: directory, issuer: url, clock: clock, rescanInterval: rescan) } catch {
                 problem("SIWA_ACCESS_KEYS_DIR: \(error)")
             }
         }
