@@ -31,7 +31,8 @@ struct Keys: ParsableCommand {
 
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add a new signing key of the configured type; it signs from the next directory scan (within SIWA_ACCESS_KEYS_RESCAN, 10 s by default) on.",
+            abstract:
+                "Add a new signing key of the configured type; it signs from the next directory scan (SIWA_ACCESS_KEYS_RESCAN) on.",
             discussion: """
                 Tokens signed with older keys stay valid until they expire: the older keys keep verifying and stay in \
                 /auth/jwks.json. Keys replaced more than --retention seconds ago are removed.
