@@ -30,10 +30,12 @@ extension URLError {
     /// (nginx closes idle ones on reload), or a reset. The request may or may not have been handled.
     /// Apple's URLSession reports both as `networkConnectionLost`; the one of swift-corelibs-foundation
     /// (libcurl) reports a close with no byte of an answer as `badServerResponse` ("Empty reply from
-    /// server"), which also covers an answer that was not HTTP: for the requests sent again, which
-    /// mean the same when repeated, that costs one more round trip at most.
+    /// server"), which also covers an answer that was not HTTP, and an HTTP/2 connection that ended
+    /// under a request (nginx's reload: "Error in the HTTP2 framing layer", "stream was not closed
+    /// cleanly") as `unknown`. For the requests sent again, which mean the same when repeated, a
+    /// wrong guess costs one more round trip at most.
     var isConnectionBroken: Bool {
-        code == .networkConnectionLost || code == .badServerResponse
+        code == .networkConnectionLost || code == .badServerResponse || code == .unknown
     }
 }
 
