@@ -50,9 +50,7 @@ import Testing
         let a = RandomChanges.profile(&random)
         let b = RandomChanges.profile(&random)
         let c = RandomChanges.profile(&random)
-        #expect(a.merged(with: b) == b.merged(with: a))
-        #expect(a.merged(with: b).merged(with: c) == a.merged(with: b.merged(with: c)))
-        #expect(a.merged(with: a) == a)
+        Self.expectJoinLaws(a, b, c) { $0.merged(with: $1) }
         let merged = a.merged(with: b)
         #expect(merged.totalXP == max(a.totalXP, b.totalXP) && merged.currentLevel == max(a.currentLevel, b.currentLevel))
         if let dateA = a.lastActiveDate, let dateB = b.lastActiveDate, dateA != dateB {
@@ -67,13 +65,20 @@ import Testing
         var b = RandomChanges.lesson(&random)
         var c = RandomChanges.lesson(&random)
         (b.beliefSystemID, b.lessonID, c.beliefSystemID, c.lessonID) = (a.beliefSystemID, a.lessonID, a.beliefSystemID, a.lessonID)
-        #expect(a.merged(with: b) == b.merged(with: a))
-        #expect(a.merged(with: b).merged(with: c) == a.merged(with: b.merged(with: c)))
-        #expect(a.merged(with: a) == a)
+        Self.expectJoinLaws(a, b, c) { $0.merged(with: $1) }
         let x = RandomChanges.achievement(&random)
         var y = RandomChanges.achievement(&random)
-        y.achievementID = x.achievementID
-        #expect(x.merged(with: y) == y.merged(with: x))
-        #expect(x.merged(with: x) == x)
+        var z = RandomChanges.achievement(&random)
+        (y.achievementID, z.achievementID) = (x.achievementID, x.achievementID)
+        Self.expectJoinLaws(x, y, z) { $0.merged(with: $1) }
+    }
+
+    /// The laws of a join on three values: commutative, associative, idempotent.
+    static func expectJoinLaws<Value: Equatable>(
+        _ a: Value, _ b: Value, _ c: Value, sourceLocation: SourceLocation = #_sourceLocation, merge: (Value, Value) -> Value
+    ) {
+        #expect(merge(a, b) == merge(b, a), "commutative", sourceLocation: sourceLocation)
+        #expect(merge(merge(a, b), c) == merge(a, merge(b, c)), "associative", sourceLocation: sourceLocation)
+        #expect(merge(a, a) == a, "idempotent", sourceLocation: sourceLocation)
     }
 }
