@@ -72,17 +72,28 @@ let package = Package(
         .target(
             name: "Identity",
             dependencies: [
-                "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "SyncRules", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
 
-        // Application.
+        // The configuration of `siwa` (its key table, checks and example), its logs and its metrics
+        // bootstrap: what every subcommand needs, without the HTTP layer.
+        .target(
+            name: "SiwaConfig",
+            dependencies: [
+                "Identity", "AppleID", "JOSE", "MariaDB", "HTTPClient", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The HTTP layer: routes that decode, call one use case and encode.
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "HTTPClient", "SyncRules", "Telemetry",
+                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "SiwaConfig", "HTTPClient", "SyncRules", "Telemetry",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
@@ -90,8 +101,8 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry", "SyncRules",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Server", "SiwaConfig", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry",
+                "SyncRules", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -129,7 +140,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "Identity", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport",
+                "Server", "SiwaConfig", "Identity", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -139,6 +150,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityTests", dependencies: ["Identity", "Accounts", "JOSE", "SIWATestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SiwaConfigTests",
+            dependencies: ["SiwaConfig", "Identity", "HTTPClient", "JOSE", "MariaDB", "SIWATestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .testTarget(name: "AccountsTests", dependencies: ["Accounts"], swiftSettings: swiftSettings),
         .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
@@ -146,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MariaDB", "Server", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
+                "MariaDB", "Server", "SiwaConfig", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
                 "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],

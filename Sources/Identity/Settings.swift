@@ -83,8 +83,10 @@ package struct SessionSettings: Sendable {
     package var dataKeys: DataKeys
     /// Seconds a session lives without a refresh.
     package var lifetime: Int
-    /// Seconds after which a session ends however often it is refreshed (`Sessions.unlimited` for never).
+    /// Seconds after which a session ends however often it is refreshed (`SessionSettings.unlimited` for never).
     package var maximumLifetime: Int
+    /// The `maximumLifetime` of sessions that end only when unused for `lifetime` (about a century).
+    package static let unlimited = Sessions.unlimited
     /// Seconds during which the refresh token rotated last may be presented again (a retry whose
     /// answer was lost) without being taken for reuse; 0 turns it off.
     package var refreshReuseInterval: Int
@@ -100,7 +102,7 @@ package struct SessionSettings: Sendable {
 
     package init(
         publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000,
-        maximumLifetime: Int = Sessions.unlimited, refreshReuseInterval: Int = 10, guestAccounts: Bool = false,
+        maximumLifetime: Int = unlimited, refreshReuseInterval: Int = 10, guestAccounts: Bool = false,
         guestRetentionDays: Int = 30, linkSecrets: [[UInt8]] = [], linkTokenLifetime: Int = 600
     ) {
         self.guestAccounts = guestAccounts

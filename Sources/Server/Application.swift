@@ -5,6 +5,7 @@ package import FastCGI
 package import Identity
 package import Logging
 import MariaDB
+package import SiwaConfig
 package import Telemetry
 
 /// The process-wide, immutable part of the application: configuration, routes, logger, and the

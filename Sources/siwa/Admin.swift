@@ -3,7 +3,7 @@ import ArgumentParser
 import Foundation
 import Identity
 import MariaDB
-import Server
+import SiwaConfig
 
 #if canImport(Glibc)
     import Glibc
@@ -174,7 +174,7 @@ struct AdminFailure: Error, CustomStringConvertible {
 /// Runs `body` with the use cases on one database connection, as `siwa serve`'s workers have them.
 func withOperations<T>(_ body: (Operations) throws -> T) throws -> T {
     let config = try loadConfiguration()
-    let logger = makeLogger(config, label: "siwa-admin")
+    let logger = config.bootstrapLogging(label: "siwa-admin")
     initializeMariaDBLibrary()
     let core = IdentityCore(apple: nil, sessions: nil, database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox())
     let operations = Operations(core: core, database: config.database, logger: logger)

@@ -2,7 +2,7 @@ import Accounts
 import Foundation
 import Identity
 import JOSE
-import Server
+import SiwaConfig
 
 /// The readable output of `siwa admin`: tables and a user's description.
 enum AdminText {

@@ -5,7 +5,7 @@ import Foundation
 import HTTPClient
 import Identity
 import MariaDB
-import Server
+import SiwaConfig
 
 #if canImport(Glibc)
     import Glibc

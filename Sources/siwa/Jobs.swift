@@ -5,7 +5,7 @@ import HTTPClient
 import Identity
 import Logging
 import MariaDB
-import Server
+import SiwaConfig
 import Synchronization
 
 struct Jobs: ParsableCommand {
@@ -23,7 +23,7 @@ struct Jobs: ParsableCommand {
 
     func run() throws {
         let config = try loadConfiguration()
-        let logger = makeLogger(config, label: "siwa-jobs")
+        let logger = config.bootstrapLogging(label: "siwa-jobs")
         guard let apple = config.apple, let sessions = config.sessions else {
             FileHandle.standardError.write(
                 Data(

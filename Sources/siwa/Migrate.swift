@@ -1,7 +1,7 @@
 import Accounts
 import ArgumentParser
 import MariaDB
-import Server
+import SiwaConfig
 
 struct Migrate: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -8,6 +8,7 @@ import Identity
 import Logging
 import MariaDB
 import Server
+import SiwaConfig
 import Telemetry
 
 struct Serve: ParsableCommand {
@@ -19,7 +20,7 @@ struct Serve: ParsableCommand {
         // SIGTERM handler would otherwise keep the process alive; see docs/ARCHITECTURE.md).
         TerminationSignals.block()
         let config = try loadConfiguration()
-        let logger = makeLogger(config, label: "siwa")
+        let logger = config.bootstrapLogging(label: "siwa")
         guard config.apple != nil, config.sessions != nil else {
             FileHandle.standardError.write(
                 Data(
@@ -37,8 +38,7 @@ struct Serve: ParsableCommand {
         initializeHTTPClientLibrary()
 
         // Every metric of the process goes to the exporter that GET /metrics renders.
-        let metrics = config.metricsEnabled ? PrometheusExporter() : nil
-        if let metrics { MetricsSystem.bootstrap(metrics.factory) }
+        let metrics = config.bootstrapMetrics()
         let application = Application(config: config, logger: logger, metrics: metrics)
         if let keys = application.apple?.keys as? AppleKeyCache {
             // Fetch Apple's keys before the first sign-in needs them, without delaying the start.

@@ -4,7 +4,7 @@ import Foundation
 import Identity
 import JOSE
 import MariaDB
-import Server
+import SiwaConfig
 
 #if canImport(Glibc)
     import Glibc

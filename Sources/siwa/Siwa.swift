@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import Server
+import SiwaConfig
 
 @main
 struct Siwa: ParsableCommand {
@@ -30,17 +30,6 @@ func loadConfiguration() throws -> AppConfig {
     }
 }
 
-/// Sends logs to standard error at the configured level.
-func makeLogger(_ config: AppConfig, label: String) -> Logger {
-    switch config.logFormat {
-    case .text: LoggingSystem.bootstrap(StreamLogHandler.standardError)
-    case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
-    }
-    var logger = Logger(label: label)
-    logger.logLevel = config.logLevel
-    return logger
-}
-
 struct ShowConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config", abstract: "Validate the configuration and print it, secrets redacted.")
@@ -48,9 +37,16 @@ struct ShowConfig: ParsableCommand {
     @Flag(help: "Print a commented example of every key instead (the package's /etc/siwa/siwa.env.example).")
     var example = false
 
+    @Flag(help: "Print the table of every key in Markdown instead (the table of docs/CONFIGURATION.md).")
+    var markdown = false
+
     func run() throws {
         if example {
             print(AppConfig.example, terminator: "")
+            return
+        }
+        if markdown {
+            print(AppConfig.markdownTable, terminator: "")
             return
         }
         let config = try loadConfiguration()

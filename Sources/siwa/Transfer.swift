@@ -5,7 +5,7 @@ import HTTPClient
 import Identity
 import Logging
 import MariaDB
-import Server
+import SiwaConfig
 
 struct Transfer: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,7 +40,7 @@ struct Transfer: ParsableCommand {
             FileHandle.standardError.write(Data("invalid configuration:\n  - the SIWA_APPLE_* keys: required for transfer\n".utf8))
             throw ExitCode(78)
         }
-        let logger = makeLogger(config, label: "siwa-transfer")
+        let logger = config.bootstrapLogging(label: "siwa-transfer")
         initializeMariaDBLibrary()
         initializeHTTPClientLibrary()
         return (config, apple, logger, Connection(configuration: config.database))

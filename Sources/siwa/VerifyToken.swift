@@ -4,7 +4,7 @@ import Foundation
 import HTTPClient
 import Identity
 import JOSE
-import Server
+import SiwaConfig
 
 struct VerifyToken: ParsableCommand {
     static let configuration = CommandConfiguration(

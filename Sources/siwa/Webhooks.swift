@@ -3,7 +3,7 @@ import ArgumentParser
 import Foundation
 import Identity
 import MariaDB
-import Server
+import SiwaConfig
 
 struct Webhooks: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,14 +3,14 @@ import Identity
 import Logging
 import MariaDB
 import Server
+import SiwaConfig
 import Testing
 
 @Suite struct HealthTests {
     @Test("Health answers 200 with the database reachable and 503 when no connection can be made")
     func health() throws {
         try withDatabase { database in
-            var config = try AppConfig(environment: ["SIWA_DB_SOCKET": "/unused", "SIWA_DB_NAME": "x", "SIWA_DB_USER": "x"])
-            config.database = database.configuration
+            var config = AppConfig(database: database.configuration)
             let worker = Application(config: config, logger: Logger(label: "test")).makeWorker(index: 0)
             defer { worker.close() }
             let ok = worker.respond(to: Request(method: "GET", path: "/health"))

@@ -5,6 +5,7 @@ import Logging
 import MariaDB
 import SIWATestSupport
 import Server
+import SiwaConfig
 import Testing
 
 /// A failure that is not client-facing: its details must stay out of the response.
@@ -15,9 +16,7 @@ private struct InternalFailure: Error, CustomStringConvertible {
 @Suite struct WorkerTests {
     /// An application whose database cannot be reached (a socket that does not exist).
     static func application(extraRoutes: @escaping (inout Router) -> Void = { _ in }) throws -> Application {
-        let config = try AppConfig(environment: [
-            "SIWA_DB_SOCKET": "/nonexistent/siwa-test.sock", "SIWA_DB_NAME": "siwa", "SIWA_DB_USER": "siwa",
-        ])
+        let config = AppConfig(database: MariaDB.Configuration(endpoint: .unixSocket(path: "/nonexistent/siwa-test.sock"), user: "siwa"))
         return Application(config: config, logger: Logger(label: "test"), extraRoutes: extraRoutes)
     }
 

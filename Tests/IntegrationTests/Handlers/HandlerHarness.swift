@@ -9,6 +9,7 @@ import MariaDB
 import SIWAFixtures
 import SIWATestSupport
 import Server
+import SiwaConfig
 import Synchronization
 import Telemetry
 

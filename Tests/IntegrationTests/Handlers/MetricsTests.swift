@@ -4,6 +4,7 @@ import Foundation
 import JOSE
 import SIWAFixtures
 import Server
+import SiwaConfig
 import Telemetry
 import Testing
 

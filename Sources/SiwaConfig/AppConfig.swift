@@ -1,4 +1,3 @@
-import Accounts
 import AppleID
 import Foundation
 import HTTPClient
@@ -59,166 +58,236 @@ package struct AppConfig: Sendable {
     /// Days audit events are kept; nil keeps them.
     package var auditRetentionDays: Int?
 
-    /// One documented configuration key.
+    /// One documented configuration key: a row of the table in docs/CONFIGURATION.md, which
+    /// `siwa config --markdown` prints from these values.
     package struct Key: Sendable {
         package let name: String
+        /// The values it takes (Markdown).
         package let type: String
+        /// The value used when the key is unset; nil when there is none.
         package let defaultValue: String?
+        /// How the table shows the default when it is not one value (Markdown); nil shows `defaultValue`.
+        package let shownDefault: String?
+        /// When the key must be set: "no", "yes", or the condition (Markdown).
+        package let required: String
+        /// Whether the key names a file of secrets, whose contents never appear in output.
+        package let isSecret: Bool
+        /// What it sets (Markdown).
         package let summary: String
-        package var isSecret: Bool { name.hasSuffix("_FILE") }
+
+        init(
+            name: String, type: String, defaultValue: String?, shownDefault: String? = nil, required: String,
+            isSecret: Bool = false, summary: String
+        ) {
+            self.name = name
+            self.type = type
+            self.defaultValue = defaultValue
+            self.shownDefault = shownDefault
+            self.required = required
+            self.isSecret = isSecret
+            self.summary = summary
+        }
     }
 
-    /// Every key `siwa` reads. The table of docs/CONFIGURATION.md lists the same keys.
+    /// Every key `siwa` reads, in the order of the table in docs/CONFIGURATION.md.
     package static let keys: [Key] = [
-        Key(name: "SIWA_SOCKET_PATH", type: "path", defaultValue: "/run/siwa/siwa.sock", summary: "FastCGI unix socket nginx connects to"),
-        Key(name: "SIWA_SOCKET_MODE", type: "octal", defaultValue: "0660", summary: "permissions of the socket file"),
         Key(
-            name: "SIWA_SOCKET_BACKLOG", type: "int 16...65535", defaultValue: "1024",
+            name: "SIWA_SOCKET_PATH", type: "path", defaultValue: "/run/siwa/siwa.sock", required: "no",
+            summary: "FastCGI unix socket nginx connects to"),
+        Key(name: "SIWA_SOCKET_MODE", type: "octal", defaultValue: "0660", required: "no", summary: "permissions of the socket file"),
+        Key(
+            name: "SIWA_SOCKET_BACKLOG", type: "int 16...65535", defaultValue: "1024", required: "no",
             summary: "listen backlog (connections waiting for a free worker)"),
-        Key(name: "SIWA_WORKER_THREADS", type: "int 1...512", defaultValue: "64", summary: "worker threads, one database connection each"),
         Key(
-            name: "SIWA_MAX_BODY_BYTES", type: "int 1024...16777216", defaultValue: "1048576",
-            summary: "hard limit on a request body (413 above)"),
-        Key(name: "SIWA_DB_SOCKET", type: "path", defaultValue: nil, summary: "MariaDB unix socket (or SIWA_DB_HOST)"),
+            name: "SIWA_WORKER_THREADS", type: "int 1...512", defaultValue: "64", required: "no",
+            summary: "worker threads, one database connection each"),
         Key(
-            name: "SIWA_DB_HOST", type: "host[:port],...", defaultValue: nil,
-            summary:
-                "MariaDB TCP host (or SIWA_DB_SOCKET); several, in order of preference, for a Galera cluster: a worker whose node is lost or not ready moves to the next"
-        ),
-        Key(name: "SIWA_DB_PORT", type: "int 1...65535", defaultValue: "3306", summary: "MariaDB TCP port of a host without its own"),
+            name: "SIWA_MAX_BODY_BYTES", type: "int 1024...16777216", defaultValue: "1048576", required: "no",
+            summary: "hard limit on a request body (JSON 413 above)"),
+        Key(name: "SIWA_DB_SOCKET", type: "path", defaultValue: nil, required: "one of the two", summary: "MariaDB unix socket"),
         Key(
-            name: "SIWA_DB_SYNC_WAIT", type: "int 0...15", defaultValue: nil,
-            summary:
-                "wsrep_sync_wait of every session: 15 by default with several hosts (every statement first waits until the node has applied what the cluster committed), 0 otherwise"
-        ),
-        Key(name: "SIWA_DB_NAME", type: "string", defaultValue: nil, summary: "database (schema) name"),
-        Key(name: "SIWA_DB_USER", type: "string", defaultValue: nil, summary: "database user"),
-        Key(name: "SIWA_DB_PASSWORD_FILE", type: "path", defaultValue: "(none)", summary: "file holding the database password"),
+            name: "SIWA_DB_HOST", type: "`host[:port],...`", defaultValue: nil, required: "one of the two",
+            summary: "MariaDB TCP host; several, in order of preference, for a Galera cluster (see [SCALING.md](SCALING.md))"),
         Key(
-            name: "SIWA_DB_CONNECT_TIMEOUT", type: "seconds 1...60", defaultValue: "2",
-            summary: "connect timeout: the longest each wait of a connect takes (within a request, also at most the time left of "
-                + "SIWA_DB_TIMEOUT)"),
-        Key(
-            name: "SIWA_DB_TIMEOUT", type: "seconds 1...3600", defaultValue: "10",
-            summary:
-                "the time one request may wait for the database in all (statements, retries, reconnects): a frozen database fails "
-                + "a request with 503 within it; also each read and write timeout"
+            name: "SIWA_DB_PORT", type: "int", defaultValue: "3306", required: "no", summary: "MariaDB TCP port of a host given without one"
         ),
         Key(
-            name: "SIWA_LOG_LEVEL", type: "trace|debug|info|notice|warning|error|critical", defaultValue: "info",
-            summary: "log level (logs go to standard error); info logs every request"),
+            name: "SIWA_DB_SYNC_WAIT", type: "int 0...15", defaultValue: nil, shownDefault: "`15` with several hosts, else `0`",
+            required: "no",
+            summary:
+                "`wsrep_sync_wait` of every session: on a Galera cluster, 15 makes every statement wait until its node has applied what the cluster committed"
+        ),
+        Key(name: "SIWA_DB_NAME", type: "string", defaultValue: nil, required: "yes", summary: "database (schema) name"),
+        Key(name: "SIWA_DB_USER", type: "string", defaultValue: nil, required: "yes", summary: "database user"),
         Key(
-            name: "SIWA_LOG_FORMAT", type: "text|json", defaultValue: "text",
-            summary: "json writes one JSON object per line, for a log pipeline"),
+            name: "SIWA_DB_PASSWORD_FILE", type: "path", defaultValue: nil, shownDefault: "none", required: "no", isSecret: true,
+            summary: "file holding the database password"),
         Key(
-            name: "SIWA_METRICS", type: "true|false", defaultValue: "true",
-            summary: "serve Prometheus metrics at GET /metrics (nginx lets loopback only reach it)"),
-        Key(name: "SIWA_MIGRATIONS_DIR", type: "path", defaultValue: "sql", summary: "directory of the NNNN_name.sql migrations"),
+            name: "SIWA_DB_CONNECT_TIMEOUT", type: "seconds 1...60", defaultValue: "2", required: "no",
+            summary:
+                "connect timeout: the longest each wait of a connect takes (within a request, also at most the time left of `SIWA_DB_TIMEOUT`)"
+        ),
         Key(
-            name: "SIWA_APPLE_TEAM_ID", type: "10 characters A-Z0-9", defaultValue: nil,
+            name: "SIWA_DB_TIMEOUT", type: "seconds 1...3600", defaultValue: "10", required: "no",
+            summary:
+                #"the time one request may wait for the database in all (statements, retries, reconnects): a frozen database fails a request with 503 within it; also each read and write timeout ([OPERATIONS.md, "A database that stops answering"](OPERATIONS.md#a-database-that-stops-answering))"#
+        ),
+        Key(
+            name: "SIWA_LOG_LEVEL", type: "`trace` ... `critical`", defaultValue: "info", required: "no",
+            summary: "log level; logs go to standard error; `info` logs a line per request (id, route, status, duration)"),
+        Key(
+            name: "SIWA_LOG_FORMAT", type: "`text`, `json`", defaultValue: "text", required: "no",
+            summary: "`json`: one JSON object per line for a log pipeline (`time`, `level`, `logger`, `message`, then the metadata)"),
+        Key(
+            name: "SIWA_METRICS", type: "`true`, `false`", defaultValue: "true", required: "no",
+            summary: "Prometheus metrics at `GET /metrics`, which nginx serves to loopback only (see [OPERATIONS.md](OPERATIONS.md))"),
+        Key(
+            name: "SIWA_MIGRATIONS_DIR", type: "path", defaultValue: "sql", required: "no",
+            summary: "directory of the `NNNN_name.sql` migrations"),
+        Key(
+            name: "SIWA_APPLE_TEAM_ID", type: "10 characters A-Z0-9", defaultValue: nil, required: "for `serve`",
             summary: "Apple Developer Team ID (`iss` of the client secret)"),
         Key(
-            name: "SIWA_APPLE_KEY_ID", type: "10 characters A-Z0-9", defaultValue: nil,
+            name: "SIWA_APPLE_KEY_ID", type: "10 characters A-Z0-9", defaultValue: nil, required: "for `serve`",
             summary: "id of the Sign in with Apple key (`kid` of the client secret)"),
         Key(
-            name: "SIWA_APPLE_PRIVATE_KEY_FILE", type: "path", defaultValue: nil,
-            summary: "the Sign in with Apple key (`.p8`, PKCS#8 P-256)"),
+            name: "SIWA_APPLE_PRIVATE_KEY_FILE", type: "path", defaultValue: nil, required: "for `serve`", isSecret: true,
+            summary: "the Sign in with Apple key as downloaded (`.p8`, PKCS#8 P-256)"),
         Key(
-            name: "SIWA_APPLE_BUNDLE_IDS", type: "comma-separated ids", defaultValue: "(none)",
-            summary: "iOS/macOS bundle ids accepted as `aud` (native sign-in)"),
+            name: "SIWA_APPLE_BUNDLE_IDS", type: "comma-separated ids", defaultValue: nil, shownDefault: "none",
+            required: "one client id for `serve`", summary: "bundle ids accepted as `aud` (native sign-in)"),
         Key(
-            name: "SIWA_APPLE_SERVICES_ID", type: "id", defaultValue: "(none)",
-            summary: "Services ID accepted as `aud` (web sign-in); at least one client id is required"),
+            name: "SIWA_APPLE_SERVICES_ID", type: "id", defaultValue: nil, shownDefault: "none", required: "one client id for `serve`",
+            summary: "Services ID accepted as `aud` (web sign-in)"),
         Key(
-            name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com",
-            summary: "Apple's endpoints (http only to a loopback address, for the emulator)"),
+            name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com", required: "no",
+            summary: "Apple's endpoints; `http` only to a loopback address (the emulator)"),
         Key(
-            name: "SIWA_APPLE_CA_FILE", type: "path", defaultValue: "(system CAs)",
-            summary: "PEM CA certificates trusted for the Apple base URL"),
-        Key(name: "SIWA_APPLE_CONNECT_TIMEOUT", type: "seconds 1...30", defaultValue: "3", summary: "connect timeout for calls to Apple"),
-        Key(name: "SIWA_APPLE_TIMEOUT", type: "seconds 1...60", defaultValue: "10", summary: "total timeout of a call to Apple"),
-        Key(name: "SIWA_APPLE_LEEWAY", type: "seconds 0...60", defaultValue: "60", summary: "clock skew allowed on `exp`, `iat`, `nbf`"),
+            name: "SIWA_APPLE_CA_FILE", type: "path", defaultValue: nil, shownDefault: "system CAs", required: "no",
+            summary: "PEM CA certificates trusted for the base URL"),
         Key(
-            name: "SIWA_APPLE_REQUIRE_NONCE", type: "true|false", defaultValue: "true",
+            name: "SIWA_APPLE_CONNECT_TIMEOUT", type: "seconds 1...30", defaultValue: "3", required: "no",
+            summary: "connect timeout of calls to Apple"),
+        Key(
+            name: "SIWA_APPLE_TIMEOUT", type: "seconds 1...60", defaultValue: "10", required: "no",
+            summary: "total timeout of a call to Apple"),
+        Key(
+            name: "SIWA_APPLE_LEEWAY", type: "seconds 0...60", defaultValue: "60", required: "no",
+            summary: "clock skew allowed on `exp`, `iat`, `nbf`"),
+        Key(
+            name: "SIWA_APPLE_REQUIRE_NONCE", type: "`true`/`false`", defaultValue: "true", required: "no",
             summary: "every identity token must carry the client's nonce"),
         Key(
-            name: "SIWA_APPLE_KEYS_COOLDOWN", type: "seconds 1...3600", defaultValue: "10",
+            name: "SIWA_APPLE_KEYS_COOLDOWN", type: "seconds 1...3600", defaultValue: "10", required: "no",
             summary: "least time between key-set fetches caused by unknown `kid`s or failures"),
         Key(
-            name: "SIWA_APPLE_ACCOUNT_DELETE", type: "delete|anonymise", defaultValue: "delete",
-            summary: "what an `account-delete` notification from Apple does to the user"),
+            name: "SIWA_APPLE_ACCOUNT_DELETE", type: "`delete` or `anonymise`", defaultValue: "delete", required: "no",
+            summary:
+                "what Apple's `account-delete` notification does: delete the user and all their data, or keep the row with names, emails and Apple identities removed and every session ended"
+        ),
         Key(
             name: "SIWA_APPLE_RELAY_DOMAINS", type: "domains, comma-separated",
-            defaultValue: AppleSettings.defaultRelayDomains.joined(separator: ","),
-            summary: "Hide My Email domains: an address there is a relay address when the token has no `is_private_email`"),
+            defaultValue: AppleSettings.defaultRelayDomains.joined(separator: ","), required: "no",
+            summary:
+                "Hide My Email domains: when a token has no `is_private_email`, an address at one of them is stored as a relay address (Apple announced `private.icloud.com` for new addresses in June 2026)"
+        ),
         Key(
-            name: "SIWA_APPLE_MAX_CALLS", type: "int 1...512", defaultValue: "(three quarters of SIWA_WORKER_THREADS)",
-            summary: "code exchanges in flight at Apple at once; an eighth of the threads more wait up to 1 s for one, others get 503"),
+            name: "SIWA_APPLE_MAX_CALLS", type: "int 1...512", defaultValue: nil, shownDefault: "three quarters of `SIWA_WORKER_THREADS`",
+            required: "no",
+            summary:
+                #"code exchanges in flight at Apple at once; beyond them an eighth of the threads may wait up to 1 s for one, and any other sign-in with a code gets 503 `apple_unavailable` with `Retry-After`, so a hanging Apple cannot hold every worker thread ([OPERATIONS.md, "Calls to Apple"](OPERATIONS.md#calls-to-apple))"#
+        ),
         Key(
-            name: "SIWA_APPLE_UNREACHABLE_COOLDOWN", type: "seconds 0...300", defaultValue: "5",
-            summary: "after a call could not reach Apple, code exchanges get 503 at once for this long"),
+            name: "SIWA_APPLE_UNREACHABLE_COOLDOWN", type: "seconds 0...300", defaultValue: "5", required: "no",
+            summary:
+                "after a call could not reach Apple (timeout, refused connection), sign-ins with a code get 503 at once for this long instead of waiting for Apple again"
+        ),
         Key(
-            name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400",
+            name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", required: "no",
             summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
         Key(
-            name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil,
-            summary: "the site's origin as browsers see it (`iss` of access tokens, web sign-in return URL, `Origin` checks)"),
+            name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil, required: "to serve",
+            summary:
+                "the site's origin as browsers see it, such as `https://auth.example.com`: `iss` of our access tokens, the web sign-in's `redirect_uri` (`<url>/auth/callback`, registered at Apple for the Services ID), the `Origin` that cookie-authenticated writes must carry"
+        ),
         Key(
-            name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil,
-            summary: "directory of the access-token signing keys, `<kid>.pem` (P-256 or RSA, 0600); `siwa keys rotate` adds one"),
+            name: "SIWA_ACCESS_KEYS_DIR", type: "path", defaultValue: nil, required: "to serve", isSecret: true,
+            summary:
+                "directory of the access-token signing keys, one `<kid>.pem` per key (P-256, or RSA 2048+; mode 0600); the `kid` sorting last signs (ES256 or RS256 after its type), all verify; `siwa keys rotate` adds one"
+        ),
         Key(
-            name: "SIWA_ACCESS_KEYS_RESCAN", type: "seconds 1...3600", defaultValue: "10",
-            summary: "how often the key directory is checked for a key added or removed (a rotation takes effect within it)"),
+            name: "SIWA_ACCESS_KEYS_RESCAN", type: "seconds 1...3600", defaultValue: "10", required: "no",
+            summary:
+                "how often the key directory is checked for a key added or removed: `siwa keys rotate` takes effect within it, in every running process"
+        ),
         Key(
-            name: "SIWA_ACCESS_TOKEN_ALGORITHM", type: "ES256|RS256", defaultValue: "ES256",
-            summary: "type of the signing keys `siwa keys rotate` makes (the newest key signs, whatever its type)"),
+            name: "SIWA_ACCESS_TOKEN_ALGORITHM", type: #"`ES256`\|`RS256`"#, defaultValue: "ES256", required: "no",
+            summary:
+                "type of the keys `siwa keys rotate` makes: ES256 (P-256, about 16 µs per signature here) or RS256 (RSA 2048, about 240 µs)"
+        ),
         Key(
-            name: "SIWA_DATA_KEYS_FILE", type: "path", defaultValue: nil,
-            summary: "keys encrypting Apple's refresh tokens: lines `<id> <base64 of 32 bytes>`, the first encrypts"),
+            name: "SIWA_DATA_KEYS_FILE", type: "path", defaultValue: nil, required: "to serve", isSecret: true,
+            summary:
+                "the keys that encrypt Apple's refresh tokens (AES-256-GCM): one `<id> <base64 of 32 random bytes>` per line, the first encrypts, all decrypt"
+        ),
         Key(
-            name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000",
-            summary: "a session ends after this long without a refresh"),
+            name: "SIWA_SESSION_LIFETIME", type: "seconds 3600...31536000", defaultValue: "7776000", required: "no",
+            summary: "a session ends after this long without a refresh (90 days)"),
         Key(
-            name: "SIWA_SESSION_MAX_LIFETIME", type: "seconds 3600...315360000", defaultValue: "(none)",
-            summary: "a session ends this long after it began, however often it is refreshed"),
+            name: "SIWA_SESSION_MAX_LIFETIME", type: "seconds 3600...315360000", defaultValue: nil, shownDefault: "none", required: "no",
+            summary:
+                "a session ends this long after it began, however often it is refreshed (an absolute limit next to `SIWA_SESSION_LIFETIME`)"
+        ),
         Key(
-            name: "SIWA_AUDIT_RETENTION_DAYS", type: "days 1...3650", defaultValue: "(none: kept)",
+            name: "SIWA_AUDIT_RETENTION_DAYS", type: "days 1...3650", defaultValue: nil, shownDefault: "none (kept)", required: "no",
             summary: "audit events older than this are purged by `siwa jobs`"),
         Key(
-            name: "SIWA_REFRESH_REUSE_INTERVAL", type: "seconds 0...300", defaultValue: "10",
+            name: "SIWA_REFRESH_REUSE_INTERVAL", type: "seconds 0...300", defaultValue: "10", required: "no",
             summary:
-                "the refresh token rotated last, presented again this soon (a retry whose answer was lost), gets a new pair instead of ending the session; 0 turns it off"
+                "the refresh token rotated last, presented again this soon, gets a new pair for the same session instead of ending it; 0 turns it off"
         ),
         Key(
-            name: "SIWA_GUEST_ACCOUNTS", type: "true|false", defaultValue: "false",
-            summary: "POST /auth/guest makes guest accounts, which a later sign-in with Apple upgrades keeping their progress"),
-        Key(
-            name: "SIWA_GUEST_RETENTION_DAYS", type: "days 1...3650", defaultValue: "30",
-            summary: "guests whose sessions went unused this long are deleted by `siwa jobs`"),
-        Key(
-            name: "SIWA_LINK_SECRET_FILE", type: "path", defaultValue: "(none: linking off)",
+            name: "SIWA_GUEST_ACCOUNTS", type: #"true\|false"#, defaultValue: "false", required: "no",
             summary:
-                "secrets (one per line, 32 characters or more) the app's older backend presents to POST /internal/link-tokens; any line is accepted"
+                "`POST /auth/guest` makes guest accounts (no Apple ID yet), which a later sign-in with Apple upgrades keeping their progress; see [IDENTITIES.md](IDENTITIES.md#guest-accounts)"
         ),
         Key(
-            name: "SIWA_LINK_TOKEN_LIFETIME", type: "seconds 60...3600", defaultValue: "600",
+            name: "SIWA_GUEST_RETENTION_DAYS", type: "days 1...3650", defaultValue: "30", required: "no",
+            summary:
+                "guests whose sessions all went unused this long are deleted by `siwa jobs` (`user.deleted` with `source` `guest_expired`)"),
+        Key(
+            name: "SIWA_LINK_SECRET_FILE", type: "path", defaultValue: nil, shownDefault: "none (linking off)", required: "no",
+            isSecret: true,
+            summary:
+                "secrets the app's older backend presents (Bearer) to `POST /internal/link-tokens`: one per line, at least 32 characters (`openssl rand -hex 32`), any line accepted, so one can be replaced while the other still works"
+        ),
+        Key(
+            name: "SIWA_LINK_TOKEN_LIFETIME", type: "seconds 60...3600", defaultValue: "600", required: "no",
             summary: "how long a link token can be used (once)"),
         Key(
-            name: "SIWA_WEBHOOK_URLS", type: "URLs, comma-separated", defaultValue: "(none)",
-            summary: "the app backend's webhook endpoints; every lifecycle event goes to each (https, or http to a loopback address)"),
+            name: "SIWA_WEBHOOK_URLS", type: "URLs, comma-separated", defaultValue: nil, shownDefault: "none", required: "no",
+            summary:
+                "the app backend's webhook endpoints: every lifecycle event goes to each (`https`, or `http` to a loopback address; at most 255 characters); see [WEBHOOKS.md](WEBHOOKS.md#lifecycle-webhooks)"
+        ),
         Key(
-            name: "SIWA_WEBHOOK_SECRET_FILE", type: "path", defaultValue: nil,
-            summary: "the webhook signing secrets, one per line (at least 32 characters each); each signs every delivery"),
-        Key(name: "SIWA_WEBHOOK_TIMEOUT", type: "seconds 1...60", defaultValue: "10", summary: "total timeout of one webhook delivery"),
+            name: "SIWA_WEBHOOK_SECRET_FILE", type: "path", defaultValue: nil, required: "with `SIWA_WEBHOOK_URLS`", isSecret: true,
+            summary:
+                "the webhook signing secrets, one per line, at least 32 characters each (`openssl rand -hex 32`); each signs every delivery, so a new secret can be added before the old one is removed"
+        ),
         Key(
-            name: "SIWA_WEBHOOK_RETRY_HOURS", type: "hours 72...720", defaultValue: "72",
-            summary: "a delivery that keeps failing is retried this long, then given up (`siwa webhooks redeliver` sends it again)"),
+            name: "SIWA_WEBHOOK_TIMEOUT", type: "seconds 1...60", defaultValue: "10", required: "no",
+            summary: "total timeout of one delivery; a slower endpoint counts as failed and is retried"),
         Key(
-            name: "SIWA_APP_NAME", type: "text of 1...64 characters", defaultValue: "(none: \"Account\")",
+            name: "SIWA_WEBHOOK_RETRY_HOURS", type: "hours 72...720", defaultValue: "72", required: "no",
+            summary:
+                "a delivery that keeps failing is retried this long (10 s, doubled per attempt, at most an hour apart), then given up; `siwa webhooks redeliver` sends it again"
+        ),
+        Key(
+            name: "SIWA_APP_NAME", type: "text, 1...64 characters", defaultValue: nil, shownDefault: #"(none: "Account")"#, required: "no",
             summary: "the app's name in the account page's heading and title"),
         Key(
-            name: "SIWA_PAGE_PROGRESS", type: "true|false", defaultValue: "false",
-            summary: "the account page shows the progress the app syncs (level, XP, streak, lessons, achievements)"),
+            name: "SIWA_PAGE_PROGRESS", type: #"true\|false"#, defaultValue: "false", required: "no",
+            summary: "the account page shows the progress the app syncs (level, XP, streak, lessons, achievements) once some is synced"),
     ]
 
     /// Reads and validates the configuration.
@@ -276,6 +345,17 @@ package struct AppConfig: Sendable {
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }
 
+    /// Every key at its default, with the given database: the value tests and tools build directly,
+    /// setting `apple`, `sessions` and the rest as they need.
+    package init(database: MariaDB.Configuration) {
+        // Only the database keys are required and the defaults are valid (AppConfigTests checks
+        // both), so reading this environment cannot fail.
+        let required = ["SIWA_DB_SOCKET": "/", "SIWA_DB_NAME": "-", "SIWA_DB_USER": "-"]
+        guard var config = try? AppConfig(environment: required) else { preconditionFailure("the defaults are invalid") }
+        config.database = database
+        self = config
+    }
+
     /// Every key as a commented example line with its meaning, type and default: the text of
     /// `siwa config --example` and of the package's `/etc/siwa/siwa.env.example`.
     package static var example: String {
@@ -287,12 +367,27 @@ package struct AppConfig: Sendable {
 
             """
         for key in keys {
-            let required = key.defaultValue == nil ? ", required" : ""
-            text += "\n# \(key.summary) (\(key.type)\(required))\n"
-            let value = key.defaultValue.map { $0.hasPrefix("(") ? "" : $0 } ?? ""
-            text += "#\(key.name)=\(value)\n"
+            let required = key.required == "no" ? "" : ", required: " + plain(key.required)
+            text += "\n# \(plain(key.summary)) (\(plain(key.type))\(required))\n"
+            text += "#\(key.name)=\(key.defaultValue ?? "")\n"
         }
         return text
+    }
+
+    /// The table of docs/CONFIGURATION.md (`siwa config --markdown`): a row per key.
+    package static var markdownTable: String {
+        var lines = ["| Key | Type | Default | Required | Secret | Meaning |", "| --- | --- | --- | --- | --- | --- |"]
+        for key in keys {
+            let shown = key.shownDefault ?? key.defaultValue.map { "`\($0)`" } ?? ""
+            let cells = ["`\(key.name)`", key.type, shown, key.required, key.isSecret ? "yes" : "no", key.summary]
+            lines.append("|" + cells.map { $0.isEmpty ? " |" : " \($0) |" }.joined())
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Markdown as a comment line shows it: links as their text, without backticks.
+    static func plain(_ markdown: String) -> String {
+        markdown.replacing(#/\[([^\]]*)\]\([^)]*\)/#) { $0.output.1 }.replacingOccurrences(of: "`", with: "")
     }
 
     /// The configuration as `KEY=value` lines, secrets redacted (for `siwa config`).
@@ -413,7 +508,7 @@ extension EnvironmentReader {
         let reuseInterval = integer("SIWA_REFRESH_REUSE_INTERVAL", in: 0...300)
         let maximumLifetime =
             optionalString("SIWA_SESSION_MAX_LIFETIME") == nil
-            ? Sessions.unlimited : integer("SIWA_SESSION_MAX_LIFETIME", in: 3600...315_360_000)
+            ? SessionSettings.unlimited : integer("SIWA_SESSION_MAX_LIFETIME", in: 3600...315_360_000)
         let guestAccounts = boolean("SIWA_GUEST_ACCOUNTS")
         let guestRetentionDays = integer("SIWA_GUEST_RETENTION_DAYS", in: 1...3650)
         let linkTokenLifetime = integer("SIWA_LINK_TOKEN_LIFETIME", in: 60...3600)

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import SIWATestSupport
-import Server
+import SiwaConfig
 import Testing
 
 #if canImport(Glibc)

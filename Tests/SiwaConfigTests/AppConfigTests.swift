@@ -3,7 +3,7 @@ import HTTPClient
 import Identity
 import JOSE
 import MariaDB
-import Server
+import SiwaConfig
 import Testing
 
 @Suite struct AppConfigTests {
@@ -80,15 +80,41 @@ import Testing
         }
     }
 
-    @Test("Every key is documented in the table of docs/CONFIGURATION.md")
-    func configurationPageListsEveryKey() throws {
+    @Test("The table of docs/CONFIGURATION.md is the key table, as `siwa config --markdown` prints it")
+    func configurationPageIsGenerated() throws {
         let page = try String(
-            contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ServerTests/AppConfigTests.swift", with: "docs/CONFIGURATION.md"),
+            contentsOfFile: #filePath.replacingOccurrences(of: "Tests/SiwaConfigTests/AppConfigTests.swift", with: "docs/CONFIGURATION.md"),
             encoding: .utf8
         )
-        for key in AppConfig.keys {
-            #expect(page.contains("| `\(key.name)` |"), "docs/CONFIGURATION.md lacks \(key.name)")
-        }
+        let start = try #require(page.range(of: "| Key | Type |"))
+        let end = page[start.lowerBound...].range(of: "\n\n")?.lowerBound ?? page.endIndex
+        let table = String(page[start.lowerBound..<end]) + "\n"
+        #expect(
+            table == AppConfig.markdownTable,
+            "docs/CONFIGURATION.md's table differs from the key table: replace it with `siwa config --markdown`")
+        #expect(
+            AppConfig.markdownTable.contains("| `SIWA_DB_PASSWORD_FILE` | path | none | no | yes | file holding the database password |"))
+    }
+
+    @Test("The example has every key, commented, with its default, and says which are required, in plain text")
+    func example() {
+        let example = AppConfig.example
+        for key in AppConfig.keys { #expect(example.contains("\n#\(key.name)=\(key.defaultValue ?? "")\n")) }
+        #expect(example.contains("# database user (string, required: yes)\n#SIWA_DB_USER=\n"))
+        #expect(example.contains("(see SCALING.md)"))
+        let keyLines = example[(example.range(of: "\n\n")?.upperBound ?? example.startIndex)...]
+        #expect(!keyLines.contains("`") && !keyLines.contains("]("))
+    }
+
+    @Test("A configuration built from a database alone has every other key at its default")
+    func builtDirectly() throws {
+        let database = MariaDB.Configuration(endpoint: .unixSocket(path: "/tmp/db.sock"), user: "app", database: "appdb")
+        let built = AppConfig(database: database)
+        let read = try AppConfig(environment: Self.minimal)
+        #expect(built.database.user == "app" && built.database.database == "appdb")
+        #expect(built.workerThreads == read.workerThreads && built.socketPath == read.socketPath)
+        #expect(built.maxBodyBytes == read.maxBodyBytes && built.logLevel == read.logLevel && built.metricsEnabled == read.metricsEnabled)
+        #expect(built.apple == nil && built.sessions == nil && built.webhooks == nil)
     }
 
     @Test("Apple settings load the .p8 key and collect the client ids; without any SIWA_APPLE_ key they are absent")

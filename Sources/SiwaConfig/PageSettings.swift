@@ -1,7 +1,3 @@
-package import FastCGI
-package import Identity
-import JOSE
-
 /// What the account page (public/index.html) shows of the app: its name, and whether it has a
 /// progress line. The page reads them from `GET /auth/web/settings`.
 package struct PageSettings: Sendable {
@@ -17,12 +13,4 @@ package struct PageSettings: Sendable {
 
     /// The longest app name the page shows, in Unicode scalars (as JSON Schema counts).
     package static let maximumNameLength = 64
-
-    /// `GET /auth/web/settings`: `{"appName": string or null, "showsProgress": bool}`, which browsers
-    /// may keep five minutes.
-    package func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        let name = appName.map { JSONText.quoted($0) } ?? "null"
-        let body = JSONText.object([("appName", .raw(name)), ("showsProgress", .bool(showsProgress))])
-        return Response(status: 200, headers: [("Cache-Control", "public, max-age=300")], body: Array(body.utf8))
-    }
 }

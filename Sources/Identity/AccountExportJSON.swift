@@ -1,6 +1,5 @@
 package import Accounts
 import FoundationEssentials
-package import Identity
 import JOSE
 
 /// An account export as one JSON document: the body of `GET /auth/account/export` and of `siwa
@@ -43,7 +42,7 @@ package enum AccountExportJSON {
         return JSONText.object([
             ("format", .integer(Int64(format))), ("exportedAt", .integer(export.exportedAt)), ("user", .raw(user)),
             ("emails", .raw(array(emails))), ("appleIdentities", .raw(array(identities))), ("sessions", .raw(array(sessions))),
-            ("sync", .raw(String(decoding: SyncRoute.json(export.progress), as: UTF8.self))),
+            ("sync", .raw(String(decoding: SyncDeltaJSON.json(export.progress), as: UTF8.self))),
             ("auditEvents", .raw(array(record.auditEvents.map(json)))),
         ])
     }
