@@ -62,17 +62,21 @@ let package = Package(
             dependencies: ["JOSE", "HTTPClient", "Telemetry", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
 
+        // An account's data as values, without SQL: what the use cases hand to the HTTP layer.
+        .target(name: "AccountData", dependencies: ["SyncRules"], swiftSettings: swiftSettings),
+
         // Accounts: users, identities, emails, sessions, sync: the SQL, and the migrations.
         .target(
             name: "Accounts",
-            dependencies: ["MariaDB", "JOSE", "SyncRules", "Telemetry", .product(name: "CoreMetrics", package: "swift-metrics")],
+            dependencies: ["AccountData", "MariaDB", "JOSE", "SyncRules", "Telemetry", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
 
         // Use cases: our tokens and the operations of the HTTP contract, without HTTP.
         .target(
             name: "Identity",
             dependencies: [
-                "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "SyncRules", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "AccountData", "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "SyncRules", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
@@ -93,7 +97,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "MariaDB", "AppleID", "Accounts", "Identity", "SiwaConfig", "HTTPClient", "SyncRules", "Telemetry",
+                "FastCGI", "JOSE", "AppleID", "AccountData", "Identity", "SiwaConfig", "HTTPClient", "SyncRules", "Telemetry",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
@@ -101,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry",
                 "SyncRules", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -140,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -149,19 +153,19 @@ let package = Package(
             dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "IdentityTests", dependencies: ["Identity", "Accounts", "JOSE", "SIWATestSupport"], swiftSettings: swiftSettings),
+            name: "IdentityTests", dependencies: ["Identity", "AccountData", "Accounts", "JOSE", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SiwaConfigTests",
             dependencies: ["SiwaConfig", "Identity", "HTTPClient", "JOSE", "MariaDB", "SIWATestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
-        .testTarget(name: "AccountsTests", dependencies: ["Accounts"], swiftSettings: swiftSettings),
+        .testTarget(name: "AccountsTests", dependencies: ["AccountData", "Accounts"], swiftSettings: swiftSettings),
         .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MariaDB", "Server", "SiwaConfig", "Identity", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
+                "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
                 "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],

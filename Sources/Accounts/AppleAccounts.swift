@@ -1,3 +1,4 @@
+package import AccountData
 import Foundation
 package import MariaDB
 

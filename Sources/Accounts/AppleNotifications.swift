@@ -4,19 +4,6 @@ package import MariaDB
 /// (docs/SECURITY.md rule 7). The caller runs `record`, the effect and `finish` in one transaction, so a
 /// notification is handled exactly once or not at all.
 package enum AppleNotifications {
-    /// How a notification was handled.
-    package enum Outcome: String, Sendable {
-        case processed
-        /// No identity has this `sub` (never signed in, or already deleted).
-        case unknownUser = "unknown_user"
-        /// A type this server does not act on.
-        case ignored
-        /// Its `jti` was handled before; nothing changed.
-        case duplicate
-        /// An email notification for an address that is not the user's relay address: nothing changed.
-        case unknownAddress = "unknown_address"
-    }
-
     /// Records the notification `jti`; false when it is already recorded (a duplicate, to be
     /// acknowledged without effect). A concurrent duplicate waits for the first one's transaction.
     /// - Parameter eventTime: Unix seconds, or nil.
@@ -35,10 +22,10 @@ package enum AppleNotifications {
         }
     }
 
-    /// Marks the notification handled with its outcome.
-    package static func finish(jti: String, outcome: Outcome, on connection: Connection) throws {
+    /// Marks the notification handled with its outcome (`processed`, `unknown_user`, ...).
+    package static func finish(jti: String, outcome: String, on connection: Connection) throws {
         _ = try connection.execute(
-            "UPDATE apple_notifications SET outcome = ?, processed_at = UTC_TIMESTAMP(3) WHERE jti = ?", outcome.rawValue, jti)
+            "UPDATE apple_notifications SET outcome = ?, processed_at = UTC_TIMESTAMP(3) WHERE jti = ?", outcome, jti)
     }
 
     /// The identity of (team, `sub`) and its user, locked until the transaction ends.

@@ -1,3 +1,4 @@
+package import AccountData
 package import MariaDB
 
 /// The app's own sessions: one per device, each with a family of refresh tokens that rotate on
@@ -13,17 +14,6 @@ package enum Sessions {
             self.sessionID = sessionID
             self.userID = userID
         }
-    }
-
-    /// A session as its user sees it in the session list.
-    package struct Summary: Sendable, Equatable {
-        package var id: UInt64
-        package var device: String?
-        package var isWeb: Bool
-        /// Unix seconds.
-        package var createdAt: Int64
-        package var lastUsedAt: Int64
-        package var expiresAt: Int64
     }
 
     /// What presenting a refresh token led to.
@@ -193,7 +183,7 @@ package enum Sessions {
     }
 
     /// The active sessions of `userID`, most recently used first.
-    package static func list(userID: UInt64, on connection: Connection) throws -> [Summary] {
+    package static func list(userID: UInt64, on connection: Connection) throws -> [SessionSummary] {
         try connection.query(
             """
             SELECT id, device, cookie_hash IS NOT NULL, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED),
@@ -202,7 +192,7 @@ package enum Sessions {
             ORDER BY last_used_at DESC, id DESC LIMIT 500
             """, userID
         ).map { row in
-            Summary(
+            SessionSummary(
                 id: try row.decode(at: 0), device: try row.decode(at: 1), isWeb: try row.decode(at: 2),
                 createdAt: try row.decode(at: 3), lastUsedAt: try row.decode(at: 4), expiresAt: try row.decode(at: 5))
         }

@@ -1,3 +1,4 @@
+package import AccountData
 package import SyncRules
 import Synchronization
 

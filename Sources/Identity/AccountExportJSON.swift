@@ -1,3 +1,4 @@
+package import AccountData
 package import Accounts
 import FoundationEssentials
 import JOSE

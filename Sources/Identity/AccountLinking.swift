@@ -1,3 +1,4 @@
+package import AccountData
 import Accounts
 import JOSE
 import Logging

@@ -29,17 +29,24 @@ package final class IdentityCore: Sendable {
     /// - Parameters:
     ///   - database: where the sync committer opens its own connections.
     package init(
-        apple: AppleServices?, sessions: SessionSettings?, database: Configuration, webhooks: WebhookOutbox = WebhookOutbox(),
+        apple: AppleServices?, sessions: SessionSettings?, database: Configuration, webhooks: WebhookSettings? = nil,
         clock: any WallClock = SystemClock(), metrics: IdentityMetrics = IdentityMetrics()
     ) {
         self.metrics = metrics
         self.databaseServers = database.endpoints.count
         self.apple = apple
         self.sessions = sessions
-        self.webhooks = webhooks
+        self.webhooks = WebhookOutbox(endpoints: webhooks?.endpoints ?? [])
         self.clock = clock
         self.syncCommits = SyncCommitter(database: database)
         self.sessionCache = SessionCache(database: database)
+    }
+
+    /// Stops the sync committer threads and the session cache's poller, which close their
+    /// connections. Call after the workers stopped.
+    package func stop() {
+        syncCommits.stop()
+        sessionCache.stop()
     }
 }
 
@@ -65,6 +72,18 @@ package final class Operations {
         manualCommit.autocommit = false
         self.transactions = Connection(configuration: manualCommit)
         self.logger = logger
+    }
+
+    /// Runs one request's use case: all of its waits for the database share one budget, the
+    /// connections' read and write timeout (`SIWA_DB_TIMEOUT`), so that a database that stops
+    /// answering costs the request that long, not a timeout per wait; and a database that cannot be
+    /// reached, or did not answer within it, is reported as `IdentityError(.databaseUnavailable)`.
+    package func perform<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try DatabaseBudget.run(.seconds(database.configuration.readWriteTimeout), body)
+        } catch let error as MariaDBError where error.code == .connectionLost {
+            throw IdentityError(.databaseUnavailable, error.description)
+        }
     }
 
     /// Runs `body` in one transaction on `transactions`, which it is given: committed when `body`

@@ -52,6 +52,8 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         case guestsDisabled
         /// Linking is not set up (no link secret), or the secret presented is not one of them.
         case linkingRefused
+        /// The database could not be reached, or did not answer within the request's time.
+        case databaseUnavailable
     }
 
     package let code: Code

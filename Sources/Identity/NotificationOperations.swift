@@ -1,3 +1,4 @@
+package import AccountData
 package import Accounts
 import AppleID
 import CoreMetrics
@@ -12,7 +13,7 @@ extension Operations {
     /// nothing), applies its effect and writes an audit event. Nothing here calls Apple.
     /// - Returns: what was done.
     /// - Throws: `SignInError` for a payload that does not verify.
-    package func handleNotification(payload: String) throws -> AppleNotifications.Outcome {
+    package func handleNotification(payload: String) throws -> NotificationOutcome {
         let apple = try requireApple()
         let notification: ServerNotification
         do {
@@ -36,13 +37,13 @@ extension Operations {
     /// - Returns: what was done, and to which user.
     private func apply(
         _ notification: ServerNotification, apple: AppleSettings, on connection: Connection
-    ) throws -> (AppleNotifications.Outcome, UInt64?) {
+    ) throws -> (NotificationOutcome, UInt64?) {
         guard
             try AppleNotifications.record(
                 jti: notification.jti, type: notification.kind.name, subjectHash: SHA256.hash(Array(notification.subject.utf8)),
                 audience: notification.audience, eventTime: notification.eventTime, on: connection)
         else { return (.duplicate, nil) }
-        let outcome: AppleNotifications.Outcome
+        let outcome: NotificationOutcome
         var userID: UInt64?
         if let identity = try AppleNotifications.identity(teamID: apple.teamID, subject: notification.subject, on: connection) {
             userID = identity.userID
@@ -80,7 +81,7 @@ extension Operations {
         } else {
             outcome = .unknownUser
         }
-        try AppleNotifications.finish(jti: notification.jti, outcome: outcome, on: connection)
+        try AppleNotifications.finish(jti: notification.jti, outcome: outcome.rawValue, on: connection)
         try AuditLog.record(
             "apple_notification", userID: userID,
             detail: JSONText.object([
@@ -112,4 +113,17 @@ extension Operations {
             return delta
         }
     }
+}
+
+/// How one of Apple's server-to-server notifications was handled (the `status` of the answer).
+package enum NotificationOutcome: String, Sendable {
+    case processed
+    /// No identity has this `sub` (never signed in, or already deleted).
+    case unknownUser = "unknown_user"
+    /// A type this server does not act on.
+    case ignored
+    /// Its `jti` was handled before; nothing changed.
+    case duplicate
+    /// An email notification for an address that is not the user's relay address: nothing changed.
+    case unknownAddress = "unknown_address"
 }

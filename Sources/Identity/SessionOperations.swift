@@ -1,3 +1,4 @@
+package import AccountData
 package import Accounts
 import AppleID
 import CoreMetrics
@@ -120,7 +121,7 @@ extension Operations {
     }
 
     /// The caller's active sessions.
-    package func sessions(of principal: Principal) throws -> [Sessions.Summary] {
+    package func sessions(of principal: Principal) throws -> [SessionSummary] {
         try Sessions.list(userID: principal.userID, on: database)
     }
 
@@ -187,7 +188,7 @@ extension Operations {
     }
 
     /// The backlogs of the revocation and webhook outboxes.
-    package func outboxBacklogs() throws -> [Outboxes.Backlog] {
+    package func outboxBacklogs() throws -> [OutboxBacklog] {
         try Outboxes.backlogs(on: database)
     }
 }

@@ -1,4 +1,4 @@
-import Accounts
+import AccountData
 package import FastCGI
 package import Identity
 import JOSE

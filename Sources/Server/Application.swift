@@ -1,10 +1,8 @@
-import Accounts
 package import AppleID
 import CoreMetrics
 package import FastCGI
 package import Identity
 package import Logging
-import MariaDB
 package import SiwaConfig
 package import Telemetry
 
@@ -49,7 +47,7 @@ package final class Application: Sendable {
                 AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger, metrics: identityMetrics)
             },
             sessions: config.sessions,
-            database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox(), clock: clock, metrics: identityMetrics)
+            database: config.database, webhooks: config.webhooks, clock: clock, metrics: identityMetrics)
         requestMetrics = RequestMetrics(workers: config.workerThreads, factory: factory)
         var router = Application.routes(page: config.page)
         // Not part of the HTTP contract: an operator's endpoint, which nginx serves to loopback only.
@@ -99,16 +97,13 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let operations = Operations(core: core, database: config.database, logger: logger)
-        return Worker(
-            router: router, operations: operations, metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes,
-            databaseBudget: .seconds(config.database.readWriteTimeout))
+        return Worker(router: router, operations: operations, metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes)
     }
 
     /// Stops the sync committer threads and the session cache's poller, which close their
     /// connections. Call after the workers stopped.
     package func stop() {
-        core.syncCommits.stop()
-        core.sessionCache.stop()
+        core.stop()
     }
 }
 
@@ -121,14 +116,12 @@ package final class Worker: RequestHandler {
     /// `SIWA_MAX_BODY_BYTES`: the limit of the route that accepts the largest bodies.
     private let maximumBodyBytes: Int
     /// `SIWA_DB_TIMEOUT`: the time each request may spend waiting for the database in all.
-    private let databaseBudget: Duration
 
-    init(router: Router, operations: Operations, metrics: RequestMetrics, maximumBodyBytes: Int, databaseBudget: Duration) {
+    init(router: Router, operations: Operations, metrics: RequestMetrics, maximumBodyBytes: Int) {
         self.router = router
         self.operations = operations
         self.metrics = metrics
         self.maximumBodyBytes = maximumBodyBytes
-        self.databaseBudget = databaseBudget
     }
 
     package func respond(to request: Request) -> Response {
@@ -148,9 +141,7 @@ package final class Worker: RequestHandler {
             guard request.body.count <= BodyLimits.forPath(request.path, maximumBytes: maximumBodyBytes).bytes else {
                 throw HTTPError.payloadTooLarge
             }
-            // One budget for all of the request's waits for the database (`DatabaseBudget`), so that
-            // a database that stops answering costs it SIWA_DB_TIMEOUT, not a timeout per wait.
-            response = try DatabaseBudget.run(databaseBudget) { try match.handler(request, match.parameters, operations) }
+            response = try operations.perform { try match.handler(request, match.parameters, operations) }
         } catch {
             let refusal = ErrorResponses.response(for: error, request: request, logger: operations.logger)
             response = WebSignIn.isBrowserPath(request.path) ? WebSignIn.page(showing: refusal) : refusal

@@ -2,7 +2,6 @@ package import AppleID
 package import FastCGI
 package import Identity
 package import Logging
-import MariaDB
 
 /// The one mapping of errors to responses: client-facing errors as they are, the use cases' domain
 /// errors to their status and public code, a lost database as 503, anything else as a generic 500
@@ -13,23 +12,27 @@ package enum ErrorResponses {
             return .error(error, headers: [("Allow", error.allowed.joined(separator: ", "))])
         }
         if let error = error as? any ClientFacingError { return .error(error) }
+        if let error = error as? IdentityError, error.code == .databaseUnavailable {
+            logger.warning("database unavailable", metadata: requestMetadata(error, request: request))
+            return .error(HTTPError.unavailable)
+        }
         if let error = error as? IdentityError {
             // An export refused for the hour says when the next one is allowed.
             return .error(clientFacing(error), headers: error.code == .exportLimited ? [("Retry-After", error.reason)] : [])
         }
         if let error = error as? SignInError { return .error(clientFacing(error)) }
-        var metadata: Logger.Metadata = [
-            "request.id": "\(request.headers["x-request-id"] ?? "-")",
-            "request.path": "\(request.path)",
-            "error": "\(String(reflecting: error))",
-        ]
-        if let error = error as? MariaDBError, error.code == .connectionLost {
-            logger.warning("database unavailable", metadata: metadata)
-            return .error(HTTPError.unavailable)
-        }
+        var metadata = requestMetadata(error, request: request)
         metadata["error.type"] = "\(type(of: error))"
         logger.error("unhandled error", metadata: metadata)
         return .error(HTTPError.internalFailure)
+    }
+
+    /// What a log line about a failed request says of it.
+    static func requestMetadata(_ error: any Error, request: Request) -> Logger.Metadata {
+        [
+            "request.id": "\(request.headers["x-request-id"] ?? "-")", "request.path": "\(request.path)",
+            "error": "\(String(reflecting: error))",
+        ]
     }
 
     /// A domain error as the HTTP contract answers it.
@@ -66,6 +69,7 @@ package enum ErrorResponses {
         case .linkTokenUsed: HTTPError(409, "link_token_used", "The link token was already used; ask for a new one")
         case .guestsDisabled: HTTPError(403, "guests_disabled", "Guest accounts are turned off on this server")
         case .linkingRefused: HTTPError(401, "invalid_link_secret", "A valid link secret (Authorization: Bearer) is required")
+        case .databaseUnavailable: HTTPError.unavailable
         }
     }
 

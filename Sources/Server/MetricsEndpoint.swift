@@ -1,4 +1,4 @@
-import Accounts
+import AccountData
 import CoreMetrics
 package import FastCGI
 package import Identity

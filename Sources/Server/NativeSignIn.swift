@@ -1,4 +1,3 @@
-import Accounts
 package import FastCGI
 package import Identity
 import JOSE

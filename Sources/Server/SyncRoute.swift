@@ -1,4 +1,4 @@
-package import Accounts
+package import AccountData
 package import FastCGI
 package import Identity
 import JOSE

@@ -176,7 +176,7 @@ func withOperations<T>(_ body: (Operations) throws -> T) throws -> T {
     let config = try loadConfiguration()
     let logger = config.bootstrapLogging(label: "siwa-admin")
     initializeMariaDBLibrary()
-    let core = IdentityCore(apple: nil, sessions: nil, database: config.database, webhooks: config.webhooks?.outbox ?? WebhookOutbox())
+    let core = IdentityCore(apple: nil, sessions: nil, database: config.database, webhooks: config.webhooks)
     let operations = Operations(core: core, database: config.database, logger: logger)
     defer {
         operations.close()

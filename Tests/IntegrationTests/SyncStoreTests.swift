@@ -1,3 +1,4 @@
+import AccountData
 import Accounts
 import Foundation
 import Identity

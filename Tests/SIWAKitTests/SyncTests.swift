@@ -1,3 +1,4 @@
+import AccountData
 import Foundation
 import SIWATestSupport
 import SyncRules

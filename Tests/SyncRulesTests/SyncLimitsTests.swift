@@ -1,3 +1,4 @@
+import AccountData
 import SyncRules
 import Testing
 
