@@ -12,7 +12,7 @@ package enum AccountDeletion {
     package static func delete(
         userID: UInt64, revokeAtApple: Bool = true, source: String = "user", remoteAddress: String?, on connection: Connection
     ) throws -> Bool {
-        guard !(try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).isEmpty) else { return false }
+        guard try UserLock.lock(userID, on: connection) else { return false }
         let queued =
             !revokeAtApple
             ? 0
@@ -37,7 +37,7 @@ package enum AccountDeletion {
     /// with the same Apple account creates a new user. Must run inside a transaction.
     /// - Returns: false when there was no such user.
     package static func anonymise(userID: UInt64, source: String, on connection: Connection) throws -> Bool {
-        guard !(try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).isEmpty) else { return false }
+        guard try UserLock.lock(userID, on: connection) else { return false }
         _ = try connection.execute(
             "UPDATE users SET first_name = NULL, last_name = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", userID)
         _ = try connection.execute("DELETE FROM user_emails WHERE user_id = ?", userID)

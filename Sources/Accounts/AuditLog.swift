@@ -49,6 +49,19 @@ package enum AuditLog {
         }
     }
 
+    /// How many `account_exported` events the user has in the last hour, and the seconds until the
+    /// oldest of them is an hour old (3600 when there is none).
+    package static func exportsInLastHour(userID: UInt64, on connection: Connection) throws -> (count: Int64, secondsToWait: Int64) {
+        let row = try connection.query(
+            """
+            SELECT COUNT(*), CAST(3600 - TIMESTAMPDIFF(SECOND, MIN(occurred_at), CURRENT_TIMESTAMP(3)) AS SIGNED)
+            FROM audit_events WHERE user_id = ? AND event_type = 'account_exported'
+                AND occurred_at > CURRENT_TIMESTAMP(3) - INTERVAL 1 HOUR
+            """, userID
+        ).first
+        return (try row?.decode(at: 0) ?? 0, try row?.decode(at: 1) ?? 3600)
+    }
+
     /// `text` as a JSON string for a detail, kept to letters, digits, `_` and `-` (detail values
     /// are internal names, never user input).
     static func name(_ text: String) -> String {

@@ -133,6 +133,11 @@ package enum Sessions {
         return .rotated(session)
     }
 
+    /// The user whose session `sessionID` is not revoked (it may have expired); nil when none is.
+    package static func owner(ofUnrevoked sessionID: UInt64, on connection: Connection) throws -> UInt64? {
+        try connection.query("SELECT user_id FROM sessions WHERE id = ? AND revoked_at IS NULL", sessionID).first?.decode(at: 0)
+    }
+
     /// The condition that the session `s` holds as long as it is active, for statements that check
     /// a session along with what they read.
     static let activeCondition = "s.revoked_at IS NULL AND s.expires_at > UTC_TIMESTAMP(3)"

@@ -1,4 +1,4 @@
-package import AccountData
+import AccountData
 package import SyncRules
 import Synchronization
 

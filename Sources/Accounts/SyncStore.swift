@@ -1,6 +1,6 @@
 package import AccountData
 package import MariaDB
-package import SyncRules
+import SyncRules
 
 /// The SQL of sync.
 ///

@@ -16,7 +16,7 @@ package enum UserStatus {
     /// either commits first (and its session is ended here) or sees the user disabled.
     /// - Returns: the ids of the sessions that ended; nil when there is no such user.
     package static func disable(_ userID: UInt64, reason: String?, on connection: Connection) throws -> [UInt64]? {
-        guard try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).first != nil else { return nil }
+        guard try UserLock.lock(userID, on: connection) else { return nil }
         _ = try connection.execute(
             """
             UPDATE users SET disabled_at = COALESCE(disabled_at, UTC_TIMESTAMP(3)), disabled_reason = ?, updated_at = UTC_TIMESTAMP(3)
@@ -28,7 +28,7 @@ package enum UserStatus {
     /// Enables `userID` again: they can sign in (their ended sessions stay ended).
     /// - Returns: false when there is no such user.
     package static func enable(_ userID: UInt64, on connection: Connection) throws -> Bool {
-        guard try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).first != nil else { return false }
+        guard try UserLock.lock(userID, on: connection) else { return false }
         _ = try connection.execute(
             "UPDATE users SET disabled_at = NULL, disabled_reason = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", userID)
         return true

@@ -43,18 +43,9 @@ extension Operations {
         let wait = try retryingConflicts {
             try transaction { connection -> Int64? in
                 // The user's row, locked, orders concurrent exports of one user.
-                guard try !connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", principal.userID).isEmpty else {
-                    throw IdentityError(.accountGone)
-                }
-                let recent = try connection.query(
-                    """
-                    SELECT COUNT(*), CAST(3600 - TIMESTAMPDIFF(SECOND, MIN(occurred_at), CURRENT_TIMESTAMP(3)) AS SIGNED)
-                    FROM audit_events WHERE user_id = ? AND event_type = 'account_exported'
-                        AND occurred_at > CURRENT_TIMESTAMP(3) - INTERVAL 1 HOUR
-                    """, principal.userID
-                ).first
-                let count: Int64 = try recent?.decode(at: 0) ?? 0
-                if count >= Self.exportsPerHour { return max(1, try recent?.decode(at: 1) ?? 3600) }
+                guard try UserLock.lock(principal.userID, on: connection) else { throw IdentityError(.accountGone) }
+                let recent = try AuditLog.exportsInLastHour(userID: principal.userID, on: connection)
+                if recent.count >= Self.exportsPerHour { return max(1, recent.secondsToWait) }
                 try AuditLog.record(
                     "account_exported", userID: principal.userID, sessionID: principal.sessionID, remoteAddress: remoteAddress,
                     on: connection)
@@ -96,10 +87,7 @@ extension Operations {
     package func revokeSession(_ sessionID: UInt64, by operatorName: String) throws -> Bool {
         let revoked = try retryingConflicts {
             try transaction { connection -> UInt64? in
-                guard
-                    let owner: UInt64 = try connection.query(
-                        "SELECT user_id FROM sessions WHERE id = ? AND revoked_at IS NULL", sessionID
-                    ).first?.decode(at: 0),
+                guard let owner = try Sessions.owner(ofUnrevoked: sessionID, on: connection),
                     try Sessions.revoke(sessionID, of: owner, reason: "revoked_by_operator", on: connection)
                 else { return nil }
                 try recordAdminAction("revoke_session", userID: owner, sessionID: sessionID, by: operatorName, on: connection)

@@ -1,5 +1,5 @@
 package import AccountData
-package import Accounts
+import Accounts
 import AppleID
 import CoreMetrics
 import JOSE
@@ -173,7 +173,7 @@ extension Operations {
         do {
             // A Galera node out of the cluster answers a ping but refuses statements (1047): with
             // several servers the check is a statement, which moves to the next server if refused.
-            if cluster { _ = try database.query("SELECT 1") } else { try database.ping() }
+            if cluster { try database.checkAnswersStatements() } else { try database.ping() }
             return (true, keys, cluster ? database.server.description : nil)
         } catch {
             logger.warning("health check: database unavailable", metadata: ["error": "\(error)"])

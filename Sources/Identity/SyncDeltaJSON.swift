@@ -1,5 +1,5 @@
 package import AccountData
-package import Accounts
+import Accounts
 import JOSE
 import SyncRules
 

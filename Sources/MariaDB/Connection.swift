@@ -95,6 +95,13 @@ package final class Connection {
         }
     }
 
+    /// Checks that the server answers statements: `SELECT 1`, which a Galera node out of the
+    /// cluster refuses (1047) although it answers a ping, so that the connection moves on to the
+    /// next server of its list.
+    package func checkAnswersStatements() throws {
+        _ = try query("SELECT 1")
+    }
+
     private func pingOnce() throws {
         let mysql = try connected()
         guard mysql_ping(mysql) == 0 else { throw failure(mysql) }
