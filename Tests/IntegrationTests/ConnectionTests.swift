@@ -1,5 +1,6 @@
 import Foundation
 import MariaDB
+import SIWATestSupport
 import Testing
 
 @Suite final class ConnectionTests {
@@ -44,6 +45,22 @@ import Testing
             #expect(throws: MariaDBError(.typeMismatch)) { try row.decode(Int.self, at: 4) }
             #expect(throws: MariaDBError(.typeMismatch)) { try row.decode(Int.self, at: 1) }
         }
+    }
+
+    @Test("A connection nobody closed is closed when it goes away: the server ends its session")
+    func deinitCloses() throws {
+        let observer = try database.connect()
+        defer { observer.close() }
+        var connectionID: UInt64 = 0
+        do {
+            let forgotten = try database.connect()
+            connectionID = try #require(try forgotten.query("SELECT CONNECTION_ID()").first?.decode(at: 0))
+        }
+        let gone = try eventually(within: 10) {
+            try observer.query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", connectionID).first?.decode(at: 0)
+                == Int64(0)
+        }
+        #expect(gone, "the session \(connectionID) of a connection that went away without close() is still open")
     }
 
     @Test("A value longer than the column buffer is read completely")
