@@ -40,11 +40,14 @@ let package = Package(
         .systemLibrary(name: "CMariaDB", pkgConfig: "libmariadb", providers: [.apt(["libmariadb-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
+        // Threads that belong to what starts them: started, stopped, joined, closing what they own.
+        .target(name: "Threads", swiftSettings: swiftSettings),
+
         // Wrappers: the only importers of their C module.
-        .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: swiftSettings),
+        .target(name: "FastCGI", dependencies: ["CFastCGI", "Threads"], swiftSettings: swiftSettings),
         .target(name: "JOSE", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
-            name: "MariaDB", dependencies: ["CMariaDB", .product(name: "CoreMetrics", package: "swift-metrics")],
+            name: "MariaDB", dependencies: ["CMariaDB", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: swiftSettings),
 
@@ -59,7 +62,7 @@ let package = Package(
         // Domain: Apple's protocol, without FastCGI or SQL.
         .target(
             name: "AppleID",
-            dependencies: ["JOSE", "HTTPClient", "Telemetry", .product(name: "CoreMetrics", package: "swift-metrics")],
+            dependencies: ["JOSE", "HTTPClient", "Telemetry", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
 
         // An account's data as values, without SQL: what the use cases hand to the HTTP layer.
@@ -68,14 +71,17 @@ let package = Package(
         // Accounts: users, identities, emails, sessions, sync: the SQL, and the migrations.
         .target(
             name: "Accounts",
-            dependencies: ["AccountData", "MariaDB", "JOSE", "SyncRules", "Telemetry", .product(name: "CoreMetrics", package: "swift-metrics")],
+            dependencies: [
+                "AccountData", "MariaDB", "Threads", "JOSE", "SyncRules", "Telemetry",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
             swiftSettings: swiftSettings),
 
         // Use cases: our tokens and the operations of the HTTP contract, without HTTP.
         .target(
             name: "Identity",
             dependencies: [
-                "AccountData", "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "SyncRules", "Telemetry",
+                "AccountData", "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "SyncRules", "Telemetry", "Threads",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -105,8 +111,9 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient", "Telemetry",
-                "SyncRules", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
+                "Telemetry",
+                "SyncRules", "Threads", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -118,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "appleid-emulator",
             dependencies: [
-                "AppleIDEmulator", "FastCGI", "HTTPClient",
+                "AppleIDEmulator", "FastCGI", "HTTPClient", "Threads",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -129,14 +136,15 @@ let package = Package(
             name: "siwakit-e2e", dependencies: ["SIWAKit", "SyncRules"], path: "Tests/SIWAKitEndToEnd", swiftSettings: swiftSettings),
 
         // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
-        .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity", "SyncRules"], swiftSettings: swiftSettings),
+        .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity", "SyncRules", "Threads"], swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.
         .target(
             name: "SIWAFixtures", path: "Tests/Fixtures", exclude: ["PROVENANCE.md"],
             resources: [.copy("vectors")], swiftSettings: swiftSettings),
 
         // Tests that need no server.
-        .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport", "Threads"], swiftSettings: swiftSettings),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
@@ -144,7 +152,8 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "SIWATestSupport",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE",
+                "SIWATestSupport", "Threads",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -153,10 +162,14 @@ let package = Package(
             dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "IdentityTests", dependencies: ["Identity", "AccountData", "Accounts", "JOSE", "SIWATestSupport"], swiftSettings: swiftSettings),
+            name: "IdentityTests", dependencies: ["Identity", "AccountData", "Accounts", "JOSE", "SIWATestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "SiwaConfigTests",
-            dependencies: ["SiwaConfig", "Identity", "HTTPClient", "JOSE", "MariaDB", "SIWATestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SiwaConfig", "Identity", "HTTPClient", "JOSE", "MariaDB", "SIWATestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "AccountsTests", dependencies: ["AccountData", "Accounts"], swiftSettings: swiftSettings),
         .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
@@ -165,7 +178,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient", "SIWATestSupport", "SyncRules",
+                "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient",
+                "SIWATestSupport", "SyncRules",
                 "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],

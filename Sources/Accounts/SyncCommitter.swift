@@ -5,6 +5,7 @@ package import MariaDB
 import SyncRules
 import Synchronization
 import Telemetry
+import Threads
 
 /// Group commit of sync writes: the changing syncs of several users that arrive together are
 /// written in one transaction, with one batch execution per table and one durable commit,
@@ -119,6 +120,8 @@ package final class SyncCommitter: Sendable {
         let state = Mutex(State())
         /// Wakes a sleeping committer: rung once per batch that may start.
         let doorbell = DispatchSemaphore(value: 0)
+        /// The committer threads, joined by `stop()`.
+        let threads = Mutex<[OwnedThread]>([])
     }
 
     private let shared = Shared()
@@ -139,14 +142,16 @@ package final class SyncCommitter: Sendable {
         stop()
     }
 
-    /// Stops the committer threads once the queue is empty; they close their connections. Writes
-    /// that come after are not batched (their workers write alone).
+    /// Stops the committer threads once the queue is empty and waits until they have closed their
+    /// connections and ended. Writes that come after are not batched (their workers write alone).
     package func stop() {
-        let sleeping = shared.state.withLock { state -> Int in
-            state.stopped = true
-            return state.threadsStarted ? SyncCommitter.committers : 0
+        shared.state.withLock { state in state.stopped = true }
+        let threads = shared.threads.withLock { threads in
+            defer { threads = [] }
+            return threads
         }
-        for _ in 0..<sleeping { shared.doorbell.signal() }
+        for _ in threads { shared.doorbell.signal() }
+        for thread in threads { thread.join() }
     }
 
     /// Writes `merge` (computed from `stored`) for `userID`, in a batch with whatever else is queued,
@@ -168,11 +173,16 @@ package final class SyncCommitter: Sendable {
         }
         guard accepted else { return .writeAlone }
         if startThreads {
-            for _ in 0..<SyncCommitter.committers {
-                Thread.detachNewThread { [shared, database, groupSizes] in
-                    SyncCommitter.run(shared, database: database, groupSizes: groupSizes)
+            // Without a thread the queue is served by those that started, or by no one: then each
+            // write's wait ends with its budget and the worker writes alone.
+            let started = (0..<SyncCommitter.committers).compactMap { index in
+                try? OwnedThread(name: "siwa-sync-\(index)") { [shared, database, groupSizes] context in
+                    SyncCommitter.run(shared, database: database, groupSizes: groupSizes, context: context)
                 }
             }
+            shared.threads.withLock { $0 = started }
+            // A `stop()` in between did not see the threads: they are stopped here.
+            if shared.state.withLock({ $0.stopped }) { stop() }
         }
         if ring { shared.doorbell.signal() }
         if let outcome = write.waitForOutcome() { return outcome }
@@ -183,9 +193,9 @@ package final class SyncCommitter: Sendable {
 
     /// A committer thread: sleeps until rung, then commits batches while they may start, on the
     /// connection it owns.
-    private static func run(_ shared: Shared, database: Configuration, groupSizes: Recorder) {
+    private static func run(_ shared: Shared, database: Configuration, groupSizes: Recorder, context: OwnedThread.Context) {
         let connection = Connection(configuration: database)
-        defer { connection.close() }
+        context.own(connection)
         while true {
             shared.doorbell.wait()
             var batch = shared.state.withLock { state -> [Write]? in

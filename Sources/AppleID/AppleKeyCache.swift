@@ -1,4 +1,5 @@
 import Foundation
+import Threads
 
 /// Apple's signing keys, shared by every worker thread of the process.
 ///
@@ -71,6 +72,10 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
         var fetching = false
         var fetchCount = 0
         var lastError: String?
+        /// The thread of the latest background refresh, joined by `stop()`.
+        var refresher: OwnedThread?
+        /// After `stop()`: no background refresh starts.
+        var stopped = false
     }
 
     private let settings: Settings
@@ -100,8 +105,7 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
             let now = clock()
             if let key = state.keys[keyID] {
                 if now >= state.expiresAt, !state.fetching, now - state.lastAttempt >= settings.cooldown {
-                    state.fetching = true
-                    Thread.detachNewThread { [self] in refreshNow() }
+                    startRefresh()
                 }
                 return key
             }
@@ -130,6 +134,40 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
         state.fetching = true
         condition.unlock()
         refreshNow()
+    }
+
+    /// Refreshes the keys on a thread of the cache's, unless a fetch is under way or the cache
+    /// is stopped; `then` runs on that thread after the fetch. For the start of a server, which
+    /// should not wait for Apple.
+    package func refreshInBackground(then: @escaping @Sendable (Status) -> Void = { _ in }) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !state.fetching else { return }
+        startRefresh(then: then)
+    }
+
+    /// Waits for a background refresh under way, and starts no other. Call before the process ends.
+    package func stop() {
+        condition.lock()
+        state.stopped = true
+        let refresher = state.refresher
+        condition.unlock()
+        refresher?.join()
+    }
+
+    /// Starts a background refresh; called with the lock held and no fetch under way. The previous
+    /// refresher has finished its fetch, so joining it costs nothing.
+    private func startRefresh(then: @escaping @Sendable (Status) -> Void = { _ in }) {
+        guard !state.stopped else { return }
+        state.fetching = true
+        let previous = state.refresher
+        state.refresher = try? OwnedThread(name: "siwa-apple-keys") { [self] _ in
+            previous?.join()
+            refreshNow()
+            then(status)
+        }
+        // No thread to be had: the keys stay as they are until the next attempt.
+        if state.refresher == nil { state.fetching = false }
     }
 
     package var health: Health { status.health }

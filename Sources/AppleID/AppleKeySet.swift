@@ -60,6 +60,13 @@ package protocol AppleKeySource: Sendable {
     func key(for keyID: String) throws -> AppleKey
     /// The state of the keys, for `/health`; never fetches.
     var health: AppleKeyCache.Health { get }
+    /// Joins any thread of the source's own; called once the process is stopping.
+    func stop()
+}
+
+extension AppleKeySource {
+    /// A source without threads has nothing to stop.
+    package func stop() {}
 }
 
 /// A fixed key set: for tests, and for `siwa verify-token --jwks FILE`.

@@ -1,3 +1,5 @@
+package import Threads
+
 #if canImport(Glibc)
     internal import Glibc
 #endif
@@ -17,15 +19,19 @@ package enum TerminationSignals {
     }
 
     /// Starts a thread that waits for SIGTERM or SIGINT and then calls `action` with the signal number.
+    /// - Returns: the thread, which ends after `action`; join it once the process is stopping.
     /// - Throws: `FastCGIError(.threadStart)`.
-    package static func onTermination(_ action: @escaping @Sendable (Int32) -> Void) throws {
-        let thread = try JoinableThread {
-            var set = terminationSet()
-            var received: Int32 = 0
-            while sigwait(&set, &received) != 0 {}
-            action(received)
+    package static func onTermination(_ action: @escaping @Sendable (Int32) -> Void) throws -> OwnedThread {
+        do {
+            return try OwnedThread(name: "siwa-signals") { _ in
+                var set = terminationSet()
+                var received: Int32 = 0
+                while sigwait(&set, &received) != 0 {}
+                action(received)
+            }
+        } catch {
+            throw FastCGIError(.threadStart, reason: "pthread_create failed", errno: error.code)
         }
-        thread.detach()
     }
 
     private static func terminationSet() -> sigset_t {

@@ -1,4 +1,5 @@
 internal import CFastCGI
+import Threads
 
 #if canImport(Glibc)
     internal import Glibc
@@ -65,14 +66,14 @@ package final class WorkerPool: Sendable {
     /// Starts the workers and blocks until all of them have stopped.
     /// - Throws: `FastCGIError(.threadStart)` if a thread cannot be created (the others are stopped).
     package func run() throws {
-        var threads: [JoinableThread] = []
+        var threads: [OwnedThread] = []
         for index in 0..<configuration.threads {
             do {
-                threads.append(try JoinableThread { [self] in self.serve(worker: index) })
+                threads.append(try OwnedThread(name: "siwa-worker-\(index)") { [self] _ in self.serve(worker: index) })
             } catch {
                 listener.shutdown()
                 for thread in threads { thread.join() }
-                throw error
+                throw FastCGIError(.threadStart, reason: "pthread_create failed", errno: error.code)
             }
         }
         for thread in threads { thread.join() }
@@ -105,39 +106,4 @@ package final class WorkerPool: Sendable {
             connection.finish()
         }
     }
-}
-
-/// Boxes a thread body so it can cross `pthread_create`'s C boundary (+1 retained, released by the thread).
-private final class ThreadBody: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-}
-
-/// A POSIX thread running a Swift closure; join it, or detach it, exactly once.
-package struct JoinableThread: Sendable {
-    private let thread: pthread_t
-
-    /// Starts a thread running `body`.
-    /// - Throws: `FastCGIError(.threadStart)` with the `pthread_create` result.
-    package init(_ body: @escaping @Sendable () -> Void) throws {
-        let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { context in
-                Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
-                return nil
-            }, context)
-        guard result == 0 else {
-            Unmanaged<ThreadBody>.fromOpaque(context).release()
-            throw FastCGIError(.threadStart, reason: "pthread_create failed", errno: result)
-        }
-        self.thread = thread
-    }
-
-    /// Waits until the thread has finished.
-    package func join() { pthread_join(thread, nil) }
-
-    /// Lets the thread run on without being joined.
-    package func detach() { pthread_detach(thread) }
 }

@@ -42,11 +42,13 @@ package final class IdentityCore: Sendable {
         self.sessionCache = SessionCache(database: database)
     }
 
-    /// Stops the sync committer threads and the session cache's poller, which close their
-    /// connections. Call after the workers stopped.
+    /// Stops and joins the threads of the process's shared parts: the sync committers and the
+    /// session cache's poller, which close their connections, and the Apple key refresher. Call
+    /// after the workers stopped.
     package func stop() {
         syncCommits.stop()
         sessionCache.stop()
+        apple?.keys.stop()
     }
 }
 

@@ -2,6 +2,7 @@ import Accounts
 import Foundation
 package import MariaDB
 import Synchronization
+import Threads
 
 /// The sessions this process has seen active recently, so that an access token's session check
 /// does not read the database on every request. It stays behind the database: a session ended
@@ -42,7 +43,8 @@ package final class SessionCache: Sendable {
 
     private let state = Mutex(State())
     private let database: Configuration
-    private let wake = DispatchSemaphore(value: 0)
+    /// The poller, joined by `stop()`.
+    private let poller = Mutex<OwnedThread?>(nil)
     private let hits = Atomic<Int>(0)
 
     /// - Parameter database: where the poller opens its own connection.
@@ -86,7 +88,14 @@ package final class SessionCache: Sendable {
             state.pollerStarted = true
             return true
         }
-        if startPoller { Thread.detachNewThread { [self] in poll() } }
+        if startPoller {
+            // Without a thread no revocation is polled: the cache then answers nothing after its
+            // freshness (`polledAt` stays old) and every check goes to the database.
+            let thread = try? OwnedThread(name: "siwa-sessions") { [self] context in poll(context) }
+            poller.withLock { $0 = thread }
+            // A `stop()` in between did not see the thread: it is stopped here.
+            if state.withLock({ $0.stopped }) { thread?.stopAndJoin() }
+        }
     }
 
     /// Forgets a session, or every session of the user when `sessionID` is nil.
@@ -94,24 +103,24 @@ package final class SessionCache: Sendable {
         state.withLock { $0.forget(userID: userID, sessionID: sessionID) }
     }
 
-    /// Stops the poller, which closes its connection; the cache answers nothing after.
+    /// Stops the poller and waits until it has closed its connection and ended; the cache
+    /// answers nothing after.
     package func stop() {
-        let running = state.withLock { state -> Bool in
+        state.withLock { state in
             state.stopped = true
             state.polledAt = -Double.infinity
             state.users = [:]
             state.count = 0
-            return state.pollerStarted
         }
-        if running { wake.signal() }
+        poller.withLock { $0 }?.stopAndJoin()
     }
 
     /// The poller's loop: reads the recent revocations and forgets their sessions, every
     /// `pollInterval`, until stopped.
-    private func poll() {
+    private func poll(_ context: OwnedThread.Context) {
         let connection = Connection(configuration: database)
-        defer { connection.close() }
-        while !state.withLock({ $0.stopped }) {
+        context.own(connection)
+        while !context.isStopping {
             let began = SessionCache.now()
             if let revoked = try? SessionRevocations.recent(on: connection) {
                 state.withLock { state in
@@ -119,7 +128,7 @@ package final class SessionCache: Sendable {
                     if !state.stopped { state.polledAt = began }
                 }
             }
-            _ = wake.wait(timeout: .now() + SessionCache.pollInterval)
+            context.waitForStop(timeout: SessionCache.pollInterval)
         }
     }
 }

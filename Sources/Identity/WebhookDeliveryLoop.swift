@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import Threads
 
 /// The webhook deliveries of a running `siwa jobs`, apart from its passes: one thread per endpoint
 /// sends what is due as soon as it is due, so a backlog drains at the speed of the endpoint and the
@@ -13,12 +14,8 @@ package final class WebhookDeliveryLoop: Sendable {
     let pollInterval: Double
     let pauseAfterUnreachable: Double
     let logger: Logger
-    /// Set by `stop()`; every lane checks it between deliveries.
-    private let stopped = Atomic<Bool>(false)
-    /// One per lane: `stop()` signals each so that a waiting lane wakes at once.
-    private let wakes: [DispatchSemaphore]
-    /// Left by each lane's thread when it has finished and closed its connections.
-    private let finished = DispatchGroup()
+    /// The lanes' threads, stopped and joined by `stop()`.
+    private let lanes = Mutex<[OwnedThread]>([])
     private let started = Atomic<Bool>(false)
 
     /// - Parameters:
@@ -29,34 +26,32 @@ package final class WebhookDeliveryLoop: Sendable {
         self.pollInterval = pollInterval
         self.pauseAfterUnreachable = pauseAfterUnreachable
         self.logger = sender.logger
-        wakes = sender.settings.endpoints.map { _ in DispatchSemaphore(value: 0) }
     }
 
     /// Starts one thread per endpoint. Call it once, after the process blocked its termination
     /// signals, so that the threads inherit the mask.
     package func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        for (endpoint, wake) in zip(sender.settings.endpoints, wakes) {
-            finished.enter()
-            Thread.detachNewThread { [self] in
-                defer { finished.leave() }
-                runLane(endpoint, wake: wake)
-            }
+        let threads = sender.settings.endpoints.compactMap { endpoint in
+            let thread = try? OwnedThread(name: "siwa-webhooks") { [self] context in runLane(endpoint, context: context) }
+            if thread == nil { logger.error("no thread for a webhook lane: its deliveries wait", metadata: ["endpoint": "\(endpoint)"]) }
+            return thread
         }
+        lanes.withLock { $0 = threads }
     }
 
     /// Stops every lane after the deliveries in flight and waits until their threads have finished
     /// and closed their connections.
     package func stop() {
-        stopped.store(true, ordering: .relaxed)
-        for wake in wakes { wake.signal() }
-        finished.wait()
+        let threads = lanes.withLock { $0 }
+        for thread in threads { thread.stop() }
+        for thread in threads { thread.join() }
     }
 
-    private func runLane(_ endpoint: String, wake: DispatchSemaphore) {
+    private func runLane(_ endpoint: String, context: OwnedThread.Context) {
         let connection = WebhookSender.Sender(configuration: sender.database, http: sender.settings.http)
         defer { connection.close() }
-        let isStopped: @Sendable () -> Bool = { [self] in stopped.load(ordering: .relaxed) }
+        let isStopped: @Sendable () -> Bool = { context.isStopping }
         while !isStopped() {
             let round = WebhookSender.LaneRound(endpoint: endpoint)
             sender.run(round, with: connection, until: .infinity, stopped: isStopped)
@@ -79,7 +74,7 @@ package final class WebhookDeliveryLoop: Sendable {
             } else if end != .idle {
                 continue
             }
-            _ = wake.wait(timeout: .now() + pause)
+            context.waitForStop(timeout: pause)
         }
     }
 }

@@ -5,6 +5,7 @@ import JOSE
 package import Logging
 package import MariaDB
 import Synchronization
+import Threads
 
 /// Delivers the webhook outbox for `siwa jobs`: each due delivery is POSTed with its signature,
 /// marked delivered on a 2xx answer, retried later otherwise; every attempt is logged.
@@ -84,23 +85,24 @@ package struct WebhookSender: Sendable {
     /// - Throws: the first database error of any lane, after all have finished.
     package func deliver(until deadline: Double) throws -> Outcome {
         let lanes = settings.endpoints.map { LaneRound(endpoint: $0) }
-        let finished = DispatchGroup()
-        for lane in lanes.dropFirst() {
-            finished.enter()
-            Thread.detachNewThread { [self] in
-                defer { finished.leave() }
-                let sender = Sender(configuration: database, http: settings.http)
-                defer { sender.close() }
-                run(lane, with: sender, until: deadline, stopped: { false })
-            }
-        }
-        // The first lane on this thread, so one endpoint costs no thread.
-        if let first = lanes.first {
+        let runLane: @Sendable (LaneRound) -> Void = { [self] lane in
             let sender = Sender(configuration: database, http: settings.http)
             defer { sender.close() }
-            run(first, with: sender, until: deadline, stopped: { false })
+            run(lane, with: sender, until: deadline, stopped: { false })
         }
-        finished.wait()
+        // A lane per thread, the first on this one (so one endpoint costs no thread); a lane
+        // whose thread cannot start runs here too, after the first.
+        var threads: [OwnedThread] = []
+        var here = Array(lanes.prefix(1))
+        for lane in lanes.dropFirst() {
+            if let thread = try? OwnedThread(name: "siwa-webhooks", { _ in runLane(lane) }) {
+                threads.append(thread)
+            } else {
+                here.append(lane)
+            }
+        }
+        for lane in here { runLane(lane) }
+        for thread in threads { thread.join() }
         var outcome = Outcome()
         for lane in lanes {
             let (laneOutcome, _, error) = lane.result
@@ -114,23 +116,23 @@ package struct WebhookSender: Sendable {
     /// endpoint cannot be reached, `deadline` passes or `stopped()`; once a backlog shows, helper
     /// threads join it. Returns when they have all finished.
     func run(_ lane: LaneRound, with sender: Sender, until deadline: Double, stopped: @escaping @Sendable () -> Bool) {
-        let helpers = DispatchGroup()
+        var helpers: [OwnedThread] = []
         var claimed = 0
         work(lane, with: sender, spread: 0, until: deadline, stopped: stopped) {
             claimed += 1
-            // A second delivery due right after the first: a backlog, worth the helpers' connections.
+            // A second delivery due right after the first: a backlog, worth the helpers' connections
+            // (as many as threads can be had).
             guard claimed == 2 else { return }
             for spread in 1..<concurrency {
-                helpers.enter()
-                Thread.detachNewThread { [self] in
-                    defer { helpers.leave() }
+                let helper = try? OwnedThread(name: "siwa-webhooks") { [self] _ in
                     let helper = Sender(configuration: database, http: settings.http)
                     defer { helper.close() }
                     work(lane, with: helper, spread: spread, until: deadline, stopped: stopped) {}
                 }
+                if let helper { helpers.append(helper) }
             }
         }
-        helpers.wait()
+        for helper in helpers { helper.join() }
         lane.end(.idle)
     }
 

@@ -1,5 +1,6 @@
 internal import CMariaDB
 internal import CoreMetrics
+import Threads
 
 /// Calls `mysql_library_init` (not thread-safe). Call once, in `main`, before any thread connects.
 package func initializeMariaDBLibrary() {
@@ -529,3 +530,6 @@ private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CC
     guard let string else { return body(nil) }
     return string.withCString(body)
 }
+
+/// A thread that owns a connection closes it when it ends.
+extension Connection: ThreadOwnedResource {}

@@ -24,8 +24,11 @@ package struct FastCGIClient: Sendable {
     /// Sends one request and reads the whole answer.
     /// - Parameters:
     ///   - declaredLength: the CONTENT_LENGTH to announce (defaults to the body's length).
+    ///   - sent: called once the connection is made and the request written, before the answer
+    ///     is read (the request is then in the server's hands, or its listen queue).
     package func send(
-        method: String, uri: String, headers: [String: String] = [:], body: [UInt8] = [], declaredLength: Int? = nil
+        method: String, uri: String, headers: [String: String] = [:], body: [UInt8] = [], declaredLength: Int? = nil,
+        sent: () -> Void = {}
     ) throws -> Answer {
         let descriptor = try connect()
         defer { close(descriptor) }
@@ -51,6 +54,7 @@ package struct FastCGIClient: Sendable {
         }
         out += record(type: 5, content: [])
         try writeAll(descriptor, out)
+        sent()
         return try FastCGIClient.parse(try readStdout(descriptor))
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Threads
 
 #if canImport(Glibc)
     import Glibc
@@ -54,6 +55,8 @@ public final class TestHTTPServer: @unchecked Sendable {
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     private let socket: Int32
     private let handler: @Sendable (Request) -> Response
+    /// The serving thread, joined by `stop()`.
+    private var thread: OwnedThread?
     private let received = NSLock()
     private var requests: [Request] = []
 
@@ -75,7 +78,7 @@ public final class TestHTTPServer: @unchecked Sendable {
         port = Int(UInt16(bigEndian: address.sin_port))
         self.socket = socket
         self.handler = handler
-        Thread.detachNewThread { [self] in serve() }
+        thread = try OwnedThread(name: "test-http") { [self] _ in serve() }
     }
 
     /// Every request received so far.
@@ -85,11 +88,12 @@ public final class TestHTTPServer: @unchecked Sendable {
         return requests
     }
 
-    /// Stops accepting connections.
+    /// Stops accepting connections and waits for the serving thread to end.
     public func stop() {
         // Only shut down: the serving thread closes the descriptor once its accept fails, so the
         // number cannot be reused by another socket while that thread still accepts on it.
         shutdown(socket, Int32(SHUT_RDWR))
+        thread?.join()
     }
 
     private func serve() {

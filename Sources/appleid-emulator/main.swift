@@ -3,6 +3,7 @@ import ArgumentParser
 import FastCGI
 import Foundation
 import HTTPClient
+import Threads
 
 /// `appleid-emulator --config FILE`: serves the Apple ID emulator over FastCGI on the configured
 /// unix socket until SIGTERM or SIGINT.
@@ -61,13 +62,14 @@ struct Serve: ParsableCommand {
         initializeFastCGI()
         initializeHTTPClientLibrary()
         let listener = try Listener(path: configuration.socket, mode: 0o660, backlog: 128)
-        try TerminationSignals.onTermination { _ in listener.shutdown() }
+        let signals = try TerminationSignals.onTermination { _ in listener.shutdown() }
         let pool = WorkerPool(
             listener: listener,
             configuration: WorkerPoolConfiguration(threads: configuration.threads, headerNames: ["authorization"], maxBodyBytes: 64 * 1024)
         ) { _ in EmulatorWorker(emulator) }
         FileHandle.standardError.write(Data("appleid-emulator: serving on \(configuration.socket)\n".utf8))
         try pool.run()
+        signals.join()
     }
 }
 

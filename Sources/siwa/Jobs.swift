@@ -7,6 +7,7 @@ import Logging
 import MariaDB
 import SiwaConfig
 import Synchronization
+import Threads
 
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,9 +52,9 @@ struct Jobs: ParsableCommand {
             webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil)
         // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
         let stop = Atomic<Bool>(false)
-        if !once {
-            try TerminationSignals.onTermination { _ in stop.store(true, ordering: .relaxed) }
-        }
+        // The signal thread ends with the signal that ends the loop: joined last.
+        let signals = once ? nil : try TerminationSignals.onTermination { _ in stop.store(true, ordering: .relaxed) }
+        defer { signals?.join() }
         deliveries?.start()
         // Joined before the connection above is closed: every lane closes its own.
         defer { deliveries?.stop() }

@@ -10,6 +10,7 @@ import MariaDB
 import Server
 import SiwaConfig
 import Telemetry
+import Threads
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,16 +43,14 @@ struct Serve: ParsableCommand {
         let application = Application(config: config, logger: logger, metrics: metrics)
         if let keys = application.apple?.keys as? AppleKeyCache {
             // Fetch Apple's keys before the first sign-in needs them, without delaying the start.
-            Thread.detachNewThread {
-                keys.refresh()
-                let status = keys.status
+            keys.refreshInBackground { status in
                 logger.notice(
                     "Apple keys",
                     metadata: ["state": "\(status.health.rawValue)", "kids": "\(status.keyIDs)", "error": "\(status.lastError ?? "-")"])
             }
         }
         let listener = try Listener(path: config.socketPath, mode: config.socketMode, backlog: config.socketBacklog)
-        try TerminationSignals.onTermination { signal in
+        let signals = try TerminationSignals.onTermination { signal in
             logger.notice("stopping: no new connections; finishing requests in flight", metadata: ["signal": "\(signal)"])
             listener.shutdown()
         }
@@ -61,7 +60,9 @@ struct Serve: ParsableCommand {
         logger.notice(
             "serving", metadata: ["socket": "\(config.socketPath)", "threads": "\(config.workerThreads)"])
         try pool.run()
+        // Every thread joined and every connection closed before the process ends.
         application.stop()
+        signals.join()
         logger.notice("stopped")
     }
 }

@@ -3,11 +3,41 @@ import Foundation
 import SIWATestSupport
 import Synchronization
 import Testing
+import Threads
 
-/// Answers with the request's fields as text, or sleeps first when asked to.
+/// Holds `/slow` requests until the test opens it, counting those that arrived.
+private final class Gate: @unchecked Sendable {
+    static let shared = Gate()
+    // `arrived` and `isOpen` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var arrived = 0
+    private var isOpen = false
+
+    func pass() {
+        condition.lock()
+        defer { condition.unlock() }
+        arrived += 1
+        while !isOpen { condition.wait() }
+    }
+
+    var arrivals: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return arrived
+    }
+
+    func open() {
+        condition.lock()
+        isOpen = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// Answers with the request's fields as text; `/slow` first waits at the gate.
 private final class EchoHandler: RequestHandler {
     func respond(to request: Request) -> Response {
-        if request.path == "/slow" { usleep(200_000) }
+        if request.path == "/slow" { Gate.shared.pass() }
         let text = [
             request.method, request.path, request.query, request.headers["authorization"] ?? "-",
             request.headers["x-not-captured"] ?? "-", request.headers["content-type"] ?? "-",
@@ -27,7 +57,7 @@ private final class EchoHandler: RequestHandler {
 private final class RunningPool: Sendable {
     let socketPath: String
     let listener: Listener
-    private let thread: JoinableThread
+    private let thread: OwnedThread
 
     init(threads: Int, maxBodyBytes: Int = 1024) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fcgi-\(UUID().uuidString)").path
@@ -41,7 +71,7 @@ private final class RunningPool: Sendable {
             configuration: WorkerPoolConfiguration(
                 threads: threads, headerNames: ["authorization", "content-type"], maxBodyBytes: maxBodyBytes)
         ) { _ in EchoHandler() }
-        thread = try JoinableThread { try? pool.run() }
+        thread = try OwnedThread(name: "test-pool") { _ in try? pool.run() }
     }
 
     var client: FastCGIClient { FastCGIClient(socketPath: socketPath) }
@@ -86,21 +116,24 @@ private final class RunningPool: Sendable {
     func gracefulStop() throws {
         let pool = try RunningPool(threads: 4)
         let statuses = Mutex<[Int]>([])
-        var clients: [JoinableThread] = []
+        let sent = Atomic<Int>(0)
+        var clients: [OwnedThread] = []
         for _ in 0..<12 {
             clients.append(
-                try JoinableThread {
-                    let status = (try? pool.client.send(method: "GET", uri: "/slow").status) ?? -1
-                    statuses.withLock { $0.append(status) }
+                try OwnedThread(name: "test-client") { _ in
+                    let answer = try? pool.client.send(method: "GET", uri: "/slow") { sent.add(1, ordering: .relaxed) }
+                    statuses.withLock { $0.append(answer?.status ?? -1) }
                 })
         }
-        usleep(50_000)
-        let started = Date()
+        // All 12 sent: 4 held by the workers at the gate, 8 waiting in the listen queue.
+        #expect(eventually(within: 10) { sent.load(ordering: .relaxed) == 12 && Gate.shared.arrivals == 4 })
+        pool.listener.shutdown()
+        Gate.shared.open()
         pool.stop()
         for client in clients { client.join() }
+        // The requests in flight and the 8 queued ones were all answered, none dropped.
         #expect(statuses.withLock { $0 } == [Int](repeating: 200, count: 12))
-        // 12 requests of 200 ms on 4 threads: about 600 ms of queued work was finished, not dropped.
-        #expect(Date().timeIntervalSince(started) >= 0.3)
+        #expect(Gate.shared.arrivals == 12)
         #expect(throws: FastCGIClient.ClientError.self) { try pool.client.send(method: "GET", uri: "/") }
     }
 

@@ -7,6 +7,7 @@ import SIWATestSupport
 import Server
 import SiwaConfig
 import Testing
+import Threads
 
 /// A failure that is not client-facing: its details must stay out of the response.
 private struct InternalFailure: Error, CustomStringConvertible {
@@ -139,7 +140,7 @@ private struct InternalFailure: Error, CustomStringConvertible {
         pool.threads = 1
         pool.maxBodyBytes = 2048
         let workers = WorkerPool(listener: listener, configuration: pool) { application.makeWorker(index: $0) }
-        let thread = try JoinableThread { try? workers.run() }
+        let thread = try OwnedThread(name: "test-pool") { _ in try? workers.run() }
         defer {
             listener.shutdown()
             thread.join()
