@@ -11,10 +11,10 @@ package enum AccountLinks {
     }
 
     /// Makes a guest account with its first session; the body (`{"device": ...}`) is optional.
-    package static func guest(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func guest(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         let body = request.body.isEmpty ? GuestBody() : try request.decodeJSON(GuestBody.self)
         let device = try limited(body.device, "device", maximum: 512)
-        let grant = try operations.createGuest(device: device, remoteAddress: request.remoteAddress)
+        let grant = try useCases.signIn.createGuest(device: device, remoteAddress: request.remoteAddress)
         return NativeSignIn.tokenResponse(grant)
     }
 
@@ -25,7 +25,7 @@ package enum AccountLinks {
     /// Mints a link token for one of the older backend's users. Server to server only: the caller
     /// presents a link secret as a Bearer token, and a request a browser made (it carries `Origin`
     /// or a cookie) is refused whatever it presents.
-    package static func linkToken(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func linkToken(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         if request.headers["origin"] != nil || request.headers["cookie"] != nil {
             throw HTTPError(403, "not_for_browsers", "Link tokens are minted by the app's backend, never from a browser")
         }
@@ -34,7 +34,7 @@ package enum AccountLinks {
         }
         let body = try request.decodeJSON(LinkTokenBody.self)
         let externalID = try externalID(body.externalId)
-        let token = try operations.mintLinkToken(externalID: externalID, presentedSecret: secret)
+        let token = try useCases.signIn.mintLinkToken(externalID: externalID, presentedSecret: secret)
         let json = JSONText.object([
             ("linkToken", .string(token.value)), ("externalId", .string(token.externalID)), ("expiresIn", .integer(Int64(token.expiresIn))),
         ])

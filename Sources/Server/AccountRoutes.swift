@@ -7,17 +7,17 @@ import JOSE
 /// Every one but the JWKS goes through `Caller.authenticate`.
 package enum AccountRoutes {
     /// `GET /auth/me`: the profile with the emails and their relay and forwarding flags.
-    package static func me(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        let principal = try Caller.authenticate(request, operations)
-        let profile = try operations.profile(of: principal)
+    package static func me(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        let principal = try Caller.authenticate(request, useCases)
+        let profile = try useCases.account.profile(of: principal)
         let body = JSONText.object([("user", .raw(json(profile))), ("sessionId", .string(String(principal.sessionID)))])
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(body.utf8))
     }
 
     /// `GET /auth/sessions`: the user's active sessions, the caller's marked `current`.
-    package static func sessions(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        let principal = try Caller.authenticate(request, operations)
-        let sessions = try operations.sessions(of: principal).map { session in
+    package static func sessions(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        let principal = try Caller.authenticate(request, useCases)
+        let sessions = try useCases.sessions.sessions(of: principal).map { session in
             JSONText.object([
                 ("id", .string(String(session.id))), ("device", session.device.map { .string($0) }),
                 ("kind", .string(session.isWeb ? "web" : "native")), ("current", .bool(session.id == principal.sessionID)),
@@ -34,12 +34,12 @@ package enum AccountRoutes {
     /// nginx's `auth_request` sends it for a protected location (nginx/siwa-protect.conf); its
     /// subrequest is a GET, so the protected request's method comes as `?method=`, for the `Origin`
     /// rule of cookie-authenticated writes.
-    package static func check(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func check(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         let method = request.queryFields?.last { $0.0 == "method" }?.1
         if let method, !(1...16).contains(method.utf8.count) || !method.utf8.allSatisfy({ (65...90).contains($0) }) {
             throw HTTPError.badRequest("`method` must be an HTTP method such as GET or POST")
         }
-        let principal = try Caller.authenticate(request, operations, method: method)
+        let principal = try Caller.authenticate(request, useCases, method: method)
         return Response(
             status: 204,
             headers: [
@@ -49,25 +49,25 @@ package enum AccountRoutes {
     }
 
     /// `DELETE /auth/sessions/{id}`: ends one of the user's sessions (204), 404 for any other id.
-    package static func revokeSession(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        let principal = try Caller.authenticate(request, operations)
+    package static func revokeSession(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        let principal = try Caller.authenticate(request, useCases)
         guard let id = parameters["id"].flatMap(UInt64.init) else { throw HTTPError.notFound }
-        try operations.revokeSession(id, of: principal)
+        try useCases.sessions.revokeSession(id, of: principal)
         return Response(status: 204, headers: id == principal.sessionID && principal.viaCookie ? [Cookies.clearSession] : [])
     }
 
     /// `POST /auth/logout`: ends the caller's session (204).
-    package static func logout(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        let principal = try Caller.authenticate(request, operations)
-        try operations.signOut(principal)
+    package static func logout(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        let principal = try Caller.authenticate(request, useCases)
+        try useCases.sessions.signOut(principal)
         return Response(status: 204, headers: principal.viaCookie ? [Cookies.clearSession] : [])
     }
 
     /// `GET /auth/account/export`: everything stored about the caller, as a JSON download (a few
     /// times an hour at most).
-    package static func export(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        let principal = try Caller.authenticate(request, operations)
-        let export = try operations.exportAccount(of: principal, remoteAddress: request.remoteAddress)
+    package static func export(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        let principal = try Caller.authenticate(request, useCases)
+        let export = try useCases.account.exportAccount(of: principal, remoteAddress: request.remoteAddress)
         let body = AccountExportJSON.json(export)
         return Response(
             status: 200,
@@ -78,15 +78,16 @@ package enum AccountRoutes {
     }
 
     /// `DELETE /auth/account`: deletes the user and everything theirs (204).
-    package static func deleteAccount(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        let principal = try Caller.authenticate(request, operations)
-        try operations.deleteAccount(of: principal, remoteAddress: request.remoteAddress)
+    package static func deleteAccount(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        let principal = try Caller.authenticate(request, useCases)
+        try useCases.account.deleteAccount(of: principal, remoteAddress: request.remoteAddress)
         return Response(status: 204, headers: principal.viaCookie ? [Cookies.clearSession] : [])
     }
 
     /// `GET /auth/jwks.json`: the public keys of our access tokens.
-    package static func jwks(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
-        Response(status: 200, headers: [("Cache-Control", "public, max-age=300")], body: Array(try operations.accessTokenKeySet().utf8))
+    package static func jwks(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        Response(
+            status: 200, headers: [("Cache-Control", "public, max-age=300")], body: Array(try useCases.sessions.accessTokenKeySet().utf8))
     }
 
     /// The profile as JSON (the `user` of `/auth/me` and of a sign-in).

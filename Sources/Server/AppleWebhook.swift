@@ -9,9 +9,10 @@ package enum AppleWebhook {
         var payload: String
     }
 
-    package static func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         let body = try request.decodeJSON(Body.self)
-        let outcome = try operations.handleNotification(payload: try limited(body.payload, "payload", maximum: 16_384) ?? "")
+        let outcome = try useCases.appleNotifications.handleNotification(
+            payload: try limited(body.payload, "payload", maximum: 16_384) ?? "")
         let answer = JSONText.object([("status", .string(outcome.rawValue))])
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: Array(answer.utf8))
     }

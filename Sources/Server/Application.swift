@@ -96,12 +96,12 @@ package final class Application: Sendable {
     package func makeWorker(index: Int) -> Worker {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
-        let operations = Operations(core: core, database: config.database, logger: logger)
-        return Worker(router: router, operations: operations, metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes)
+        let context = WorkerContext(core: core, database: config.database, logger: logger)
+        return Worker(router: router, useCases: UseCases(context: context), metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes)
     }
 
-    /// Stops the sync committer threads and the session cache's poller, which close their
-    /// connections. Call after the workers stopped.
+    /// Stops and joins the process's shared threads (the sync committers, the session cache's
+    /// poller, the Apple key refresher), which close their connections. Call after the workers stopped.
     package func stop() {
         core.stop()
     }
@@ -111,15 +111,14 @@ package final class Application: Sendable {
 /// and counts and logs each request (its route, status and duration).
 package final class Worker: RequestHandler {
     private let router: Router
-    private let operations: Operations
+    private let useCases: UseCases
     private let metrics: RequestMetrics
     /// `SIWA_MAX_BODY_BYTES`: the limit of the route that accepts the largest bodies.
     private let maximumBodyBytes: Int
-    /// `SIWA_DB_TIMEOUT`: the time each request may spend waiting for the database in all.
 
-    init(router: Router, operations: Operations, metrics: RequestMetrics, maximumBodyBytes: Int) {
+    init(router: Router, useCases: UseCases, metrics: RequestMetrics, maximumBodyBytes: Int) {
         self.router = router
-        self.operations = operations
+        self.useCases = useCases
         self.metrics = metrics
         self.maximumBodyBytes = maximumBodyBytes
     }
@@ -141,9 +140,9 @@ package final class Worker: RequestHandler {
             guard request.body.count <= BodyLimits.forPath(request.path, maximumBytes: maximumBodyBytes).bytes else {
                 throw HTTPError.payloadTooLarge
             }
-            response = try operations.perform { try match.handler(request, match.parameters, operations) }
+            response = try useCases.context.perform { try match.handler(request, match.parameters, useCases) }
         } catch {
-            let refusal = ErrorResponses.response(for: error, request: request, logger: operations.logger)
+            let refusal = ErrorResponses.response(for: error, request: request, logger: useCases.context.logger)
             response = WebSignIn.isBrowserPath(request.path) ? WebSignIn.page(showing: refusal) : refusal
         }
         answered(request, route: route, status: response.status, since: started)
@@ -164,9 +163,9 @@ package final class Worker: RequestHandler {
     /// milliseconds; never its path parameters, query or headers.
     private func answered(_ request: Request?, route: String, status: Int, since start: ContinuousClock.Instant) {
         metrics.answered(route: route, status: status, since: start)
-        guard operations.logger.logLevel <= .info else { return }
+        guard useCases.context.logger.logLevel <= .info else { return }
         let elapsed = (ContinuousClock.now - start).components
-        operations.logger.info(
+        useCases.context.logger.info(
             "request",
             metadata: [
                 "request.id": "\(request?.headers["x-request-id"] ?? "-")", "method": "\(request?.method ?? "-")", "route": "\(route)",
@@ -176,6 +175,6 @@ package final class Worker: RequestHandler {
     }
 
     package func close() {
-        operations.close()
+        useCases.context.close()
     }
 }

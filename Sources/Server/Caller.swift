@@ -9,22 +9,22 @@ package enum Caller {
     /// The caller of `request`, with an active session.
     /// - Parameter method: the method the `Origin` rule applies to: the request's own unless it
     ///   authorizes another request (nginx's `auth_request`).
-    package static func authenticate(_ request: Request, _ operations: Operations, method: String? = nil) throws -> Principal {
-        if let token = try bearerToken(request) { return try operations.authenticate(accessToken: token) }
-        return try authenticateCookie(request, operations, method: method ?? request.method)
+    package static func authenticate(_ request: Request, _ useCases: UseCases, method: String? = nil) throws -> Principal {
+        if let token = try bearerToken(request) { return try useCases.sessions.authenticate(accessToken: token) }
+        return try authenticateCookie(request, useCases, method: method ?? request.method)
     }
 
     /// The caller for a route whose own statements check the session (sync): the session of an
     /// access token is returned as `uncheckedSession` and must be checked by the route before it
     /// answers or writes. A cookie's session is checked here (finding it is how it is read).
     package static func authenticateDeferringSessionCheck(
-        _ request: Request, _ operations: Operations
+        _ request: Request, _ useCases: UseCases
     ) throws -> (principal: Principal, uncheckedSession: UInt64?) {
         if let token = try bearerToken(request) {
-            let principal = try operations.authenticateDeferringSessionCheck(accessToken: token)
+            let principal = try useCases.sessions.authenticateDeferringSessionCheck(accessToken: token)
             return (principal, principal.sessionID)
         }
-        return (try authenticateCookie(request, operations, method: request.method), nil)
+        return (try authenticateCookie(request, useCases, method: request.method), nil)
     }
 
     /// The access token of an `Authorization: Bearer` header; nil without the header.
@@ -36,13 +36,13 @@ package enum Caller {
         return String(authorization.dropFirst(7))
     }
 
-    private static func authenticateCookie(_ request: Request, _ operations: Operations, method: String) throws -> Principal {
+    private static func authenticateCookie(_ request: Request, _ useCases: UseCases, method: String) throws -> Principal {
         guard let cookie = Cookies.value(Cookies.session, in: request) else {
             throw unauthorized("An access token (Authorization: Bearer) or a session cookie is required")
         }
-        let principal = try operations.authenticate(cookie: cookie)
+        let principal = try useCases.sessions.authenticate(cookie: cookie)
         if !["GET", "HEAD"].contains(method) {
-            try checkOrigin(request, publicURL: operations.publicURL)
+            try checkOrigin(request, publicURL: useCases.sessions.publicURL)
         }
         return principal
     }

@@ -10,8 +10,8 @@ import JOSE
 /// still served, but the latest fetch failed: a token signed with a new key cannot be verified),
 /// `unavailable` (none fetched yet) or `not_configured`.
 package enum Health {
-    package static func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) -> Response {
-        let (databaseUp, keys, node) = operations.health()
+    package static func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) -> Response {
+        let (databaseUp, keys, node) = useCases.status.health()
         let healthy = databaseUp && (keys == "ok" || keys == "stale")
         // fetch_failing is degraded: a new Apple key would refuse every sign-in.
         let nodeMember = node.map { #","databaseNode":\#(JSONText.quoted($0))"# } ?? ""

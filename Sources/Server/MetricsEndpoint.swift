@@ -24,18 +24,18 @@ package struct MetricsEndpoint: Sendable {
         appleKeysAge = Gauge(label: MetricNames.appleKeysAge, factory: factory)
     }
 
-    package func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) -> Response {
+    package func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) -> Response {
         do {
-            for backlog in try operations.outboxBacklogs() {
+            for backlog in try useCases.status.outboxBacklogs() {
                 outboxDepth[backlog.outbox].record(backlog.depth)
                 outboxDue[backlog.outbox].record(backlog.due)
                 outboxOldestAge[backlog.outbox].record(backlog.oldestAge)
             }
         } catch {
             // The scrape still answers: the database errors counter and /health tell the rest.
-            operations.logger.warning("metrics: the outboxes could not be read", metadata: ["error": "\(error)"])
+            useCases.context.logger.warning("metrics: the outboxes could not be read", metadata: ["error": "\(error)"])
         }
-        appleKeysAge.record(operations.appleKeysAge ?? -1)
+        appleKeysAge.record(useCases.status.appleKeysAge ?? -1)
         return Response(
             status: 200, contentType: PrometheusExporter.contentType, headers: [("Cache-Control", "no-store")], body: exporter.render())
     }

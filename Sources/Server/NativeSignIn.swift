@@ -21,7 +21,7 @@ package enum NativeSignIn {
     }
 
     /// Signs in with Apple's identity token (and code), opening a session for the device.
-    package static func signIn(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func signIn(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         let body = try request.decodeJSON(SignInBody.self)
         let attempt = SignInAttempt(
             identityToken: try limited(body.identityToken, "identityToken", maximum: 16_384) ?? "",
@@ -30,7 +30,7 @@ package enum NativeSignIn {
             firstName: try limited(body.fullName?.givenName, "fullName.givenName", maximum: 1024),
             lastName: try limited(body.fullName?.familyName, "fullName.familyName", maximum: 1024))
         let device = try limited(body.device, "device", maximum: 512)
-        let grant = try operations.signIn(attempt, device: device, remoteAddress: request.remoteAddress, link: try link(request, body))
+        let grant = try useCases.signIn.signIn(attempt, device: device, remoteAddress: request.remoteAddress, link: try link(request, body))
         return tokenResponse(grant)
     }
 
@@ -47,9 +47,9 @@ package enum NativeSignIn {
     }
 
     /// Rotates a refresh token and issues a new access token.
-    package static func refresh(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func refresh(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         let body = try request.decodeJSON(RefreshBody.self)
-        let grant = try operations.refresh(refreshToken: body.refreshToken, remoteAddress: request.remoteAddress)
+        let grant = try useCases.sessions.refresh(refreshToken: body.refreshToken, remoteAddress: request.remoteAddress)
         return tokenResponse(grant)
     }
 

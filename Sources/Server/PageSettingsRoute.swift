@@ -6,7 +6,7 @@ package import SiwaConfig
 extension PageSettings {
     /// `GET /auth/web/settings`: `{"appName": string or null, "showsProgress": bool}`, which browsers
     /// may keep five minutes.
-    package func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         let name = appName.map { JSONText.quoted($0) } ?? "null"
         let body = JSONText.object([("appName", .raw(name)), ("showsProgress", .bool(showsProgress))])
         return Response(status: 200, headers: [("Cache-Control", "public, max-age=300")], body: Array(body.utf8))

@@ -4,7 +4,7 @@ package import Identity
 /// Maps a method and a path to a handler. Path patterns are literal segments and `{name}` parameters.
 package struct Router: Sendable {
     /// A handler: the request, its path parameters, and the worker thread's use cases.
-    package typealias Handler = @Sendable (Request, [String: String], Operations) throws -> Response
+    package typealias Handler = @Sendable (Request, [String: String], UseCases) throws -> Response
 
     private struct Route: Sendable {
         let method: String

@@ -15,11 +15,11 @@ package enum SyncRoute {
     /// 2100-01-01, in Unix milliseconds.
     static let latestTime = SyncLimits.latestTime
 
-    package static func handle(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         // The session is checked by the sync's own statements (one round trip less per sync).
-        let (principal, uncheckedSession) = try Caller.authenticateDeferringSessionCheck(request, operations)
+        let (principal, uncheckedSession) = try Caller.authenticateDeferringSessionCheck(request, useCases)
         let changes = try changes(in: request)
-        let delta = try operations.sync(principal, uncheckedSession: uncheckedSession, changes: changes)
+        let delta = try useCases.sync.sync(principal, uncheckedSession: uncheckedSession, changes: changes)
         return Response(status: 200, headers: [("Cache-Control", "no-store")], body: SyncDeltaJSON.json(delta))
     }
 

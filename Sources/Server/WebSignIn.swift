@@ -4,31 +4,31 @@ import HTTPClient
 package import Identity
 import JOSE
 
-/// The browser's half of the web flow (see `Operations.startWebSignIn` for the steps): redirects,
+/// The browser's half of the web flow (see `SignInUseCases.startWebSignIn` for the steps): redirects,
 /// cookies and the small pages a browser is shown.
 package enum WebSignIn {
     /// `GET /auth/web/start?return_to=/path`: 302 to Apple's authorize page, with the binding cookie.
-    package static func start(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func start(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         guard let query = request.queryFields else { throw HTTPError.badRequest("The query string is malformed") }
         let returnTo = try sameSitePath(query.last { $0.0 == "return_to" }?.1 ?? "/")
-        let started = try operations.startWebSignIn(returnTo: returnTo)
+        let started = try useCases.signIn.startWebSignIn(returnTo: returnTo)
         return Response(
             status: 302,
             headers: [
                 ("Location", started.authorizeURL), ("Cache-Control", "no-store"),
-                Cookies.set(Cookies.binding, started.binding, maxAge: Operations.webSignInLifetime),
+                Cookies.set(Cookies.binding, started.binding, maxAge: SignInUseCases.webSignInLifetime),
             ])
     }
 
     /// `POST /auth/callback`: Apple's form post; 303 to our own site with a one-time handle.
-    package static func callback(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func callback(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         guard let form = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)) else {
             return page(400, "The sign-in answer could not be read. Please start again.")
         }
         func field(_ name: String) -> String? { form.last { $0.0 == name }?.1 }
-        let callback = Operations.WebCallback(
+        let callback = SignInUseCases.WebCallback(
             state: field("state"), error: field("error"), identityToken: field("id_token"), code: field("code"), user: field("user"))
-        guard let handle = try operations.completeWebCallback(callback), let publicURL = operations.publicURL else {
+        guard let handle = try useCases.signIn.completeWebCallback(callback), let publicURL = useCases.sessions.publicURL else {
             return page(400, "This sign-in is not valid or has expired. Please start again.")
         }
         return Response(
@@ -37,11 +37,11 @@ package enum WebSignIn {
 
     /// `GET /auth/web/complete?handle=…`: checks the binding cookie, sets the session cookie, and
     /// sends the browser to `return_to`.
-    package static func complete(_ request: Request, _ parameters: [String: String], _ operations: Operations) throws -> Response {
+    package static func complete(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         guard let handle = request.queryFields?.last(where: { $0.0 == "handle" })?.1 else {
             return page(400, "This sign-in link is not valid. Please start again.")
         }
-        let redemption = try operations.redeemWebSignIn(
+        let redemption = try useCases.signIn.redeemWebSignIn(
             handle: handle, binding: Cookies.value(Cookies.binding, in: request),
             device: BrowserLabel.label(userAgent: request.headers["user-agent"]), remoteAddress: request.remoteAddress)
         switch redemption {
@@ -59,7 +59,7 @@ package enum WebSignIn {
                 status: 303,
                 headers: [
                     ("Location", returnTo), ("Cache-Control", "no-store"), Cookies.clearBinding,
-                    Cookies.set(Cookies.session, cookie, maxAge: operations.sessionLifetime),
+                    Cookies.set(Cookies.session, cookie, maxAge: useCases.sessions.sessionLifetime),
                 ])
         }
     }

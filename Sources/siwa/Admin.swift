@@ -29,7 +29,7 @@ struct Admin: ParsableCommand {
         @OptionGroup var output: Output
 
         func run() throws {
-            let users = try withOperations { try $0.findUsers(query) }
+            let users = try withAdminUseCases { try $0.findUsers(query) }
             if output.json {
                 print(AccountExportJSON.array(users.map(AdminText.json)))
             } else if users.isEmpty {
@@ -54,7 +54,7 @@ struct Admin: ParsableCommand {
         @OptionGroup var output: Output
 
         func run() throws {
-            let export = try withOperations { try $0.export(userID: user) }
+            let export = try withAdminUseCases { try $0.export(userID: user) }
             guard let export else { throw AdminFailure("no user \(user)") }
             print(output.json ? AccountExportJSON.json(export) : AdminText.describe(export))
         }
@@ -67,7 +67,7 @@ struct Admin: ParsableCommand {
         @Option(help: "Why, kept with the user and in the audit event.") var reason: String?
 
         func run() throws {
-            guard let ended = try withOperations({ try $0.disableUser(user, reason: reason, by: operatorName()) }) else {
+            guard let ended = try withAdminUseCases({ try $0.disableUser(user, reason: reason, by: operatorName()) }) else {
                 throw AdminFailure("no user \(user)")
             }
             print("disabled user \(user); \(ended.count) session(s) ended")
@@ -79,7 +79,7 @@ struct Admin: ParsableCommand {
         @Argument(help: "The user id.") var user: UInt64
 
         func run() throws {
-            guard try withOperations({ try $0.enableUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
+            guard try withAdminUseCases({ try $0.enableUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
             print("enabled user \(user)")
         }
     }
@@ -89,7 +89,7 @@ struct Admin: ParsableCommand {
         @Argument(help: "The session id (siwa admin show lists them).") var session: UInt64
 
         func run() throws {
-            guard try withOperations({ try $0.revokeSession(session, by: operatorName()) }) else {
+            guard try withAdminUseCases({ try $0.revokeSession(session, by: operatorName()) }) else {
                 throw AdminFailure("no active session \(session)")
             }
             print("revoked session \(session)")
@@ -106,7 +106,7 @@ struct Admin: ParsableCommand {
         @Argument(help: "The user id.") var user: UInt64
 
         func run() throws {
-            guard try withOperations({ try $0.deleteUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
+            guard try withAdminUseCases({ try $0.deleteUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
             print("deleted user \(user)")
         }
     }
@@ -118,7 +118,7 @@ struct Admin: ParsableCommand {
         @Option(name: .shortAndLong, help: "Write to this file (mode 0600) instead of standard output.") var output: String?
 
         func run() throws {
-            guard let export = try withOperations({ try $0.export(userID: user) }) else { throw AdminFailure("no user \(user)") }
+            guard let export = try withAdminUseCases({ try $0.export(userID: user) }) else { throw AdminFailure("no user \(user)") }
             let json = AccountExportJSON.json(export) + "\n"
             guard let output else { return print(json, terminator: "") }
             guard FileManager.default.createFile(atPath: output, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600])
@@ -137,14 +137,14 @@ struct Admin: ParsableCommand {
 
         func run() throws {
             guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1...10000") }
-            try withOperations { operations in
-                let latest = try operations.auditEvents(userID: user, limit: limit).reversed()
+            try withAdminUseCases { admin in
+                let latest = try admin.auditEvents(userID: user, limit: limit).reversed()
                 print(latest)
                 fflush(nil)
                 var last = latest.last?.id
                 while follow {
                     Thread.sleep(forTimeInterval: 1)
-                    let events = try operations.auditEvents(userID: user, afterID: last ?? 0, limit: 1000).reversed()
+                    let events = try admin.auditEvents(userID: user, afterID: last ?? 0, limit: 1000).reversed()
                     print(Array(events))
                     // Each event as it comes, also into a pipe.
                     fflush(nil)
@@ -171,19 +171,19 @@ struct AdminFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Runs `body` with the use cases on one database connection, as `siwa serve`'s workers have them.
-func withOperations<T>(_ body: (Operations) throws -> T) throws -> T {
+/// Runs `body` with the operator's use cases on one worker context, as `siwa serve`'s workers have theirs.
+func withAdminUseCases<T>(_ body: (AdminUseCases) throws -> T) throws -> T {
     let config = try loadConfiguration()
     let logger = config.bootstrapLogging(label: "siwa-admin")
     initializeMariaDBLibrary()
     let core = IdentityCore(apple: nil, sessions: nil, database: config.database, webhooks: config.webhooks)
-    let operations = Operations(core: core, database: config.database, logger: logger)
+    let context = WorkerContext(core: core, database: config.database, logger: logger)
     defer {
-        operations.close()
-        core.syncCommits.stop()
+        context.close()
+        core.stop()
     }
     do {
-        return try body(operations)
+        return try body(AdminUseCases(context: context))
     } catch let failure as AdminFailure {
         throw failure
     } catch let error as MariaDBError {

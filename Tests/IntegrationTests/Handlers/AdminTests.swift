@@ -48,8 +48,10 @@ import Testing
         return SignedIn(userID: userID, access: access, refresh: refresh, secrets: secrets)
     }
 
-    func operations(_ harness: HandlerHarness) -> Operations {
-        Operations(core: harness.application.core, database: harness.database.configuration, logger: Logger(label: "admin-tests"))
+    func admin(_ harness: HandlerHarness) -> AdminUseCases {
+        AdminUseCases(
+            context: WorkerContext(
+                core: harness.application.core, database: harness.database.configuration, logger: Logger(label: "admin-tests")))
     }
 
     @Test(
@@ -58,11 +60,11 @@ import Testing
     func disableAndEnable() throws {
         let harness = try HandlerHarness()
         let alice = try signInWithData(harness)
-        let operations = operations(harness)
-        defer { operations.close() }
-        let ended = try #require(try operations.disableUser(alice.userID, reason: "abuse report 42", by: "alice-operator"))
+        let admin = admin(harness)
+        defer { admin.context.close() }
+        let ended = try #require(try admin.disableUser(alice.userID, reason: "abuse report 42", by: "alice-operator"))
         #expect(ended.count == 2)
-        #expect(try operations.disableUser(999_999, reason: nil, by: "x") == nil)
+        #expect(try admin.disableUser(999_999, reason: nil, by: "x") == nil)
         #expect(harness.send("GET", "/auth/me", headers: harness.bearer(alice.access)).status == 401)
         #expect(harness.send("POST", "/sync", json: #"{"cursor":null}"#, headers: harness.bearer(alice.access)).status == 401)
         #expect(harness.send("POST", "/auth/refresh", json: #"{"refreshToken":"\#(alice.refresh)"}"#).status == 401)
@@ -76,16 +78,16 @@ import Testing
         #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens") == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM sessions WHERE user_id = ? AND revoked_at IS NULL", alice.userID) == 0)
         #expect(try harness.count("SELECT COUNT(*) FROM sessions WHERE user_id = ?", alice.userID) == 2)
-        let audit = try operations.auditEvents(userID: alice.userID, limit: 10)
+        let audit = try admin.auditEvents(userID: alice.userID, limit: 10)
         #expect(audit.first?.type == "admin_disable")
         #expect(audit.first?.detail?.contains("alice-operator") == true)
-        #expect(try operations.findUsers(String(alice.userID)).first?.isDisabled == true)
+        #expect(try admin.findUsers(String(alice.userID)).first?.isDisabled == true)
 
-        #expect(try operations.enableUser(alice.userID, by: "alice-operator"))
+        #expect(try admin.enableUser(alice.userID, by: "alice-operator"))
         let again = harness.signIn(real.token, at: real.suggested_fixed_clock)
         #expect(again.status == 200, "\(again.text)")
         #expect(try again.json().bool("isNewUser") == false)
-        #expect(try operations.auditEvents(userID: alice.userID, limit: 10).contains { $0.type == "admin_enable" })
+        #expect(try admin.auditEvents(userID: alice.userID, limit: 10).contains { $0.type == "admin_enable" })
     }
 
     @Test("The export holds every stored item and no token, token hash, code or nonce; more than 5 an hour get 429 with Retry-After")
@@ -137,27 +139,27 @@ import Testing
     func findRevokeDelete() throws {
         let harness = try HandlerHarness()
         let alice = try signInWithData(harness)
-        let operations = operations(harness)
-        defer { operations.close() }
+        let admin = admin(harness)
+        defer { admin.context.close() }
         let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
         let email: String = try harness.connection.query("SELECT address FROM user_emails WHERE user_id = ?", alice.userID)[0].decode(at: 0)
         for query in [String(alice.userID), email, real.sub] {
-            #expect(try operations.findUsers(query).map(\.userID) == [alice.userID], "\(query)")
+            #expect(try admin.findUsers(query).map(\.userID) == [alice.userID], "\(query)")
         }
-        #expect(try operations.findUsers("nobody@example.com").isEmpty)
-        #expect(try operations.findUsers("42424242").isEmpty)
+        #expect(try admin.findUsers("nobody@example.com").isEmpty)
+        #expect(try admin.findUsers("42424242").isEmpty)
 
         let session: UInt64 = try harness.connection.query(
             "SELECT id FROM sessions WHERE user_id = ? AND device = 'Alice''s iPhone'", alice.userID)[0].decode(at: 0)
-        #expect(try operations.revokeSession(session, by: "bob-operator"))
-        #expect(try !operations.revokeSession(session, by: "bob-operator"), "already ended")
+        #expect(try admin.revokeSession(session, by: "bob-operator"))
+        #expect(try !admin.revokeSession(session, by: "bob-operator"), "already ended")
         #expect(harness.send("GET", "/auth/me", headers: harness.bearer(alice.access)).status == 401)
-        #expect(try operations.auditEvents(userID: alice.userID, limit: 5).first?.type == "admin_revoke_session")
+        #expect(try admin.auditEvents(userID: alice.userID, limit: 5).first?.type == "admin_revoke_session")
 
-        #expect(try operations.deleteUser(alice.userID, by: "bob-operator"))
-        #expect(try !operations.deleteUser(alice.userID, by: "bob-operator"))
+        #expect(try admin.deleteUser(alice.userID, by: "bob-operator"))
+        #expect(try !admin.deleteUser(alice.userID, by: "bob-operator"))
         #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
-        let deletion = try operations.auditEvents(userID: alice.userID, limit: 5).first { $0.type == "admin_delete" }
+        let deletion = try admin.auditEvents(userID: alice.userID, limit: 5).first { $0.type == "admin_delete" }
         #expect(deletion?.detail?.contains("bob-operator") == true)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_revocations") == 1, "Apple's token queued for revocation")
     }

@@ -31,7 +31,7 @@ package struct LinkToken: Sendable, Equatable {
 }
 
 /// Guest accounts and link tokens: the ways an account exists before its Apple ID is attached.
-extension Operations {
+extension SignInUseCases {
     /// Makes a guest user and opens their first session.
     /// - Throws: `IdentityError(.guestsDisabled)` unless guest accounts are turned on.
     package func createGuest(device: String?, remoteAddress: String?) throws -> Grant {
@@ -86,7 +86,7 @@ extension Operations {
     func check(_ link: SignInLink) throws -> CheckedLink {
         switch link {
         case .guestSession(let accessToken):
-            let principal = try authenticate(accessToken: accessToken)
+            let principal = try SessionUseCases(context: context).authenticate(accessToken: accessToken)
             return CheckedLink(target: .guest(userID: principal.userID), linkTokenHash: nil)
         case .linkToken(let value):
             guard let hash = OpaqueToken.hash(of: value) else { throw IdentityError(.linkTokenUnknown) }

@@ -2,6 +2,8 @@ package import AccountData
 import Accounts
 import AppleID
 import CoreMetrics
+import Foundation
+import HTTPClient
 import JOSE
 import Logging
 package import MariaDB
@@ -21,10 +23,21 @@ package struct Principal: Sendable, Equatable {
     }
 }
 
-/// The app's own sessions: who is calling, refresh, sign-out, the session list, the profile and
-/// account deletion. Every session check reads the database, so a revoked session or a deleted
-/// account stops working at once, not when its access token expires.
-extension Operations {
+/// The app's own sessions: checking access tokens and session cookies, refreshing, signing
+/// out, and a user's list of their sessions.
+package struct SessionUseCases: UseCase {
+    package let context: WorkerContext
+
+    package init(context: WorkerContext) { self.context = context }
+}
+
+extension SessionUseCases {
+    /// Seconds a session lives without a refresh (the web session cookie's `Max-Age`).
+    package var sessionLifetime: Int { core.sessions?.lifetime ?? 0 }
+
+    /// The site's origin (`SIWA_PUBLIC_URL`), nil when sessions are not configured.
+    package var publicURL: String? { core.sessions?.publicURL }
+
     /// The caller of an access token whose session is still active: known active to the session
     /// cache, or read from the database (and then remembered).
     /// - Throws: `IdentityError(.accessTokenRefused)` or `(.sessionEnded)`.
@@ -124,71 +137,15 @@ extension Operations {
     package func sessions(of principal: Principal) throws -> [SessionSummary] {
         try Sessions.list(userID: principal.userID, on: database)
     }
+}
 
-    /// The caller's profile.
-    /// - Throws: `IdentityError(.accountGone)` when the account no longer exists.
-    package func profile(of principal: Principal) throws -> Profile {
-        guard let profile = try Profile.load(userID: principal.userID, on: database) else { throw IdentityError(.accountGone) }
-        return profile
-    }
-
-    /// Deletes the caller's account and everything theirs in one transaction. The revocation at
-    /// Apple waits in the outbox for the background jobs, so this never waits on Apple.
-    /// - Throws: `IdentityError(.notFound)` when the account is already gone.
-    package func deleteAccount(of principal: Principal, remoteAddress: String?) throws {
-        guard try deleteUser(principal.userID, source: "user", remoteAddress: remoteAddress) else { throw IdentityError(.notFound) }
-    }
-
-    /// Deletes `userID` and everything theirs in one transaction (their Apple tokens queued for
-    /// revocation), and reports `user.deleted` with `source` (`user`, `operator`).
-    /// - Returns: false when there was no such user.
-    /// - Parameter alongside: more writes of the same transaction (an operator's audit event).
-    package func deleteUser(
-        _ userID: UInt64, source: String, remoteAddress: String?, alongside: (Connection) throws -> Void = { _ in }
-    ) throws -> Bool {
-        let deleted = try retryingConflicts {
-            try transaction { connection in
-                guard try AccountDeletion.delete(userID: userID, source: source, remoteAddress: remoteAddress, on: connection) else {
-                    return false
-                }
-                try alongside(connection)
-                try report(.userDeleted(source: source, anonymised: false), userID: userID, on: connection)
-                return true
-            }
-        }
-        if deleted {
-            core.sessionCache.forget(userID: userID)
-            logger.notice("account deleted", metadata: ["user": "\(userID)", "source": "\(source)"])
-        }
-        return deleted
-    }
-
-    /// Whether this thread reaches the database (a ping, which also reconnects a lost connection),
-    /// and the state of Apple's keys (never fetched here: a health check makes no call to Apple).
-    /// - Returns: whether the database answers, the state of Apple's keys, and, with several
-    ///   database servers, the one this worker uses (its first choice while none answers).
-    package func health() -> (databaseUp: Bool, appleKeys: String, databaseNode: String?) {
-        let keys = core.apple.map { $0.keys.health.rawValue } ?? "not_configured"
-        let cluster = core.databaseServers > 1
-        do {
-            // A Galera node out of the cluster answers a ping but refuses statements (1047): with
-            // several servers the check is a statement, which moves to the next server if refused.
-            if cluster { try database.checkAnswersStatements() } else { try database.ping() }
-            return (true, keys, cluster ? database.server.description : nil)
-        } catch {
-            logger.warning("health check: database unavailable", metadata: ["error": "\(error)"])
-            return (false, keys, cluster ? database.server.description : nil)
-        }
-    }
-
-    /// Seconds since Apple's key set was fetched; nil before the first fetch, or when this process
-    /// does not fetch them (a fixed key set).
-    package var appleKeysAge: Double? {
-        (core.apple?.keys as? AppleKeyCache)?.status.fetchedAt.map { clock.now() - $0 }
-    }
-
-    /// The backlogs of the revocation and webhook outboxes.
-    package func outboxBacklogs() throws -> [OutboxBacklog] {
-        try Outboxes.backlogs(on: database)
+/// Opening a session is part of every way to sign in and of each refresh.
+extension UseCase {
+    /// A new access token for the session, with `refreshToken` as its refresh token.
+    func issue(userID: UInt64, sessionID: UInt64, refreshToken: String) throws -> Grant {
+        let access = try requireSessions().accessTokens.issue(userID: userID, sessionID: sessionID)
+        return Grant(
+            accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, userID: userID, sessionID: sessionID,
+            profile: nil, isNewUser: false)
     }
 }

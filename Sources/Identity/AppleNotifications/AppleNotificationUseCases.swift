@@ -7,7 +7,28 @@ import Logging
 import MariaDB
 import Telemetry
 
-extension Operations {
+/// How one of Apple's server-to-server notifications was handled (the `status` of the answer).
+package enum NotificationOutcome: String, Sendable {
+    case processed
+    /// No identity has this `sub` (never signed in, or already deleted).
+    case unknownUser = "unknown_user"
+    /// A type this server does not act on.
+    case ignored
+    /// Its `jti` was handled before; nothing changed.
+    case duplicate
+    /// An email notification for an address that is not the user's relay address: nothing changed.
+    case unknownAddress = "unknown_address"
+}
+
+/// Apple's server-to-server notifications (`POST /auth/apple/notifications`): consent revoked,
+/// account deleted, email forwarding changed.
+package struct AppleNotificationUseCases: UseCase {
+    package let context: WorkerContext
+
+    package init(context: WorkerContext) { self.context = context }
+}
+
+extension AppleNotificationUseCases {
     /// Handles one of Apple's server-to-server notifications: verifies it like an identity token
     /// at the injected clock; then, in one transaction, records its `jti` (a duplicate changes
     /// nothing), applies its effect and writes an audit event. Nothing here calls Apple.
@@ -89,41 +110,4 @@ extension Operations {
             ]), on: connection)
         return (outcome, userID)
     }
-
-    /// Merges a device's changes into the user's synced state and returns what changed since the
-    /// device's cursor. `uncheckedSession` is the session of an access token whose activity the
-    /// sync's own statements check (see `authenticateDeferringSessionCheck`).
-    /// - Throws: `IdentityError(.sessionEnded)` when that session is no longer active.
-    package func sync(_ principal: Principal, uncheckedSession: UInt64?, changes: SyncChanges) throws -> SyncDelta {
-        let metrics = core.metrics
-        metrics.syncBatchSize.record(changes.progress.count + changes.achievements.count + (changes.profile == nil ? 0 : 1))
-        return try metrics.counting(metrics.syncRequests, [], success: "ok") {
-            let delta = try retryingConflicts {
-                try SyncStore.sync(
-                    userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
-                    cache: core.syncCache)
-            }
-            guard let delta else {
-                logger.info(
-                    "sync refused: the session is not active",
-                    metadata: ["user": "\(principal.userID)", "session": "\(uncheckedSession.map(String.init) ?? "cookie")"])
-                throw IdentityError(.sessionEnded)
-            }
-            metrics.syncRowsWritten.increment(by: delta.changed)
-            return delta
-        }
-    }
-}
-
-/// How one of Apple's server-to-server notifications was handled (the `status` of the answer).
-package enum NotificationOutcome: String, Sendable {
-    case processed
-    /// No identity has this `sub` (never signed in, or already deleted).
-    case unknownUser = "unknown_user"
-    /// A type this server does not act on.
-    case ignored
-    /// Its `jti` was handled before; nothing changed.
-    case duplicate
-    /// An email notification for an address that is not the user's relay address: nothing changed.
-    case unknownAddress = "unknown_address"
 }

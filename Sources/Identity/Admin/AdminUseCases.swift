@@ -3,58 +3,24 @@ package import Accounts
 import JOSE
 import MariaDB
 
-/// What a person can take with them (`GET /auth/account/export`, `siwa admin export`): everything
-/// stored about one user, without a token, a token hash or a key.
-package struct AccountExport: Sendable {
-    package var record: UserRecord
-    /// The synced progress, achievements and profile, whole.
-    package var progress: SyncDelta
-    /// Unix milliseconds.
-    package var exportedAt: Int64
-}
-
 /// The operator's levers (`siwa admin`): find, show, disable and enable users, end their sessions,
 /// export and delete them. Every change records an audit event `admin_<action>` naming the
 /// operator, in the transaction of the change.
-extension Operations {
-    /// The latest audit events in a record or an export.
-    package static let recordAuditEvents = 1000
-    /// Exports a user may make in an hour.
-    package static let exportsPerHour = 5
+package struct AdminUseCases: UseCase {
+    package let context: WorkerContext
+
+    package init(context: WorkerContext) { self.context = context }
+}
+
+extension AdminUseCases {
+    /// Everything stored about `userID`; nil when there is no such user.
+    package func export(userID: UInt64) throws -> AccountExport? {
+        try AccountUseCases(context: context).export(userID: userID)
+    }
 
     /// Users whose id (all digits), any email address (with `@`, exact) or Apple `sub` is `query`.
     package func findUsers(_ query: String) throws -> [UserSummary] {
         try UserSummary.find(query, on: database)
-    }
-
-    /// Everything stored about `userID`; nil when there is no such user.
-    package func export(userID: UInt64) throws -> AccountExport? {
-        guard let record = try UserRecord.load(userID: userID, auditLimit: Self.recordAuditEvents, on: database),
-            let progress = try SyncStore.sync(
-                userID: userID, changes: SyncChanges(cursor: nil, profile: nil, progress: [], achievements: []), on: database)
-        else { return nil }
-        return AccountExport(record: record, progress: progress, exportedAt: Int64(clock.now() * 1000))
-    }
-
-    /// The caller's own export, recorded as `account_exported`.
-    /// - Throws: `IdentityError(.exportLimited)` after `exportsPerHour` exports in the last hour,
-    ///   with the seconds until the next is allowed as its reason; `.accountGone`.
-    package func exportAccount(of principal: Principal, remoteAddress: String?) throws -> AccountExport {
-        let wait = try retryingConflicts {
-            try transaction { connection -> Int64? in
-                // The user's row, locked, orders concurrent exports of one user.
-                guard try UserLock.lock(principal.userID, on: connection) else { throw IdentityError(.accountGone) }
-                let recent = try AuditLog.exportsInLastHour(userID: principal.userID, on: connection)
-                if recent.count >= Self.exportsPerHour { return max(1, recent.secondsToWait) }
-                try AuditLog.record(
-                    "account_exported", userID: principal.userID, sessionID: principal.sessionID, remoteAddress: remoteAddress,
-                    on: connection)
-                return nil
-            }
-        }
-        if let wait { throw IdentityError(.exportLimited, String(wait)) }
-        guard let export = try export(userID: principal.userID) else { throw IdentityError(.accountGone) }
-        return export
     }
 
     /// Disables `userID` (`reason` kept for operators) and ends every session of theirs.
@@ -101,7 +67,7 @@ extension Operations {
 
     /// Deletes `userID` as the account deletion does, recording the operator; false when there is no such user.
     package func deleteUser(_ userID: UInt64, by operatorName: String) throws -> Bool {
-        try deleteUser(userID, source: "operator", remoteAddress: nil) { connection in
+        try AccountUseCases(context: context).deleteUser(userID, source: "operator", remoteAddress: nil) { connection in
             try recordAdminAction("delete", userID: userID, by: operatorName, on: connection)
         }
     }

@@ -17,7 +17,7 @@ import Telemetry
 ///    and keeps the outcome under a one-time handle.
 /// 3. `redeemWebSignIn`, now same-site, checks the binding cookie and opens the session. No token
 ///    ever travels in a URL.
-extension Operations {
+extension SignInUseCases {
     /// How long a started web sign-in may take, in seconds.
     package static let webSignInLifetime = 600
 
@@ -39,7 +39,7 @@ extension Operations {
         let nonce = try OpaqueToken()
         try WebSignIns.start(
             stateHash: state.hash, bindingHash: binding.hash, nonce: nonce.value, returnTo: returnTo,
-            lifetime: Operations.webSignInLifetime, on: database)
+            lifetime: Self.webSignInLifetime, on: database)
         // Apple puts the nonce parameter into the token as is; we send its SHA-256, as the native
         // apps do, so one verifier checks both.
         let fields = [

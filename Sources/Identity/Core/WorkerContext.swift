@@ -3,58 +3,11 @@ import AppleID
 package import Logging
 package import MariaDB
 
-/// The process-wide part of the use cases, shared by every worker thread: the clock, Apple's
-/// services, the session settings and the sync's shared state.
-package final class IdentityCore: Sendable {
-    package let clock: any WallClock
-    /// nil when Sign in with Apple is not configured (the operations that need it refuse).
-    package let apple: AppleServices?
-    /// nil when sessions are not configured (the operations that need them refuse).
-    package let sessions: SessionSettings?
-    /// Commits concurrent sync writes of the worker threads in shared transactions.
-    package let syncCommits: SyncCommitter
-    /// The synced state of recently active users, shared by the worker threads.
-    package let syncCache = SyncCache()
-    /// The sessions seen active recently, behind the database (see `SessionCache`).
-    package let sessionCache: SessionCache
-    /// Where lifecycle events for the app's backend are recorded (nothing when no endpoint is set).
-    package let webhooks: WebhookOutbox
-    /// The use cases' counters.
-    package let metrics: IdentityMetrics
-    /// How many database servers the connections may use (the nodes of a cluster).
-    package let databaseServers: Int
-    /// The ids of new users and sessions, reserved in blocks.
-    package let ids = IDBlocks()
-
-    /// - Parameters:
-    ///   - database: where the sync committer opens its own connections.
-    package init(
-        apple: AppleServices?, sessions: SessionSettings?, database: Configuration, webhooks: WebhookSettings? = nil,
-        clock: any WallClock = SystemClock(), metrics: IdentityMetrics = IdentityMetrics()
-    ) {
-        self.metrics = metrics
-        self.databaseServers = database.endpoints.count
-        self.apple = apple
-        self.sessions = sessions
-        self.webhooks = WebhookOutbox(endpoints: webhooks?.endpoints ?? [])
-        self.clock = clock
-        self.syncCommits = SyncCommitter(database: database)
-        self.sessionCache = SessionCache(database: database)
-    }
-
-    /// Stops and joins the threads of the process's shared parts: the sync committers and the
-    /// session cache's poller, which close their connections, and the Apple key refresher. Call
-    /// after the workers stopped.
-    package func stop() {
-        syncCommits.stop()
-        sessionCache.stop()
-        apple?.keys.stop()
-    }
-}
-
-/// One thread's use cases: the operations of the HTTP contract, run on this thread's database
-/// connection and Apple client. Confined to the thread that made it; never shared.
-package final class Operations {
+/// What one worker thread's use cases run on: the process's shared `IdentityCore`, this thread's
+/// two database connections and its Apple client, and its logger. Confined to the thread that
+/// made it; never shared. Each feature's use cases (`SignInUseCases`, `SessionUseCases`, ...) are
+/// a view of it.
+package final class WorkerContext {
     package let core: IdentityCore
     /// This thread's own database connection, for single statements (each commits by itself).
     package let database: Connection
@@ -114,12 +67,6 @@ package final class Operations {
         try core.webhooks.record(event, userID: userID, at: clock.now(), on: connection)
     }
 
-    /// Seconds a session lives without use (the web session cookie's `Max-Age`).
-    package var sessionLifetime: Int { core.sessions?.lifetime ?? 0 }
-
-    /// The site's origin as browsers see it; nil when sessions are not configured.
-    package var publicURL: String? { core.sessions?.publicURL }
-
     /// Closes the thread's database connections.
     package func close() {
         database.close()
@@ -145,5 +92,49 @@ package final class Operations {
         let made = apple.makeClient()
         client = made
         return made
+    }
+}
+
+/// A feature's use cases, run on one worker thread's `WorkerContext`: what every feature's
+/// operations reach through it.
+package protocol UseCase {
+    var context: WorkerContext { get }
+}
+
+extension UseCase {
+    var core: IdentityCore { context.core }
+    var database: Connection { context.database }
+    var logger: Logger { context.logger }
+    var clock: any WallClock { context.clock }
+
+    func transaction<T>(_ body: (Connection) throws -> T) throws -> T { try context.transaction(body) }
+    func newID(_ table: IDBlocks.Table) throws -> UInt64 { try context.newID(table) }
+    func report(_ event: LifecycleEvent, userID: UInt64, on connection: Connection) throws {
+        try context.report(event, userID: userID, on: connection)
+    }
+    func requireSessions() throws -> SessionSettings { try context.requireSessions() }
+    func requireApple() throws -> AppleServices { try context.requireApple() }
+    func appleClient(_ apple: AppleServices) -> AppleClient { context.appleClient(apple) }
+}
+
+/// The use cases a worker thread serves the HTTP contract with, one value per feature, all on the
+/// thread's one `WorkerContext`.
+package struct UseCases {
+    package let context: WorkerContext
+    package let signIn: SignInUseCases
+    package let sessions: SessionUseCases
+    package let account: AccountUseCases
+    package let sync: SyncUseCases
+    package let appleNotifications: AppleNotificationUseCases
+    package let status: StatusUseCases
+
+    package init(context: WorkerContext) {
+        self.context = context
+        signIn = SignInUseCases(context: context)
+        sessions = SessionUseCases(context: context)
+        account = AccountUseCases(context: context)
+        sync = SyncUseCases(context: context)
+        appleNotifications = AppleNotificationUseCases(context: context)
+        status = StatusUseCases(context: context)
     }
 }

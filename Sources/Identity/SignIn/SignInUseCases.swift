@@ -49,7 +49,16 @@ package struct Grant: Sendable {
     package var isNewUser: Bool
 }
 
-extension Operations {
+/// Signing in: with Apple natively (`signIn`) or on the web (`startWebSignIn`,
+/// `completeWebCallback`, `redeemWebSignIn`), as a guest (`createGuest`), and the link tokens that
+/// attach an Apple ID to an account of the app's older backend (`mintLinkToken`).
+package struct SignInUseCases: UseCase {
+    package let context: WorkerContext
+
+    package init(context: WorkerContext) { self.context = context }
+}
+
+extension SignInUseCases {
     /// Completes a native sign-in: checks Apple's identity token and what came with it (see
     /// `verify(_:audience:redirectURI:)`), then finds or creates the user and opens a session for
     /// `device`, in one transaction retried on a conflict.
@@ -262,13 +271,5 @@ extension Operations {
         try report(
             .userCreated(flow: flow, email: signIn.email, firstName: signIn.firstName, lastName: signIn.lastName), userID: account.userID,
             on: connection)
-    }
-
-    /// A new access token for the session, with `refreshToken` as its refresh token.
-    func issue(userID: UInt64, sessionID: UInt64, refreshToken: String) throws -> Grant {
-        let access = try requireSessions().accessTokens.issue(userID: userID, sessionID: sessionID)
-        return Grant(
-            accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, userID: userID, sessionID: sessionID,
-            profile: nil, isNewUser: false)
     }
 }

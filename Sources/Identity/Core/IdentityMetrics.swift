@@ -63,7 +63,7 @@ package struct IdentityMetrics: Sendable {
     }
 }
 
-extension Operations.WebRedemption {
+extension SignInUseCases.WebRedemption {
     /// The `result` label of a web sign-in in `siwa_sign_ins_total`.
     var metricLabel: String {
         switch self {

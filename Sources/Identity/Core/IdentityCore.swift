@@ -1,0 +1,53 @@
+package import Accounts
+import AppleID
+package import Logging
+package import MariaDB
+
+/// The process-wide part of the use cases, shared by every worker thread: the clock, Apple's
+/// services, the session settings and the sync's shared state.
+package final class IdentityCore: Sendable {
+    package let clock: any WallClock
+    /// nil when Sign in with Apple is not configured (the operations that need it refuse).
+    package let apple: AppleServices?
+    /// nil when sessions are not configured (the operations that need them refuse).
+    package let sessions: SessionSettings?
+    /// Commits concurrent sync writes of the worker threads in shared transactions.
+    package let syncCommits: SyncCommitter
+    /// The synced state of recently active users, shared by the worker threads.
+    package let syncCache = SyncCache()
+    /// The sessions seen active recently, behind the database (see `SessionCache`).
+    package let sessionCache: SessionCache
+    /// Where lifecycle events for the app's backend are recorded (nothing when no endpoint is set).
+    package let webhooks: WebhookOutbox
+    /// The use cases' counters.
+    package let metrics: IdentityMetrics
+    /// How many database servers the connections may use (the nodes of a cluster).
+    package let databaseServers: Int
+    /// The ids of new users and sessions, reserved in blocks.
+    package let ids = IDBlocks()
+
+    /// - Parameters:
+    ///   - database: where the sync committer opens its own connections.
+    package init(
+        apple: AppleServices?, sessions: SessionSettings?, database: Configuration, webhooks: WebhookSettings? = nil,
+        clock: any WallClock = SystemClock(), metrics: IdentityMetrics = IdentityMetrics()
+    ) {
+        self.metrics = metrics
+        self.databaseServers = database.endpoints.count
+        self.apple = apple
+        self.sessions = sessions
+        self.webhooks = WebhookOutbox(endpoints: webhooks?.endpoints ?? [])
+        self.clock = clock
+        self.syncCommits = SyncCommitter(database: database)
+        self.sessionCache = SessionCache(database: database)
+    }
+
+    /// Stops and joins the threads of the process's shared parts: the sync committers and the
+    /// session cache's poller, which close their connections, and the Apple key refresher. Call
+    /// after the workers stopped.
+    package func stop() {
+        syncCommits.stop()
+        sessionCache.stop()
+        apple?.keys.stop()
+    }
+}

@@ -1,0 +1,42 @@
+package import AccountData
+import Accounts
+import AppleID
+import CoreMetrics
+import JOSE
+import Logging
+import MariaDB
+import Telemetry
+
+/// Sync (`POST /sync`): a device's changes merged into the user's state, and what changed
+/// since the device's cursor.
+package struct SyncUseCases: UseCase {
+    package let context: WorkerContext
+
+    package init(context: WorkerContext) { self.context = context }
+}
+
+extension SyncUseCases {
+    /// Merges a device's changes into the user's synced state and returns what changed since the
+    /// device's cursor. `uncheckedSession` is the session of an access token whose activity the
+    /// sync's own statements check (see `authenticateDeferringSessionCheck`).
+    /// - Throws: `IdentityError(.sessionEnded)` when that session is no longer active.
+    package func sync(_ principal: Principal, uncheckedSession: UInt64?, changes: SyncChanges) throws -> SyncDelta {
+        let metrics = core.metrics
+        metrics.syncBatchSize.record(changes.progress.count + changes.achievements.count + (changes.profile == nil ? 0 : 1))
+        return try metrics.counting(metrics.syncRequests, [], success: "ok") {
+            let delta = try retryingConflicts {
+                try SyncStore.sync(
+                    userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
+                    cache: core.syncCache)
+            }
+            guard let delta else {
+                logger.info(
+                    "sync refused: the session is not active",
+                    metadata: ["user": "\(principal.userID)", "session": "\(uncheckedSession.map(String.init) ?? "cookie")"])
+                throw IdentityError(.sessionEnded)
+            }
+            metrics.syncRowsWritten.increment(by: delta.changed)
+            return delta
+        }
+    }
+}
