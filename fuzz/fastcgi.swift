@@ -1,5 +1,5 @@
 // libFuzzer target: a FastCGI connection from nginx, as bytes. Each input is written to one end of a
-// socket pair; the other end is handed to `Connection` (Sources/FastCGI/Connection.swift), so
+// socket pair; the other end is handed to `FastCGIConnection` (Sources/FastCGI/FastCGIConnection.swift), so
 // libfcgi parses the records (begin request, parameters, body) and our reader turns the parameters
 // into a `Request` and reads the body, then a response is written and the request finished. The
 // reader may refuse an input; it must not crash, hang, or return a body over its limit. libfcgi is
@@ -41,7 +41,7 @@ public func fuzzFastCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         written += count
     }
     close(pair[0])
-    let connection = Connection(
+    let connection = FastCGIConnection(
         connected: pair[1], headerNames: ["authorization", "cookie", "origin", "user-agent"], maxBodyBytes: maxBodyBytes)
     guard connection.accept() else { return 0 }
     if let request = try? connection.readRequest() {

@@ -1,13 +1,13 @@
-// libFuzzer target: the sync body reader (`SyncRoute.Body` in Sources/Server/SyncRequestBody.swift),
+// libFuzzer target: the sync body reader (`SyncRoutes.Body` in Sources/Server/Sync/SyncRequestBody.swift),
 // which reads a body once with the strict JSON pull reader into the members a sync uses. Checked
 // against `JSONObject`, the other reader: both accept or both refuse, and every member a sync
 // uses reads the same from both. Built by scripts/fuzz with the JOSE sources and the reader's file;
-// the rest of `SyncRoute` (its handler and rules) needs the server's other modules, so here the
+// the rest of `SyncRoutes` (its handler and rules) needs the server's other modules, so here the
 // type stands alone.
 
 import JOSE
 
-enum SyncRoute {}
+enum SyncRoutes {}
 
 /// Smaller than the route's, so that inputs reach every limit: both readers must refuse alike.
 let limits = JSONLimits(depth: 6, members: 12, elements: 12, stringBytes: 48, numberBytes: 24)
@@ -16,7 +16,7 @@ let limits = JSONLimits(depth: 6, members: 12, elements: 12, stringBytes: 48, nu
 public func fuzzSyncBody(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let object = try? JSONObject(parsing: bytes, limits: limits)
-    let body = try? SyncRoute.Body(reading: bytes, limits: limits)
+    let body = try? SyncRoutes.Body(reading: bytes, limits: limits)
     guard let object, let body else {
         if (object == nil) != (body == nil) {
             fatalError("JSONObject \(object == nil ? "refused" : "accepted") what the sync reader \(body == nil ? "refused" : "accepted")")
@@ -31,7 +31,7 @@ public func fuzzSyncBody(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 }
 
 /// The objects of member `name` as the sync reader read them, against `JSONObject`'s.
-private func compare(_ objects: SyncRoute.Objects, _ object: JSONObject, _ name: String, single: Bool) {
+private func compare(_ objects: SyncRoutes.Objects, _ object: JSONObject, _ name: String, single: Bool) {
     let items = try? objects.items(path: name)
     switch object.kind(of: name) {
     case nil, .null:
@@ -52,7 +52,7 @@ private func compare(_ objects: SyncRoute.Objects, _ object: JSONObject, _ name:
 }
 
 /// Each member of the fields' schema, as the sync reader read it, against `JSONObject`'s reading.
-private func compare(_ fields: SyncRoute.Fields, _ object: JSONObject) {
+private func compare(_ fields: SyncRoutes.Fields, _ object: JSONObject) {
     for name in fields.schema.names {
         let string = try? fields.string(name)
         let integer = try? fields.integer(name)

@@ -1,5 +1,5 @@
 internal import CFastCGI
-import Threads
+internal import Threads
 
 #if canImport(Glibc)
     internal import Glibc
@@ -80,7 +80,7 @@ package final class WorkerPool: Sendable {
     }
 
     private func serve(worker index: Int) {
-        let connection = Connection(
+        let connection = FastCGIConnection(
             listener: listener,
             headerNames: configuration.headerNames,
             maxBodyBytes: configuration.maxBodyBytes

@@ -52,7 +52,7 @@ import Testing
     @Test("A sync's body, read with the route's limits, is linear in every shape")
     func syncBody() {
         for shape in Self.shapes {
-            let growth = LinearTime.growth(shape.small, shape.large) { _ = try? SyncRoute.changes(in: Self.post("/sync", $0)) }
+            let growth = LinearTime.growth(shape.small, shape.large) { _ = try? SyncRoutes.changes(in: Self.post("/sync", $0)) }
             Self.expectLinear("POST /sync, \(shape.name)", growth)
         }
     }

@@ -1,4 +1,4 @@
-package import AccountData
+import AccountData
 package import Accounts
 import JOSE
 import MariaDB

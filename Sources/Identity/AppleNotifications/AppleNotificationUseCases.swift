@@ -1,4 +1,4 @@
-package import AccountData
+import AccountData
 import Accounts
 import AppleID
 import CoreMetrics

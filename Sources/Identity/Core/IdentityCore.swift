@@ -1,6 +1,6 @@
 package import Accounts
 import AppleID
-package import Logging
+import Logging
 package import MariaDB
 
 /// The process-wide part of the use cases, shared by every worker thread: the clock, Apple's

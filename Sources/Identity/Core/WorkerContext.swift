@@ -1,4 +1,4 @@
-package import Accounts
+import Accounts
 import AppleID
 package import Logging
 package import MariaDB

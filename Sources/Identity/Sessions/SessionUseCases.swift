@@ -6,7 +6,7 @@ import Foundation
 import HTTPClient
 import JOSE
 import Logging
-package import MariaDB
+import MariaDB
 import Telemetry
 
 /// Who is calling a protected operation: the user and the session, and how they proved it.

@@ -4,7 +4,7 @@ import AppleID
 import CoreMetrics
 import JOSE
 import Logging
-package import MariaDB
+import MariaDB
 import Telemetry
 
 /// What `GET /health` and `GET /metrics` report: the database, Apple's keys, the outboxes.

@@ -8,7 +8,7 @@ internal import CFastCGI
 ///
 /// Owns a heap-allocated `FCGX_Request`: libfcgi keeps pointers into it (`reqDataPtr` in its streams),
 /// so it must never move. Confined to the thread that created it; not `Sendable`.
-final class Connection {
+final class FastCGIConnection {
     private let request: UnsafeMutablePointer<FCGX_Request>
     private let capturedHeaders: [(param: [UInt8], name: String)]
     private let maxBodyBytes: Int
@@ -120,13 +120,13 @@ final class Connection {
             guard let equals = strchr(entry, Int32(UInt8(ascii: "="))) else { continue }
             let name = UnsafeRawBufferPointer(start: entry, count: UnsafeRawPointer(equals) - UnsafeRawPointer(entry))
             let value = { String(cString: equals + 1) }
-            if Connection.matches(name, Connection.headerPrefix, prefixOnly: true) {
-                if let header = capturedHeaders.first(where: { Connection.matches(name, $0.param) }) {
+            if FastCGIConnection.matches(name, FastCGIConnection.headerPrefix, prefixOnly: true) {
+                if let header = capturedHeaders.first(where: { FastCGIConnection.matches(name, $0.param) }) {
                     headers.add(header.name, value())
                 }
                 continue
             }
-            switch Connection.fields.first(where: { Connection.matches(name, $0.name) })?.field {
+            switch FastCGIConnection.fields.first(where: { FastCGIConnection.matches(name, $0.name) })?.field {
             case .method: method = value()
             case .documentURI: path = value()
             case .requestURI: uri = value()

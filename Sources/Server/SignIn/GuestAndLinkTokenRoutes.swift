@@ -5,7 +5,7 @@ import JOSE
 
 /// `POST /auth/guest` (a guest account, when turned on) and `POST /internal/link-tokens` (link
 /// tokens for the app's older backend).
-package enum AccountLinks {
+package enum GuestAndLinkTokenRoutes {
     struct GuestBody: Decodable {
         var device: String?
     }
@@ -15,7 +15,7 @@ package enum AccountLinks {
         let body = request.body.isEmpty ? GuestBody() : try request.decodeJSON(GuestBody.self)
         let device = try limited(body.device, "device", maximum: 512)
         let grant = try useCases.signIn.createGuest(device: device, remoteAddress: request.remoteAddress)
-        return NativeSignIn.tokenResponse(grant)
+        return NativeSignInRoutes.tokenResponse(grant)
     }
 
     struct LinkTokenBody: Decodable {

@@ -3,7 +3,7 @@ package import Identity
 import JOSE
 
 /// `POST /auth/apple` (native sign-in) and `POST /auth/refresh`.
-package enum NativeSignIn {
+package enum NativeSignInRoutes {
     struct SignInBody: Decodable {
         struct FullName: Decodable {
             var givenName: String?

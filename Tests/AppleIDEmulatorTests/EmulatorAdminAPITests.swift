@@ -8,7 +8,7 @@ import SIWATestSupport
 import Testing
 
 /// The key set, the admin API, notifications and the state file.
-@Suite struct AdminTests {
+@Suite struct EmulatorAdminAPITests {
     @Test("The key set has Apple's shape: kty, kid, use, alg, n, e in Apple's order, RSA-2048, cacheable")
     func keySet() throws {
         let harness = try EmulatorHarness()

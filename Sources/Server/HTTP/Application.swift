@@ -60,11 +60,11 @@ package final class Application: Sendable {
     /// account page shows of the app.
     package static func routes(page: PageSettings = PageSettings()) -> Router {
         var router = Router()
-        router.add("GET", "/health", Health.handle)
-        router.add("POST", "/auth/apple", NativeSignIn.signIn)
-        router.add("POST", "/auth/refresh", NativeSignIn.refresh)
-        router.add("POST", "/auth/guest", AccountLinks.guest)
-        router.add("POST", "/internal/link-tokens", AccountLinks.linkToken)
+        router.add("GET", "/health", HealthRoute.handle)
+        router.add("POST", "/auth/apple", NativeSignInRoutes.signIn)
+        router.add("POST", "/auth/refresh", NativeSignInRoutes.refresh)
+        router.add("POST", "/auth/guest", GuestAndLinkTokenRoutes.guest)
+        router.add("POST", "/internal/link-tokens", GuestAndLinkTokenRoutes.linkToken)
         router.add("POST", "/auth/logout", AccountRoutes.logout)
         router.add("GET", "/auth/me", AccountRoutes.me)
         router.add("GET", "/auth/check", AccountRoutes.check)
@@ -73,12 +73,12 @@ package final class Application: Sendable {
         router.add("DELETE", "/auth/account", AccountRoutes.deleteAccount)
         router.add("GET", "/auth/account/export", AccountRoutes.export)
         router.add("GET", "/auth/jwks.json", AccountRoutes.jwks)
-        router.add("GET", "/auth/web/start", WebSignIn.start)
-        router.add("POST", "/auth/callback", WebSignIn.callback)
-        router.add("GET", "/auth/web/complete", WebSignIn.complete)
+        router.add("GET", "/auth/web/start", WebSignInRoutes.start)
+        router.add("POST", "/auth/callback", WebSignInRoutes.callback)
+        router.add("GET", "/auth/web/complete", WebSignInRoutes.complete)
         router.add("GET", "/auth/web/settings", page.handle)
-        router.add("POST", "/webhook/apple", AppleWebhook.handle)
-        router.add("POST", "/sync", SyncRoute.handle)
+        router.add("POST", "/webhook/apple", AppleNotificationRoutes.handle)
+        router.add("POST", "/sync", SyncRoutes.handle)
         return router
     }
 
@@ -143,7 +143,7 @@ package final class Worker: RequestHandler {
             response = try useCases.context.perform { try match.handler(request, match.parameters, useCases) }
         } catch {
             let refusal = ErrorResponses.response(for: error, request: request, logger: useCases.context.logger)
-            response = WebSignIn.isBrowserPath(request.path) ? WebSignIn.page(showing: refusal) : refusal
+            response = WebSignInRoutes.isBrowserPath(request.path) ? WebSignInRoutes.page(showing: refusal) : refusal
         }
         answered(request, route: route, status: response.status, since: started)
         return response

@@ -9,7 +9,7 @@ import JOSE
 /// (fresh), `stale` (past their lifetime, not fetched again yet), `fetch_failing` (cached keys
 /// still served, but the latest fetch failed: a token signed with a new key cannot be verified),
 /// `unavailable` (none fetched yet) or `not_configured`.
-package enum Health {
+package enum HealthRoute {
     package static func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) -> Response {
         let (databaseUp, keys, node) = useCases.status.health()
         let healthy = databaseUp && (keys == "ok" || keys == "stale")

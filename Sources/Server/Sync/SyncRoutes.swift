@@ -8,7 +8,7 @@ import SyncRules
 /// `{cursor, profile, progress[], achievements[]}` → `{cursor, profile, progress[], achievements[]}`
 /// with everything that changed for the user since the client's cursor. Every item is validated
 /// before anything is written (400 naming the field path); the merge is one transaction.
-package enum SyncRoute {
+package enum SyncRoutes {
     /// Items per list and request.
     static let maximumItems = SyncLimits.maximumItems
     static let maximumCount = SyncLimits.maximumCount

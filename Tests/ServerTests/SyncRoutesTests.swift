@@ -8,9 +8,9 @@ import Testing
 
 /// Reading a sync's body: every member lands in its field, and each invalid one gets a 400 naming
 /// its path.
-@Suite struct SyncRouteTests {
+@Suite struct SyncRoutesTests {
     func changes(_ body: String) throws -> SyncChanges {
-        try SyncRoute.changes(in: Request(method: "POST", path: "/sync", body: Array(body.utf8)))
+        try SyncRoutes.changes(in: Request(method: "POST", path: "/sync", body: Array(body.utf8)))
     }
 
     /// The message of the 400 a body gets.

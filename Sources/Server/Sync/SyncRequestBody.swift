@@ -1,7 +1,7 @@
 import JOSE
 
 /// How a sync's body is read: the members it uses, read once by the strict JSON pull reader.
-extension SyncRoute {
+extension SyncRoutes {
     /// The members of a sync's body, as read, before any rule is applied.
     struct Body {
         var top = Fields(Schema.top)

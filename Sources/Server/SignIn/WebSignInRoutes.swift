@@ -6,7 +6,7 @@ import JOSE
 
 /// The browser's half of the web flow (see `SignInUseCases.startWebSignIn` for the steps): redirects,
 /// cookies and the small pages a browser is shown.
-package enum WebSignIn {
+package enum WebSignInRoutes {
     /// `GET /auth/web/start?return_to=/path`: 302 to Apple's authorize page, with the binding cookie.
     package static func start(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         guard let query = request.queryFields else { throw HTTPError.badRequest("The query string is malformed") }

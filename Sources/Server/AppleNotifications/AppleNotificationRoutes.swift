@@ -4,7 +4,7 @@ import JOSE
 
 /// `POST /webhook/apple`: Apple's server-to-server notifications. 200 when processed, duplicate,
 /// ignored or for an unknown user; 400 for a malformed body; 401 for a bad signature or claims.
-package enum AppleWebhook {
+package enum AppleNotificationRoutes {
     struct Body: Decodable {
         var payload: String
     }
