@@ -22,16 +22,16 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Sync's merge rules, shared by the server and the app: no dependencies.
         .target(name: "SyncRules", swiftSettings: swiftSettings),
-        // The app's half. Foundation, swift-crypto (SHA-256 of the nonce) and the merge rules only.
+        // The app's half. Foundation, the merge rules, and SHA-256 for the nonce: CryptoKit on Apple's
+        // platforms, OpenSSL on Linux (where the tests run it).
         .target(
-            name: "SIWAKit", dependencies: ["SyncRules", .product(name: "Crypto", package: "swift-crypto")],
+            name: "SIWAKit", dependencies: ["SyncRules", .target(name: "COpenSSL", condition: .when(platforms: [.linux]))],
             swiftSettings: swiftSettings),
 
         // C libraries of the platform, one module map each.

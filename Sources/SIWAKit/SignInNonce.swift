@@ -1,5 +1,11 @@
-import Crypto
 import Foundation
+
+#if canImport(CryptoKit)
+    import CryptoKit
+#else
+    // Linux, where the package's tests run SIWAKit: OpenSSL, as on the server.
+    import COpenSSL
+#endif
 
 /// The nonce of one sign-in. Apple gets its SHA-256 (`hashed`, in
 /// `ASAuthorizationAppleIDRequest.nonce`) and puts it in the identity token; the server gets the raw
@@ -26,9 +32,19 @@ public struct SignInNonce: Sendable, Equatable {
 
     /// The SHA-256 of `value` in lowercase hex: what Apple is given.
     public var hashed: String {
-        SHA256.hash(data: Data(value.utf8)).map { byte in
+        Self.sha256(Array(value.utf8)).map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
+    }
+
+    private static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        #if canImport(CryptoKit)
+            Array(SHA256.hash(data: bytes))
+        #else
+            var digest = [UInt8](repeating: 0, count: 32)
+            _ = SHA256(bytes, bytes.count, &digest)
+            return digest
+        #endif
     }
 }
