@@ -201,7 +201,7 @@ extension SignInUseCases {
         }
 
         /// Claims it in the open transaction, with its next statement or its COMMIT: a nonce used
-        /// before fails the transaction, and `Operations.transaction` throws
+        /// before fails the transaction, and `WorkerContext.transaction` throws
         /// `IdentityError(.nonceReused)`. Two sign-ins with one nonce at once: the second one's claim
         /// waits for the first one's transaction, and fails once it commits.
         func claim(in transaction: Connection) throws {
