@@ -131,7 +131,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // One device of the SIWAKit end-to-end check (Tests/EndToEnd/08_siwakit.sh).
+        // One device of the SIWAKit end-to-end check (Tests/EndToEnd/36_siwakit.sh).
         .executableTarget(
             name: "siwakit-e2e", dependencies: ["SIWAKit", "SyncRules"], path: "Tests/SIWAKitEndToEnd", swiftSettings: swiftSettings),
 

@@ -16,7 +16,7 @@ print("" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else
 sql() { mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_e2e -e "$1"; }
 siwa() { siwa_with_env "$E2E_BIN" "$E2E_ENV" "$@"; }
 bearer() { echo "Authorization: Bearer $1"; }
-# Every secret the checks see, for 09_logs_without_secrets.sh to look for in the logs.
+# Every secret the checks see, for 41_logs_without_secrets.sh to look for in the logs.
 SECRETS=$E2E_TMP/secrets_seen
 remember() { printf '%s\n' "$@" >>"$SECRETS"; }
 

@@ -1,4 +1,4 @@
-"""Our access tokens verified by a standard JWT library, as an app's own backend would (09_jwt_libraries.sh):
+"""Our access tokens verified by a standard JWT library, as an app's own backend would (40_jwt_libraries.sh):
 PyJWT's PyJWKClient fetches /auth/jwks.json through nginx and verifies a token from a real sign-in
 (signature, `iss`, `exp`, `iat`, the algorithm); it refuses the same claims expired, and signed by
 another key under our key id. siwa refuses the forged token too."""

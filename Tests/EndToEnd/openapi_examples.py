@@ -1,4 +1,4 @@
-"""The examples of docs/openapi.yaml against real answers of the running stack (09_openapi.sh).
+"""The examples of docs/openapi.yaml against real answers of the running stack (42_openapi.sh).
 
 Each example of a response is compared with a real answer of the same operation and status, got now
 through nginx with a real sign-in at the Apple ID emulator: the same members, recursively, with

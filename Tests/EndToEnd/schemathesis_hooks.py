@@ -1,4 +1,4 @@
-"""Schemathesis hooks for 09_openapi.sh.
+"""Schemathesis hooks for 42_openapi.sh.
 
 - A real access token for the authenticated operations, got the way an app gets one: a new person is
   created at the Apple ID emulator and signs in there (an identity token for the e2e bundle id with a

@@ -1,4 +1,4 @@
-"""A webhook receiver as an app's backend would write one, for 08_webhooks.sh.
+"""A webhook receiver as an app's backend would write one, for 38_webhooks.sh.
 
 Usage: webhook_receiver.py PORT SECRET_FILE FAIL_SECONDS LOG_FILE
 

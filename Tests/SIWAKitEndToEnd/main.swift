@@ -1,4 +1,4 @@
-// One device of the SIWAKit end-to-end check (Tests/EndToEnd/08_siwakit.sh): each run is one
+// One device of the SIWAKit end-to-end check (Tests/EndToEnd/36_siwakit.sh): each run is one
 // launch of the "app", with its session and sync state kept in a directory as the app keeps them.
 //
 //   siwakit-e2e DIR sign-in APPLE_USER DEVICE     sign in through the emulator; prints the user id

@@ -2,7 +2,7 @@
 # The app's own backend behind nginx/siwa-protect.conf (auth_request to siwa's GET /auth/check),
 # with the local stack's example location /example/whoami, whose upstream answers with the ids it
 # received: no token, a valid one, forged id headers, a revoked session. The session cookie and
-# the Origin rule are checked in 07_web_sign_in.sh, which has a cookie.
+# the Origin rule are checked in 24_web_sign_in.sh, which has a cookie.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"

@@ -65,7 +65,7 @@ pass "SIWA_LOG_FORMAT=json: every line is a JSON object; each request has its id
 
 logs=("$E2E_TMP/siwa.log" "$DIR/siwa.json.log" "$E2E_TMP/nginx/error.log" "$E2E_TMP/nginx/access.log")
 for log_file in "${logs[@]}"; do [ -s "$log_file" ] || fail "$log_file is missing or empty"; done
-# The team transfer's own siwa and nginx (08_identities), when that check ran.
+# The team transfer's own siwa and nginx (32_identities), when that check ran.
 for log_file in "$E2E_TMP/transfer/siwa.log" "$E2E_TMP/transfer/nginx/error.log" "$E2E_TMP/transfer/nginx/access.log"; do
     if [ -s "$log_file" ]; then logs+=("$log_file"); fi
 done

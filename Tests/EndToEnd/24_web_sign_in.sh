@@ -55,7 +55,7 @@ for bad in '//evil.example/' 'https://evil.example/' '/\evil.example' 'account';
 done
 pass "return_to other than a path on this site (//host, https://host, /\\host, relative) gets 400"
 
-# The session cookie at a protected location of the app's own backend (08_protected_backend.sh has
+# The session cookie at a protected location of the app's own backend (35_protected_backend.sh has
 # the Bearer cases): reads pass; a write needs our Origin.
 web_handle
 curl -ks -o /dev/null -b "$jar" -c "$jar" "$COMPLETE"
