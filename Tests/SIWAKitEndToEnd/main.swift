@@ -17,7 +17,6 @@
 //                                                 and exits 1 after any
 //
 // Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID.
-import AccountData
 import Foundation
 import SIWAKit
 import SyncRules

@@ -1,4 +1,3 @@
-import AccountData
 import Foundation
 import SIWATestSupport
 import SyncRules
