@@ -260,7 +260,10 @@ package final class Connection {
         let executed = try sendQueuedWrites(then: returnsRows ? .read(sql, values) : .change(sql, values))
         guard !returnsRows else { return executed }
         guard let row = executed.rows.first else { throw MariaDBError(.misuse, message: "a compound statement returned no status") }
-        return ([], ExecutionResult(affectedRows: try row.decode(at: 0), lastInsertID: try row.decode(at: 1)))
+        return (
+            [],
+            ExecutionResult(affectedRows: try row.decode(column: "affected_rows"), lastInsertID: try row.decode(column: "last_insert_id"))
+        )
     }
 
     /// What a compound statement of queued writes ends with.
@@ -290,7 +293,7 @@ package final class Connection {
             statements.append(sql)
             binds += values
         case .change(let sql, let values):
-            statements += ["DO LAST_INSERT_ID(0)", sql, "SELECT ROW_COUNT(), LAST_INSERT_ID()"]
+            statements += ["DO LAST_INSERT_ID(0)", sql, "SELECT ROW_COUNT() AS affected_rows, LAST_INSERT_ID() AS last_insert_id"]
             binds += values
         case .commit:
             if transactionWrote {

@@ -10,3 +10,14 @@ package func eventually(within seconds: Double, _ condition: () throws -> Bool) 
     }
     return try condition()
 }
+
+/// `eventually(within:_:)` for a condition that awaits: polls it every 10 ms for at most `seconds`
+/// without blocking a thread of the concurrency pool.
+package func eventually(within seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
+    while DispatchTime.now().uptimeNanoseconds < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
+    }
+    return try await condition()
+}

@@ -1,4 +1,4 @@
-import Accounts
+import AccountData
 import ArgumentParser
 import Foundation
 import HTTPClient
@@ -32,9 +32,8 @@ struct Transfer: ParsableCommand {
         var paceMs: Int = 100
     }
 
-    /// The configuration's Apple settings and session settings, the logger and a database
-    /// connection, or exit 78 when Apple is not configured.
-    static func open() throws -> (AppConfig, AppleSettings, Logger, Connection) {
+    /// The configuration, its Apple settings and the logger, or exit 78 when Apple is not configured.
+    static func open() throws -> (AppConfig, AppleSettings, Logger) {
         let config = try loadConfiguration()
         guard let apple = config.apple else {
             FileHandle.standardError.write(Data("invalid configuration:\n  - the SIWA_APPLE_* keys: required for transfer\n".utf8))
@@ -43,20 +42,20 @@ struct Transfer: ParsableCommand {
         let logger = config.bootstrapLogging(label: "siwa-transfer")
         initializeMariaDBLibrary()
         initializeHTTPClientLibrary()
-        return (config, apple, logger, Connection(configuration: config.database))
+        return (config, apple, logger)
     }
 
     /// Runs one step, printing its progress every 50 identities and its report at the end.
     static func run(options: Options, _ step: (TeamTransfer, (TeamTransfer.Report) -> Void) throws -> TeamTransfer.Report) throws {
-        let (config, apple, logger, database) = try open()
-        defer { database.close() }
+        let (config, apple, logger) = try open()
         guard let clientID = options.clientId ?? apple.bundleIDs.first ?? apple.servicesID, apple.clientIDs.contains(clientID) else {
             FileHandle.standardError.write(Data("--client-id: not one of the configured client ids\n".utf8))
             throw ExitCode(64)
         }
         let transfer = TeamTransfer(
-            apple: AppleServices(settings: apple, logger: logger), database: database, logger: logger, clientID: clientID,
-            pace: Double(max(0, options.paceMs)) / 1000, outbox: config.webhooks?.outbox ?? WebhookOutbox())
+            apple: AppleServices(settings: apple, logger: logger), database: config.database, logger: logger, clientID: clientID,
+            pace: Double(max(0, options.paceMs)) / 1000, webhooks: config.webhooks)
+        defer { transfer.close() }
         let report: TeamTransfer.Report
         do {
             report = try step(transfer) { sofar in
@@ -108,14 +107,13 @@ struct Transfer: ParsableCommand {
         var toTeam: String?
 
         func run() throws {
-            let (_, apple, _, database) = try Transfer.open()
-            defer { database.close() }
-            let pairs =
-                try toTeam.map { [(apple.teamID, $0)] }
-                ?? AppleTransfers.sendingTeams(of: apple.teamID, on: database).map { ($0, apple.teamID) }
-            if pairs.isEmpty { print("no transfer to \(apple.teamID) is recorded") }
-            for (sending, receiving) in pairs {
-                let progress = try AppleTransfers.progress(sendingTeam: sending, receivingTeam: receiving, on: database)
+            let (config, apple, _) = try Transfer.open()
+            // As the sending team: the transfer to --to-team; as the receiving team: those to it.
+            let transfers =
+                try toTeam.map { try TeamTransfer.status(sendingTeam: apple.teamID, receivingTeam: $0, database: config.database) }
+                ?? TeamTransfer.status(sendingTeam: nil, receivingTeam: apple.teamID, database: config.database)
+            if transfers.isEmpty { print("no transfer to \(apple.teamID) is recorded") }
+            for (sending, receiving, progress) in transfers {
                 print(
                     "\(sending) -> \(receiving): identities=\(progress.identities) minted=\(progress.minted) "
                         + "resolved=\(progress.resolved) failing=\(progress.failing)")

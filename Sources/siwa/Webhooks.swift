@@ -1,8 +1,7 @@
-import Accounts
+import AccountData
 import ArgumentParser
 import Foundation
 import Identity
-import MariaDB
 import SiwaConfig
 
 struct Webhooks: ParsableCommand {
@@ -10,15 +9,13 @@ struct Webhooks: ParsableCommand {
         abstract: "Read the lifecycle webhooks' delivery log and send events again.",
         subcommands: [Status.self, Log.self, Redeliver.self])
 
-    /// The configured endpoints and a database connection, or exit 78 without endpoints.
-    static func open() throws -> (endpoints: [String], database: Connection) {
-        let config = try loadConfiguration()
-        guard let webhooks = config.webhooks else {
+    /// The configured endpoints, or exit 78 without endpoints.
+    static func endpoints() throws -> [String] {
+        guard let webhooks = try loadConfiguration().webhooks else {
             FileHandle.standardError.write(Data("invalid configuration:\n  - SIWA_WEBHOOK_URLS: no webhook endpoint is configured\n".utf8))
             throw ExitCode(78)
         }
-        initializeMariaDBLibrary()
-        return (webhooks.endpoints, Connection(configuration: config.database))
+        return webhooks.endpoints
     }
 
     struct Status: ParsableCommand {
@@ -26,9 +23,8 @@ struct Webhooks: ParsableCommand {
             abstract: "Deliveries per endpoint: pending, delivered and failed, with the oldest event of each.")
 
         func run() throws {
-            let (endpoints, database) = try Webhooks.open()
-            defer { database.close() }
-            let counts = try WebhookDeliveries.counts(on: database)
+            let endpoints = try Webhooks.endpoints()
+            let counts = try withAdminUseCases { try $0.webhookDeliveryCounts() }
             for endpoint in Set(endpoints).union(counts.map(\.endpoint)).sorted() {
                 let configured = endpoints.contains(endpoint) ? "" : " (no longer configured: nothing is sent there)"
                 print("\(endpoint)\(configured)")
@@ -55,9 +51,9 @@ struct Webhooks: ParsableCommand {
         var limit = 50
 
         func run() throws {
-            let (_, database) = try Webhooks.open()
-            defer { database.close() }
-            for attempt in try WebhookDeliveries.attempts(eventID: event, userID: user, limit: max(1, limit), on: database) {
+            _ = try Webhooks.endpoints()
+            let attempts = try withAdminUseCases { try $0.webhookAttempts(eventID: event, userID: user, limit: max(1, limit)) }
+            for attempt in attempts {
                 let outcome = attempt.error ?? "HTTP \(attempt.status ?? 0)"
                 print(
                     "\(Webhooks.time(attempt.time)) \(attempt.eventID) \(attempt.type) user=\(attempt.userID) \(attempt.endpoint) "
@@ -85,14 +81,13 @@ struct Webhooks: ParsableCommand {
         }
 
         func run() throws {
-            let (endpoints, database) = try Webhooks.open()
-            defer { database.close() }
+            let endpoints = try Webhooks.endpoints()
             var targets = endpoints
             if let endpoint {
                 guard endpoints.contains(endpoint) else { throw ValidationError("\(endpoint) is not in SIWA_WEBHOOK_URLS") }
                 targets = [endpoint]
             }
-            let queued = try WebhookDeliveries.redeliver(eventIDs: failed ? nil : events, to: targets, on: database)
+            let queued = try withAdminUseCases { try $0.redeliverWebhooks(eventIDs: failed ? nil : events, to: targets) }
             print("queued \(queued) deliveries")
             if !failed && queued < events.count * targets.count {
                 FileHandle.standardError.write(Data("some event ids are unknown (purged after 30 days, or mistyped)\n".utf8))

@@ -1,6 +1,7 @@
 import AppleID
 import Foundation
 import JOSE
+import SIWATestSupport
 import Synchronization
 import Testing
 
@@ -64,8 +65,7 @@ final class TestKeyServer: Sendable {
 
     /// Waits (bounded) until the cache has stored the outcome of `count` fetches.
     func waitForFetches(_ cache: AppleKeyCache, _ count: Int) {
-        let deadline = Date().addingTimeInterval(5)
-        while cache.status.fetchCount < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(eventually(within: 5) { cache.status.fetchCount >= count }, "\(count) fetches")
     }
 
     @Test("The first use fetches; later uses are served from the cache")

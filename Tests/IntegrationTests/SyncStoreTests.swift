@@ -279,7 +279,17 @@ import Testing
                     result.withLock { $0 = "\(error)" }
                 }
             }.start()
-            Thread.sleep(forTimeInterval: 0.3)
+            // The sync has reached its write of the user's row, which the other transaction holds: the
+            // server shows it updating `users` (in this test's schema: other tests run meanwhile).
+            let waits = eventually(within: 10) {
+                (try? connection.query(
+                    """
+                    SELECT COUNT(*) AS updating FROM information_schema.PROCESSLIST
+                    WHERE DB = DATABASE() AND STATE = 'Updating' AND INFO LIKE 'UPDATE users %'
+                    """
+                ).first?.decode(Int64.self, column: "updating")) ?? 0 > 0
+            }
+            #expect(waits, "the sync waits for the lock")
             #expect(result.withLock { $0 } == "not finished", "the sync waits for the lock")
             _ = try other.execute("UPDATE progress SET score = 7, version = 2 WHERE user_id = ? AND lesson_id = 'l1'", user)
             _ = try other.execute("UPDATE users SET sync_version = 2 WHERE id = ?", user)

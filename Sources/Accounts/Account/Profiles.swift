@@ -7,7 +7,8 @@ extension Profile {
         guard
             let user = try connection.query(
                 """
-                SELECT first_name, last_name, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED), external_id, guest_since IS NOT NULL
+                SELECT first_name, last_name, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED) AS created, external_id,
+                    guest_since IS NOT NULL AS is_guest
                 FROM users WHERE id = ?
                 """, userID
             ).first
@@ -17,11 +18,12 @@ extension Profile {
             userID
         ).map { row in
             Email(
-                address: try row.decode(at: 0), isPrivateRelay: try row.decode(at: 1), forwardingEnabled: try row.decode(at: 2),
-                verified: try row.decode(at: 3))
+                address: try row.decode(column: "address"), isPrivateRelay: try row.decode(column: "is_private_relay"),
+                forwardingEnabled: try row.decode(column: "forwarding_enabled"), verified: try row.decode(column: "verified"))
         }
         return Profile(
-            userID: userID, firstName: try user.decode(at: 0), lastName: try user.decode(at: 1), createdAt: try user.decode(at: 2),
-            emails: emails, externalID: try user.decode(at: 3), isGuest: try user.decode(at: 4))
+            userID: userID, firstName: try user.decode(column: "first_name"), lastName: try user.decode(column: "last_name"),
+            createdAt: try user.decode(column: "created"), emails: emails, externalID: try user.decode(column: "external_id"),
+            isGuest: try user.decode(column: "is_guest"))
     }
 }

@@ -70,49 +70,56 @@ package struct UserRecord: Sendable {
         guard
             let user = try connection.query(
                 """
-                SELECT first_name, last_name, \(milliseconds("created_at")), \(milliseconds("disabled_at")), disabled_reason
+                SELECT first_name, last_name, \(milliseconds("created_at")) AS created_ms, \(milliseconds("disabled_at")) AS disabled_ms,
+                    disabled_reason
                 FROM users WHERE id = ?
                 """, userID
             ).first
         else { return nil }
         let emails = try connection.query(
             """
-            SELECT address, is_private_relay, forwarding_enabled, verified, \(milliseconds("created_at"))
+            SELECT address, is_private_relay, forwarding_enabled, verified, \(milliseconds("created_at")) AS created_ms
             FROM user_emails WHERE user_id = ? ORDER BY id
             """, userID
         ).map { row in
             Email(
-                address: try row.decode(at: 0), isPrivateRelay: try row.decode(at: 1), forwardingEnabled: try row.decode(at: 2),
-                verified: try row.decode(at: 3), createdAt: try row.decode(at: 4))
+                address: try row.decode(column: "address"), isPrivateRelay: try row.decode(column: "is_private_relay"),
+                forwardingEnabled: try row.decode(column: "forwarding_enabled"), verified: try row.decode(column: "verified"),
+                createdAt: try row.decode(column: "created_ms"))
         }
         let identities = try connection.query(
             """
-            SELECT i.sub, i.team_id, i.audience, i.consent_state, i.real_user_status, \(milliseconds("i.created_at")),
+            SELECT i.sub, i.team_id, i.audience, i.consent_state, i.real_user_status, \(milliseconds("i.created_at")) AS created_ms,
                 (SELECT GROUP_CONCAT(t.client_id ORDER BY t.client_id SEPARATOR ' ') FROM apple_tokens t WHERE t.identity_id = i.id)
+                    AS clients
             FROM apple_identities i WHERE i.user_id = ? ORDER BY i.id
             """, userID
         ).map { row in
-            let clients: String? = try row.decode(at: 6)
+            let clients: String? = try row.decode(column: "clients")
             return Identity(
-                sub: try row.decode(at: 0), teamID: try row.decode(at: 1), clientID: try row.decode(at: 2),
-                consentState: try row.decode(at: 3), realUserStatus: try row.decode(at: 4),
-                clientIDsWithToken: clients.map { $0.split(separator: " ").map(String.init) } ?? [], createdAt: try row.decode(at: 5))
+                sub: try row.decode(column: "sub"), teamID: try row.decode(column: "team_id"), clientID: try row.decode(column: "audience"),
+                consentState: try row.decode(column: "consent_state"), realUserStatus: try row.decode(column: "real_user_status"),
+                clientIDsWithToken: clients.map { $0.split(separator: " ").map(String.init) } ?? [],
+                createdAt: try row.decode(column: "created_ms"))
         }
         let sessions = try connection.query(
             """
-            SELECT id, device, cookie_hash IS NOT NULL, apple_client_id, \(milliseconds("created_at")), \(milliseconds("last_used_at")),
-                \(milliseconds("expires_at")), \(milliseconds("revoked_at")), revoke_reason
+            SELECT id, device, cookie_hash IS NOT NULL AS is_web, apple_client_id, \(milliseconds("created_at")) AS created_ms,
+                \(milliseconds("last_used_at")) AS last_used_ms, \(milliseconds("expires_at")) AS expires_ms,
+                \(milliseconds("revoked_at")) AS revoked_ms, revoke_reason
             FROM sessions WHERE user_id = ? ORDER BY id
             """, userID
         ).map { row in
             Session(
-                id: try row.decode(at: 0), device: try row.decode(at: 1), isWeb: try row.decode(at: 2), clientID: try row.decode(at: 3),
-                createdAt: try row.decode(at: 4), lastUsedAt: try row.decode(at: 5), expiresAt: try row.decode(at: 6),
-                revokedAt: try row.decode(at: 7), revokeReason: try row.decode(at: 8))
+                id: try row.decode(column: "id"), device: try row.decode(column: "device"), isWeb: try row.decode(column: "is_web"),
+                clientID: try row.decode(column: "apple_client_id"), createdAt: try row.decode(column: "created_ms"),
+                lastUsedAt: try row.decode(column: "last_used_ms"), expiresAt: try row.decode(column: "expires_ms"),
+                revokedAt: try row.decode(column: "revoked_ms"), revokeReason: try row.decode(column: "revoke_reason"))
         }
         return UserRecord(
-            userID: userID, firstName: try user.decode(at: 0), lastName: try user.decode(at: 1), createdAt: try user.decode(at: 2),
-            disabledAt: try user.decode(at: 3), disabledReason: try user.decode(at: 4), emails: emails, identities: identities,
+            userID: userID, firstName: try user.decode(column: "first_name"), lastName: try user.decode(column: "last_name"),
+            createdAt: try user.decode(column: "created_ms"), disabledAt: try user.decode(column: "disabled_ms"),
+            disabledReason: try user.decode(column: "disabled_reason"), emails: emails, identities: identities,
             sessions: sessions, auditEvents: try AuditLog.recent(userID: userID, limit: auditLimit, on: connection))
     }
 
@@ -134,25 +141,24 @@ package struct UserSummary: Sendable, Equatable {
     /// At most 100 users whose id (all digits), any email address (with `@`, exact) or Apple `sub` is `query`.
     package static func find(_ query: String, on connection: Connection) throws -> [UserSummary] {
         let query = query.trimmingCharacters(in: .whitespaces)
-        let condition: String
-        if !query.isEmpty, query.allSatisfy(\.isASCII), query.allSatisfy(\.isNumber) {
-            condition = "u.id = ?"
-        } else if query.contains("@") {
-            condition = "u.id IN (SELECT user_id FROM user_emails WHERE address = ?)"
-        } else {
-            condition = "u.id IN (SELECT user_id FROM apple_identities WHERE sub = ?)"
-        }
+        // One of the three is set: an id (all digits), an email address (with `@`), or an Apple `sub`.
+        let id = !query.isEmpty && query.allSatisfy(\.isASCII) && query.allSatisfy(\.isNumber) ? UInt64(query) : nil
+        let email = id == nil && query.contains("@") ? query : nil
+        let subject = id == nil && email == nil ? query : nil
         return try connection.query(
             """
-            SELECT u.id, NULLIF(CONCAT_WS(' ', u.first_name, u.last_name), ''),
-                (SELECT address FROM user_emails e WHERE e.user_id = u.id ORDER BY e.id LIMIT 1),
-                \(UserRecord.milliseconds("u.created_at")), u.disabled_at IS NOT NULL
-            FROM users u WHERE \(condition) ORDER BY u.id LIMIT 100
-            """, query
+            SELECT u.id, NULLIF(CONCAT_WS(' ', u.first_name, u.last_name), '') AS name,
+                (SELECT address FROM user_emails e WHERE e.user_id = u.id ORDER BY e.id LIMIT 1) AS email,
+                \(UserRecord.milliseconds("u.created_at")) AS created_ms, u.disabled_at IS NOT NULL AS disabled
+            FROM users u
+            WHERE u.id = ? OR u.id IN (SELECT user_id FROM user_emails WHERE address = ?)
+                OR u.id IN (SELECT user_id FROM apple_identities WHERE sub = ?)
+            ORDER BY u.id LIMIT 100
+            """, id, email, subject
         ).map { row in
             UserSummary(
-                userID: try row.decode(at: 0), name: try row.decode(at: 1), email: try row.decode(at: 2), createdAt: try row.decode(at: 3),
-                isDisabled: try row.decode(at: 4))
+                userID: try row.decode(column: "id"), name: try row.decode(column: "name"), email: try row.decode(column: "email"),
+                createdAt: try row.decode(column: "created_ms"), isDisabled: try row.decode(column: "disabled"))
         }
     }
 }

@@ -26,26 +26,17 @@ package enum AuditLog {
     package static func recent(
         userID: UInt64?, afterID: UInt64? = nil, limit: Int, on connection: Connection
     ) throws -> [UserRecord.AuditEvent] {
-        var conditions: [String] = []
-        var binds: [any DatabaseValueConvertible] = []
-        if let userID {
-            conditions.append("user_id = ?")
-            binds.append(userID)
-        }
-        if let afterID {
-            conditions.append("id > ?")
-            binds.append(afterID)
-        }
-        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        return try connection.query(
+        try connection.query(
             """
-            SELECT id, event_type, \(UserRecord.milliseconds("occurred_at")), user_id, session_id, remote_address, detail
-            FROM audit_events \(filter) ORDER BY id DESC LIMIT ?
-            """, binds: binds + [Int64(limit)]
+            SELECT id, event_type, \(UserRecord.milliseconds("occurred_at")) AS occurred_ms, user_id, session_id, remote_address, detail
+            FROM audit_events WHERE (? IS NULL OR user_id = ?) AND id > ? ORDER BY id DESC LIMIT ?
+            """, userID, userID, afterID ?? 0, Int64(limit)
         ).map { row in
             UserRecord.AuditEvent(
-                id: try row.decode(at: 0), type: try row.decode(at: 1), occurredAt: try row.decode(at: 2), userID: try row.decode(at: 3),
-                sessionID: try row.decode(at: 4), remoteAddress: try row.decode(at: 5), detail: try row.decode(at: 6))
+                id: try row.decode(column: "id"), type: try row.decode(column: "event_type"),
+                occurredAt: try row.decode(column: "occurred_ms"),
+                userID: try row.decode(column: "user_id"), sessionID: try row.decode(column: "session_id"),
+                remoteAddress: try row.decode(column: "remote_address"), detail: try row.decode(column: "detail"))
         }
     }
 
@@ -54,12 +45,12 @@ package enum AuditLog {
     package static func exportsInLastHour(userID: UInt64, on connection: Connection) throws -> (count: Int64, secondsToWait: Int64) {
         let row = try connection.query(
             """
-            SELECT COUNT(*), CAST(3600 - TIMESTAMPDIFF(SECOND, MIN(occurred_at), CURRENT_TIMESTAMP(3)) AS SIGNED)
+            SELECT COUNT(*) AS count, CAST(3600 - TIMESTAMPDIFF(SECOND, MIN(occurred_at), CURRENT_TIMESTAMP(3)) AS SIGNED) AS seconds_to_wait
             FROM audit_events WHERE user_id = ? AND event_type = 'account_exported'
                 AND occurred_at > CURRENT_TIMESTAMP(3) - INTERVAL 1 HOUR
             """, userID
         ).first
-        return (try row?.decode(at: 0) ?? 0, try row?.decode(at: 1) ?? 3600)
+        return (try row?.decode(column: "count") ?? 0, try row?.decode(column: "seconds_to_wait") ?? 3600)
     }
 
     /// `text` as a JSON string for a detail, kept to letters, digits, `_` and `-` (detail values

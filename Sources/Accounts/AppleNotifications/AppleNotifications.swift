@@ -36,7 +36,7 @@ package enum AppleNotifications {
                 "SELECT id, user_id FROM apple_identities WHERE team_id = ? AND sub = ? FOR UPDATE", teamID, subject
             ).first
         else { return nil }
-        return (try row.decode(at: 0), try row.decode(at: 1))
+        return (try row.decode(column: "id"), try row.decode(column: "user_id"))
     }
 
     /// Turns mail forwarding of the user's relay address `address` (or of all their relay
@@ -44,16 +44,17 @@ package enum AppleNotifications {
     /// - Returns: false when the user has no such relay address (nothing changed).
     package static func setForwarding(userID: UInt64, address: String?, enabled: Bool, on connection: Connection) throws -> Bool {
         // Matched rows, not changed ones: setting what is already set still matched.
-        let matching = address == nil ? "" : " AND address = ?"
-        let binds: [any DatabaseValueConvertible] = [userID] + (address.map { [$0] } ?? [])
         guard
             try !connection.query(
-                "SELECT 1 FROM user_emails WHERE user_id = ? AND is_private_relay = 1\(matching) FOR UPDATE", binds: binds
+                "SELECT 1 FROM user_emails WHERE user_id = ? AND is_private_relay = 1 AND (? IS NULL OR address = ?) FOR UPDATE",
+                userID, address, address
             ).isEmpty
         else { return false }
         _ = try connection.execute(
-            "UPDATE user_emails SET forwarding_enabled = ?, updated_at = UTC_TIMESTAMP(3) WHERE user_id = ? AND is_private_relay = 1\(matching)",
-            binds: [enabled] + binds)
+            """
+            UPDATE user_emails SET forwarding_enabled = ?, updated_at = UTC_TIMESTAMP(3)
+            WHERE user_id = ? AND is_private_relay = 1 AND (? IS NULL OR address = ?)
+            """, enabled, userID, address, address)
         return true
     }
 

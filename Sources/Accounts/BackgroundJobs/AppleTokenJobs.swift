@@ -42,8 +42,8 @@ package enum AppleRevocationOutbox {
             """, limit)
         var claimed: [PendingRevocation] = []
         for row in due {
-            let id: UInt64 = try row.decode(at: 0)
-            let attempts: Int = try row.decode(at: 5)
+            let id: UInt64 = try row.decode(column: "id")
+            let attempts: Int = try row.decode(column: "attempts")
             let won =
                 try connection.execute(
                     """
@@ -58,8 +58,9 @@ package enum AppleRevocationOutbox {
                 PendingRevocation(
                     id: id,
                     token: SealedAppleToken(
-                        ciphertext: try row.decode(at: 2), keyID: try row.decode(at: 3), clientID: try row.decode(at: 1)),
-                    tokenTypeHint: try row.decode(at: 4), attempts: attempts + 1))
+                        ciphertext: try row.decode(column: "token"), keyID: try row.decode(column: "token_key_id"),
+                        clientID: try row.decode(column: "client_id")),
+                    tokenTypeHint: try row.decode(column: "token_type_hint"), attempts: attempts + 1))
         }
         return claimed
     }
@@ -110,8 +111,10 @@ package enum AppleValidations {
         var claimed: [DueValidation] = []
         for row in due {
             let validation = DueValidation(
-                identityID: try row.decode(at: 0), userID: try row.decode(at: 1),
-                token: SealedAppleToken(ciphertext: try row.decode(at: 3), keyID: try row.decode(at: 4), clientID: try row.decode(at: 2)))
+                identityID: try row.decode(column: "identity_id"), userID: try row.decode(column: "user_id"),
+                token: SealedAppleToken(
+                    ciphertext: try row.decode(column: "token"), keyID: try row.decode(column: "token_key_id"),
+                    clientID: try row.decode(column: "client_id")))
             let won =
                 try connection.execute(
                     """

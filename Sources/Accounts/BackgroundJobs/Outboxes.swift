@@ -8,8 +8,8 @@ package enum Outboxes {
     package static func backlogs(on connection: Connection) throws -> [OutboxBacklog] {
         try connection.query(
             """
-            SELECT 'revocations', COUNT(*), CAST(COALESCE(SUM(next_attempt_at <= UTC_TIMESTAMP(3)), 0) AS SIGNED),
-                COALESCE(TIMESTAMPDIFF(SECOND, MIN(created_at), UTC_TIMESTAMP(3)), 0)
+            SELECT 'revocations' AS outbox, COUNT(*) AS depth, CAST(COALESCE(SUM(next_attempt_at <= UTC_TIMESTAMP(3)), 0) AS SIGNED) AS due,
+                COALESCE(TIMESTAMPDIFF(SECOND, MIN(created_at), UTC_TIMESTAMP(3)), 0) AS oldest_age
             FROM apple_revocations WHERE done_at IS NULL
             UNION ALL
             SELECT 'webhooks', COUNT(*), CAST(COALESCE(SUM(next_attempt_at <= UTC_TIMESTAMP(3)), 0) AS SIGNED),
@@ -18,7 +18,8 @@ package enum Outboxes {
             """
         ).map { row in
             OutboxBacklog(
-                outbox: try row.decode(at: 0), depth: try row.decode(at: 1), due: try row.decode(at: 2), oldestAge: try row.decode(at: 3))
+                outbox: try row.decode(column: "outbox"), depth: try row.decode(column: "depth"), due: try row.decode(column: "due"),
+                oldestAge: try row.decode(column: "oldest_age"))
         }
     }
 }

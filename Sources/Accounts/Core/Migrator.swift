@@ -85,7 +85,7 @@ package struct Migrator: Sendable {
         try connection.run(Migrator.createTable)
         var applied: [Int: String] = [:]
         for row in try connection.query("SELECT version, checksum FROM schema_migrations") {
-            applied[try row.decode(at: 0)] = try row.decode(String.self, at: 1)
+            applied[try row.decode(column: "version")] = try row.decode(String.self, column: "checksum")
         }
         return applied
     }
@@ -211,7 +211,8 @@ struct MigrationLease {
             "UPDATE schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = 1 AND holder = ?",
             MigrationLease.duration, holder)
         // Read back rather than counted: an update within the same millisecond changes no row.
-        let held: Bool? = try connection.query("SELECT holder <=> ? FROM schema_migrations_lock WHERE id = 1", holder).first?.decode(at: 0)
+        let held: Bool? = try connection.query("SELECT holder <=> ? AS held FROM schema_migrations_lock WHERE id = 1", holder).first?
+            .decode(column: "held")
         if held != true { throw MigrationError(problems: ["the migration lock expired and another run took it"]) }
     }
 

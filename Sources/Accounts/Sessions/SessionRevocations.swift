@@ -17,7 +17,7 @@ package enum SessionRevocations {
     package static func recent(on connection: Connection) throws -> [(userID: UInt64, sessionID: UInt64?)] {
         try connection.query(
             "SELECT user_id, session_id FROM session_revocations WHERE revoked_at >= UTC_TIMESTAMP(3) - INTERVAL ? SECOND", window
-        ).map { (try $0.decode(at: 0), try $0.decode(at: 1)) }
+        ).map { (try $0.decode(column: "user_id"), try $0.decode(column: "session_id")) }
     }
 
     /// Deletes rows older than an hour; returns how many.

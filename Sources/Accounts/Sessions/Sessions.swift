@@ -87,29 +87,31 @@ package enum Sessions {
         presentedHash: [UInt8], nextHash: [UInt8], lifetime: Int, maximumLifetime: Int = unlimited, reuseInterval: Int = 0,
         remoteAddress: String?, on connection: Connection
     ) throws -> Rotation {
-        // Extended by `lifetime`, never past `maximumLifetime` after the session began.
-        let expiry = "LEAST(UTC_TIMESTAMP(3) + INTERVAL ? SECOND, s.created_at + INTERVAL ? SECOND)"
         guard
             let row = try connection.query(
                 """
-                SELECT t.session_id, s.user_id, t.spent_at IS NOT NULL, \(activeCondition),
-                    s.previous_token_hash <=> t.token_hash AND s.rotated_at > UTC_TIMESTAMP(3) - INTERVAL ? SECOND
+                SELECT t.session_id, s.user_id, t.spent_at IS NOT NULL AS spent, \(activeCondition) AS active,
+                    s.previous_token_hash <=> t.token_hash AND s.rotated_at > UTC_TIMESTAMP(3) - INTERVAL ? SECOND AS retried
                 FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id
                 WHERE t.token_hash = ? FOR UPDATE
                 """, reuseInterval, presentedHash
             ).first
         else { return .unknown }
-        let session = Active(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1))
-        let spent: Bool = try row.decode(at: 2)
-        let active: Bool = try row.decode(at: 3)
-        let retried: Bool = try row.decode(at: 4)
+        let session = Active(sessionID: try row.decode(column: "session_id"), userID: try row.decode(column: "user_id"))
+        let spent: Bool = try row.decode(column: "spent")
+        let active: Bool = try row.decode(column: "active")
+        let retried: Bool = try row.decode(column: "retried")
         guard active else { return .inactive }
         if spent && retried {
             try connection.executeWithNext(
                 "UPDATE refresh_tokens SET spent_at = UTC_TIMESTAMP(3) WHERE session_id = ? AND spent_at IS NULL", session.sessionID)
+            // Extended by `lifetime`, never past `maximumLifetime` after the session began.
             try connection.executeWithNext(
-                "UPDATE sessions s SET s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = \(expiry) WHERE s.id = ?",
-                lifetime, maximumLifetime, session.sessionID)
+                """
+                UPDATE sessions s SET s.last_used_at = UTC_TIMESTAMP(3),
+                    s.expires_at = LEAST(UTC_TIMESTAMP(3) + INTERVAL ? SECOND, s.created_at + INTERVAL ? SECOND)
+                WHERE s.id = ?
+                """, lifetime, maximumLifetime, session.sessionID)
             try connection.executeWithNext("INSERT INTO refresh_tokens (token_hash, session_id) VALUES (?, ?)", nextHash, session.sessionID)
             return .reissued(session)
         } else if spent {
@@ -119,12 +121,14 @@ package enum Sessions {
                 on: connection)
             return .reused(session)
         } else {
-            // One statement spends the token, extends its session and remembers the rotation (both
-            // rows are locked above).
+            // One statement spends the token, extends its session (by `lifetime`, never past
+            // `maximumLifetime` after the session began) and remembers the rotation (both rows are
+            // locked above).
             try connection.executeWithNext(
                 """
                 UPDATE refresh_tokens t JOIN sessions s ON s.id = t.session_id
-                SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3), s.expires_at = \(expiry),
+                SET t.spent_at = UTC_TIMESTAMP(3), s.last_used_at = UTC_TIMESTAMP(3),
+                    s.expires_at = LEAST(UTC_TIMESTAMP(3) + INTERVAL ? SECOND, s.created_at + INTERVAL ? SECOND),
                     s.previous_token_hash = t.token_hash, s.rotated_at = UTC_TIMESTAMP(3)
                 WHERE t.token_hash = ?
                 """, lifetime, maximumLifetime, presentedHash)
@@ -135,7 +139,7 @@ package enum Sessions {
 
     /// The user whose session `sessionID` is not revoked (it may have expired); nil when none is.
     package static func owner(ofUnrevoked sessionID: UInt64, on connection: Connection) throws -> UInt64? {
-        try connection.query("SELECT user_id FROM sessions WHERE id = ? AND revoked_at IS NULL", sessionID).first?.decode(at: 0)
+        try connection.query("SELECT user_id FROM sessions WHERE id = ? AND revoked_at IS NULL", sessionID).first?.decode(column: "user_id")
     }
 
     /// The condition that the session `s` holds as long as it is active, for statements that check
@@ -151,9 +155,11 @@ package enum Sessions {
     /// when it is not active.
     package static func secondsLeft(sessionID: UInt64, userID: UInt64, on connection: Connection) throws -> Int? {
         try connection.query(
-            "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), s.expires_at) FROM sessions s WHERE s.id = ? AND s.user_id = ? AND \(activeCondition)",
-            sessionID, userID
-        ).first?.decode(at: 0)
+            """
+            SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), s.expires_at) AS seconds_left
+            FROM sessions s WHERE s.id = ? AND s.user_id = ? AND \(activeCondition)
+            """, sessionID, userID
+        ).first?.decode(column: "seconds_left")
     }
 
     /// Which of `sessions` are active, read with shared locks that keep them so (a revocation waits)
@@ -164,7 +170,7 @@ package enum Sessions {
             let list = SyncStore.placeholders(chunk.count)
             let sql = "SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition) LOCK IN SHARE MODE"
             for row in try connection.query(sql, binds: chunk.map(\.sessionID)) {
-                active.insert(Pair(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1)))
+                active.insert(Pair(sessionID: try row.decode(column: "id"), userID: try row.decode(column: "user_id")))
             }
         }
         return active
@@ -184,22 +190,23 @@ package enum Sessions {
                 cookieHash
             ).first
         else { return nil }
-        return Active(sessionID: try row.decode(at: 0), userID: try row.decode(at: 1))
+        return Active(sessionID: try row.decode(column: "id"), userID: try row.decode(column: "user_id"))
     }
 
     /// The active sessions of `userID`, most recently used first.
     package static func list(userID: UInt64, on connection: Connection) throws -> [SessionSummary] {
         try connection.query(
             """
-            SELECT id, device, cookie_hash IS NOT NULL, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED),
-                CAST(UNIX_TIMESTAMP(last_used_at) AS SIGNED), CAST(UNIX_TIMESTAMP(expires_at) AS SIGNED)
+            SELECT id, device, cookie_hash IS NOT NULL AS is_web, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED) AS created,
+                CAST(UNIX_TIMESTAMP(last_used_at) AS SIGNED) AS last_used, CAST(UNIX_TIMESTAMP(expires_at) AS SIGNED) AS expires
             FROM sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > UTC_TIMESTAMP(3)
             ORDER BY last_used_at DESC, id DESC LIMIT 500
             """, userID
         ).map { row in
             SessionSummary(
-                id: try row.decode(at: 0), device: try row.decode(at: 1), isWeb: try row.decode(at: 2),
-                createdAt: try row.decode(at: 3), lastUsedAt: try row.decode(at: 4), expiresAt: try row.decode(at: 5))
+                id: try row.decode(column: "id"), device: try row.decode(column: "device"), isWeb: try row.decode(column: "is_web"),
+                createdAt: try row.decode(column: "created"), lastUsedAt: try row.decode(column: "last_used"),
+                expiresAt: try row.decode(column: "expires"))
         }
     }
 
@@ -211,7 +218,7 @@ package enum Sessions {
             let owner: UInt64 = try connection.query(
                 "SELECT user_id FROM sessions WHERE id = ? AND user_id = COALESCE(?, user_id) AND revoked_at IS NULL FOR UPDATE",
                 sessionID, userID
-            ).first?.decode(at: 0)
+            ).first?.decode(column: "user_id")
         else { return false }
         _ = try connection.execute(
             "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id = ?", reason, sessionID)
@@ -222,7 +229,7 @@ package enum Sessions {
     /// Revokes every session of `userID`.
     /// - Returns: the ids of the sessions that were active.
     package static func revokeAll(of userID: UInt64, reason: String, on connection: Connection) throws -> [UInt64] {
-        try revoke(of: userID, where: "", [], reason: reason, on: connection)
+        try revoke(of: userID, openedWith: nil, reason: reason, on: connection)
     }
 
     /// Revokes the sessions of `userID` opened with the Apple client id `clientID`, and those whose
@@ -231,18 +238,22 @@ package enum Sessions {
     package static func revokeAll(
         of userID: UInt64, openedWith clientID: String, reason: String, on connection: Connection
     ) throws -> [UInt64] {
-        try revoke(of: userID, where: " AND (apple_client_id = ? OR apple_client_id IS NULL)", [clientID], reason: reason, on: connection)
+        try revoke(of: userID, openedWith: clientID, reason: reason, on: connection)
     }
 
-    /// Revokes the not yet revoked sessions of `userID` that `condition` (`AND ...`, or empty)
-    /// selects, locking them first so that the ids returned are exactly those revoked, and logs the
-    /// revocation for every session of the user (`SessionRevocations`).
-    private static func revoke(
-        of userID: UInt64, where condition: String, _ binds: [any DatabaseValueConvertible], reason: String, on connection: Connection
-    ) throws -> [UInt64] {
+    /// Revokes the not yet revoked sessions of `userID` (all, or those opened with `clientID` and
+    /// those of an unknown client id), locking them first so that the ids returned are exactly
+    /// those revoked, and logs the revocation for every session of the user (`SessionRevocations`).
+    private static func revoke(of userID: UInt64, openedWith clientID: String?, reason: String, on connection: Connection) throws
+        -> [UInt64]
+    {
         let ids: [UInt64] = try connection.query(
-            "SELECT id FROM sessions WHERE user_id = ?\(condition) AND revoked_at IS NULL ORDER BY id FOR UPDATE", binds: [userID] + binds
-        ).map { try $0.decode(at: 0) }
+            """
+            SELECT id FROM sessions
+            WHERE user_id = ? AND (? IS NULL OR apple_client_id = ? OR apple_client_id IS NULL) AND revoked_at IS NULL
+            ORDER BY id FOR UPDATE
+            """, userID, clientID, clientID
+        ).map { try $0.decode(column: "id") }
         guard !ids.isEmpty else { return [] }
         _ = try connection.execute(
             "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id IN (\(ids.map(String.init).joined(separator: ",")))",

@@ -52,11 +52,13 @@ struct AccountPlacement {
             return AccountPlacement(userID: owner)
         case .guest(let guestID):
             // Locks the guest's row, so two sign-ins with the same guest session attach one identity.
-            guard let row = try connection.query("SELECT guest_since IS NOT NULL FROM users WHERE id = ? FOR UPDATE", guestID).first
+            guard
+                let row = try connection.query("SELECT guest_since IS NOT NULL AS is_guest FROM users WHERE id = ? FOR UPDATE", guestID)
+                    .first
             else { throw AccountConflict(.guestGone) }
             // Upgraded already: with the same Apple ID, a retry whose answer was lost (an ordinary
             // sign-in); with another, refused, so that one guest never becomes two accounts.
-            guard try row.decode(at: 0) as Bool else {
+            guard try row.decode(column: "is_guest") as Bool else {
                 guard owner == guestID else { throw AccountConflict(.guestLinked) }
                 return AccountPlacement(userID: owner)
             }
@@ -65,14 +67,14 @@ struct AccountPlacement {
             return AccountPlacement(userID: guestID, linkedBy: .guest)
         case .externalUser(let externalID):
             let holder: UInt64? = try connection.query("SELECT id FROM users WHERE external_id = ? FOR UPDATE", externalID).first?
-                .decode(at: 0)
+                .decode(column: "id")
             if let owner {
                 if owner == holder { return AccountPlacement(userID: owner) }
                 guard holder == nil else { throw AccountConflict(.identityInUse) }
                 // No user carries the external id yet: the identity's own user takes it, unless it
                 // carries another one.
                 let row = try connection.query("SELECT external_id FROM users WHERE id = ? FOR UPDATE", owner).first
-                guard let row, try row.decode(String?.self, at: 0) == nil else { throw AccountConflict(.identityInUse) }
+                guard let row, try row.decode(String?.self, column: "external_id") == nil else { throw AccountConflict(.identityInUse) }
                 _ = try connection.execute(
                     "UPDATE users SET external_id = ?, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", externalID, owner)
                 return AccountPlacement(userID: owner, linkedBy: .linkToken)

@@ -116,7 +116,7 @@ package enum AppleAccounts {
         let existing = try connection.query(
             "SELECT id, user_id FROM apple_identities WHERE team_id = ? AND sub = ?", signIn.teamID, signIn.sub
         ).first
-        var owner: UInt64? = try existing?.decode(at: 1)
+        var owner: UInt64? = try existing?.decode(column: "user_id")
         var transfer: AppleTransfers.Origin?
         if existing == nil, let transferSub = signIn.transferSub {
             transfer = try AppleTransfers.origin(of: transferSub, receivingTeam: signIn.teamID, on: connection)
@@ -134,7 +134,7 @@ package enum AppleAccounts {
         }
         let identityID: UInt64?
         if let existing {
-            identityID = try existing.decode(at: 0)
+            identityID = try existing.decode(column: "id")
             try connection.executeWithNext(
                 """
                 UPDATE apple_identities SET audience = ?, consent_state = 'active', transfer_sub = COALESCE(?, transfer_sub),

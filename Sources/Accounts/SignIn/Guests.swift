@@ -20,7 +20,7 @@ package enum Guests {
                 AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.user_id = u.id AND s.last_used_at >= UTC_TIMESTAMP(3) - INTERVAL ? DAY)
             ORDER BY u.id LIMIT ?
             """, days, days, limit
-        ).map { try $0.decode(at: 0) }
+        ).map { try $0.decode(column: "id") }
     }
 
     /// Deletes the guest `userID` and everything theirs, if they are still a guest unused for

@@ -26,12 +26,15 @@ package enum LinkTokens {
     package static func check(hash: [UInt8], on connection: Connection) throws -> String {
         guard
             let row = try connection.query(
-                "SELECT external_id, used_at IS NOT NULL, expires_at <= UTC_TIMESTAMP(3) FROM link_tokens WHERE token_hash = ?", hash
+                """
+                SELECT external_id, used_at IS NOT NULL AS used, expires_at <= UTC_TIMESTAMP(3) AS expired
+                FROM link_tokens WHERE token_hash = ?
+                """, hash
             ).first
         else { throw Refusal.unknown }
-        if try row.decode(at: 1) as Bool { throw Refusal.used }
-        if try row.decode(at: 2) as Bool { throw Refusal.expired }
-        return try row.decode(at: 0)
+        if try row.decode(column: "used") as Bool { throw Refusal.used }
+        if try row.decode(column: "expired") as Bool { throw Refusal.expired }
+        return try row.decode(column: "external_id")
     }
 
     /// Uses up the link token `hash` for `userID`. Must run inside the transaction of the sign-in

@@ -43,7 +43,8 @@ package enum WebSignIns {
                 """, stateHash
             ).first
         else { return nil }
-        return Pending(id: try row.decode(at: 0), nonce: try row.decode(at: 1), returnTo: try row.decode(at: 2))
+        return Pending(
+            id: try row.decode(column: "id"), nonce: try row.decode(column: "nonce"), returnTo: try row.decode(column: "return_to"))
     }
 
     /// Stores the outcome under the one-time handle (its SHA-256).
@@ -69,11 +70,12 @@ package enum WebSignIns {
                 """, handleHash
             ).first
         else { return nil }
-        let id: UInt64 = try row.decode(at: 0)
+        let id: UInt64 = try row.decode(column: "id")
         _ = try connection.execute("UPDATE web_sign_ins SET consumed_at = UTC_TIMESTAMP(3) WHERE id = ?", id)
         return Completed(
-            bindingHash: try row.decode(at: 1), returnTo: try row.decode(at: 2), userID: try row.decode(at: 3),
-            isNewUser: try row.decode(at: 4), error: try row.decode(at: 5))
+            bindingHash: try row.decode(column: "binding_hash"), returnTo: try row.decode(column: "return_to"),
+            userID: try row.decode(column: "user_id"), isNewUser: try row.decode(column: "is_new_user"),
+            error: try row.decode(column: "error"))
     }
 
     /// Deletes sign-ins that expired more than an hour ago; returns how many.

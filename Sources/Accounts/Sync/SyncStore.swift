@@ -160,17 +160,16 @@ package enum SyncStore {
 
     /// The user's version as stored now; nil when the user is gone or `session` is not active.
     static func currentVersion(of userID: UInt64, session: UInt64?, on connection: Connection) throws -> UInt64? {
-        let (from, binds) = user(userID, session: session)
-        return try connection.query("SELECT u.sync_version FROM \(from)", binds: binds).first?.decode(at: 0)
-    }
-
-    /// The `FROM` and `WHERE` of a statement reading the user `u`, with their binds: with a
-    /// session, the user is only found while that session of theirs is active.
-    static func user(_ userID: UInt64, session: UInt64?) -> (String, [any DatabaseValueConvertible]) {
-        guard let session else { return ("users u WHERE u.id = ?", [userID]) }
-        return (
-            "users u JOIN sessions s ON s.user_id = u.id WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition)", [userID, session]
-        )
+        // With a session, the user is only found while that session of theirs is active.
+        let rows =
+            if let session {
+                try connection.query(
+                    "SELECT u.sync_version FROM users u JOIN sessions s ON s.user_id = u.id WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition)",
+                    userID, session)
+            } else {
+                try connection.query("SELECT u.sync_version FROM users u WHERE u.id = ?", userID)
+            }
+        return try rows.first?.decode(column: "sync_version")
     }
 
     /// The stored rows that `changes` (as a device sent them, an item possibly listed twice) would
@@ -201,31 +200,39 @@ package enum SyncStore {
     /// The user's whole synced state (a user has a bounded set of lessons and achievements); nil when
     /// the user is gone or `session` is not active.
     package static func read(userID: UInt64, session: UInt64?, lock: Bool, on connection: Connection) throws -> Stored? {
-        let (from, binds) = user(userID, session: session)
-        guard
-            let user = try connection.query(
-                """
-                SELECT u.sync_version, u.total_xp, u.current_level, u.streak_days, DATE_FORMAT(u.last_active_date, '%Y-%m-%d'),
-                    u.profile_version
-                FROM \(from)\(lock ? " FOR UPDATE" : "")
-                """, binds: binds
-            ).first
-        else { return nil }
+        // With a session, the user is only found while that session of theirs is active; locked,
+        // both rows are held until the transaction ends.
+        let columns = """
+            u.sync_version, u.total_xp, u.current_level, u.streak_days, DATE_FORMAT(u.last_active_date, '%Y-%m-%d') AS last_active,
+                u.profile_version
+            """
+        let lockClause = lock ? "FOR UPDATE" : ""
+        let users =
+            if let session {
+                try connection.query(
+                    """
+                    SELECT \(columns) FROM users u JOIN sessions s ON s.user_id = u.id
+                    WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition) \(lockClause)
+                    """, userID, session)
+            } else {
+                try connection.query("SELECT \(columns) FROM users u WHERE u.id = ? \(lockClause)", userID)
+            }
+        guard let user = users.first else { return nil }
         var lessons: [LessonKey: Versioned<LessonProgress>] = [:]
         for row in try connection.query("SELECT \(progressColumns), version FROM progress WHERE user_id = ?", userID) {
             let lesson = try lesson(row)
-            lessons[lesson.key] = Versioned(item: lesson, version: try row.decode(at: 6))
+            lessons[lesson.key] = Versioned(item: lesson, version: try row.decode(column: "version"))
         }
         var achievements: [String: Versioned<AchievementProgress>] = [:]
         for row in try connection.query("SELECT \(achievementColumns), version FROM user_achievements WHERE user_id = ?", userID) {
             let achievement = try achievement(row)
-            achievements[achievement.key] = Versioned(item: achievement, version: try row.decode(at: 4))
+            achievements[achievement.key] = Versioned(item: achievement, version: try row.decode(column: "version"))
         }
         return Stored(
-            version: try user.decode(at: 0), profileVersion: try user.decode(at: 5),
+            version: try user.decode(column: "sync_version"), profileVersion: try user.decode(column: "profile_version"),
             profile: SyncProfile(
-                totalXP: try user.decode(at: 1), currentLevel: try user.decode(at: 2), streakDays: try user.decode(at: 3),
-                lastActiveDate: try user.decode(at: 4)),
+                totalXP: try user.decode(column: "total_xp"), currentLevel: try user.decode(column: "current_level"),
+                streakDays: try user.decode(column: "streak_days"), lastActiveDate: try user.decode(column: "last_active")),
             lessons: lessons, achievements: achievements)
     }
 
@@ -264,7 +271,7 @@ package enum SyncStore {
         for chunk in inListChunks(userIDs) {
             let list = placeholders(chunk.count)
             for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(list)) FOR UPDATE", binds: chunk) {
-                versions[try row.decode(at: 0)] = try row.decode(at: 1)
+                versions[try row.decode(column: "id")] = try row.decode(column: "sync_version")
             }
         }
         return versions
@@ -303,9 +310,9 @@ package enum SyncStore {
 
     static func lesson(_ row: Row) throws -> LessonProgress {
         LessonProgress(
-            beliefSystemID: try row.decode(at: 0), lessonID: try row.decode(at: 1),
-            status: LessonStatus(rawValue: try row.decode(at: 2)) ?? .notStarted, score: try row.decode(at: 3),
-            earnedXP: try row.decode(at: 4), completedAt: try row.decode(at: 5))
+            beliefSystemID: try row.decode(column: "belief_system_id"), lessonID: try row.decode(column: "lesson_id"),
+            status: LessonStatus(rawValue: try row.decode(column: "status")) ?? .notStarted, score: try row.decode(column: "score"),
+            earnedXP: try row.decode(column: "earned_xp"), completedAt: try row.decode(column: "completed_at"))
     }
 
     /// Upserts lessons, each with its user and the version that changed it: one batch execution.
@@ -331,8 +338,8 @@ package enum SyncStore {
 
     static func achievement(_ row: Row) throws -> AchievementProgress {
         AchievementProgress(
-            achievementID: try row.decode(at: 0), progress: try row.decode(at: 1), completed: try row.decode(at: 2),
-            completedAt: try row.decode(at: 3))
+            achievementID: try row.decode(column: "achievement_id"), progress: try row.decode(column: "progress"),
+            completed: try row.decode(column: "completed"), completedAt: try row.decode(column: "completed_at"))
     }
 
     /// Upserts achievements, each with its user and the version that changed it: one batch execution.

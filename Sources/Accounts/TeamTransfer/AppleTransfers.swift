@@ -1,3 +1,4 @@
+package import AccountData
 package import MariaDB
 
 /// The records of a team transfer (`apple_transfers`): on the sending side, the `transfer_sub`
@@ -25,16 +26,7 @@ package enum AppleTransfers {
     }
 
     /// Counts of one transfer's records.
-    package struct Progress: Sendable, Equatable {
-        /// The sending team's identities.
-        package var identities = 0
-        package var minted = 0
-        package var resolved = 0
-        /// Records whose last call to Apple was refused.
-        package var failing = 0
-
-        package init() {}
-    }
+    package typealias Progress = TransferProgress
 
     /// The longest error text kept.
     static let maximumErrorLength = 255
@@ -50,7 +42,11 @@ package enum AppleTransfers {
             LEFT JOIN apple_transfers t ON t.identity_id = i.id AND t.target_team_id = ? AND t.transfer_sub IS NOT NULL
             WHERE i.team_id = ? AND i.id > ? AND t.identity_id IS NULL ORDER BY i.id LIMIT ?
             """, target, teamID, afterID, limit
-        ).map { Identity(identityID: try $0.decode(at: 0), userID: try $0.decode(at: 1), sub: try $0.decode(at: 2), transferSub: nil) }
+        ).map {
+            Identity(
+                identityID: try $0.decode(column: "id"), userID: try $0.decode(column: "user_id"), sub: try $0.decode(column: "sub"),
+                transferSub: nil)
+        }
     }
 
     /// Records the `transfer_sub` Apple minted for `identityID` and `target`.
@@ -84,8 +80,9 @@ package enum AppleTransfers {
             """, teamID, afterID, limit
         ).map {
             Identity(
-                identityID: try $0.decode(at: 0), userID: try $0.decode(at: 1), sub: try $0.decode(at: 2), transferSub: try $0.decode(at: 3)
-            )
+                identityID: try $0.decode(column: "identity_id"), userID: try $0.decode(column: "user_id"),
+                sub: try $0.decode(column: "sub"),
+                transferSub: try $0.decode(column: "transfer_sub"))
         }
     }
 
@@ -97,7 +94,7 @@ package enum AppleTransfers {
             SELECT t.identity_id, i.user_id FROM apple_transfers t JOIN apple_identities i ON i.id = t.identity_id
             WHERE t.transfer_sub = ? AND t.target_team_id = ?
             """, transferSub, receivingTeam
-        ).first.map { Origin(identityID: try $0.decode(at: 0), userID: try $0.decode(at: 1)) }
+        ).first.map { Origin(identityID: try $0.decode(column: "identity_id"), userID: try $0.decode(column: "user_id")) }
     }
 
     /// Records that the sending team's `identityID` now continues as `newIdentityID`.
@@ -129,8 +126,8 @@ package enum AppleTransfers {
         on connection: Connection
     ) throws -> Resolution {
         if let row = try connection.query("SELECT id, user_id FROM apple_identities WHERE team_id = ? AND sub = ?", teamID, sub).first {
-            let identityID: UInt64 = try row.decode(at: 0)
-            let owner: UInt64 = try row.decode(at: 1)
+            let identityID: UInt64 = try row.decode(column: "id")
+            let owner: UInt64 = try row.decode(column: "user_id")
             guard owner == origin.userID else { return .conflict(otherUserID: owner) }
             try markResolved(origin.identityID, to: identityID, on: connection)
             return .alreadyAttached(identityID: identityID)
@@ -149,17 +146,18 @@ package enum AppleTransfers {
         guard
             let row = try connection.query(
                 """
-                SELECT COUNT(*), COUNT(t.transfer_sub), COUNT(t.resolved_at), COUNT(CASE WHEN t.last_error IS NOT NULL THEN 1 END)
+                SELECT COUNT(*) AS identities, COUNT(t.transfer_sub) AS minted, COUNT(t.resolved_at) AS resolved,
+                    COUNT(CASE WHEN t.last_error IS NOT NULL THEN 1 END) AS failing
                 FROM apple_identities i LEFT JOIN apple_transfers t ON t.identity_id = i.id AND t.target_team_id = ?
                 WHERE i.team_id = ?
                 """, receivingTeam, sendingTeam
             ).first
         else { return Progress() }
         var progress = Progress()
-        progress.identities = try row.decode(at: 0)
-        progress.minted = try row.decode(at: 1)
-        progress.resolved = try row.decode(at: 2)
-        progress.failing = try row.decode(at: 3)
+        progress.identities = try row.decode(column: "identities")
+        progress.minted = try row.decode(column: "minted")
+        progress.resolved = try row.decode(column: "resolved")
+        progress.failing = try row.decode(column: "failing")
         return progress
     }
 
@@ -183,6 +181,6 @@ package enum AppleTransfers {
             SELECT DISTINCT i.team_id FROM apple_transfers t JOIN apple_identities i ON i.id = t.identity_id
             WHERE t.target_team_id = ? ORDER BY i.team_id
             """, receivingTeam
-        ).map { try $0.decode(at: 0) }
+        ).map { try $0.decode(column: "team_id") }
     }
 }

@@ -1,3 +1,4 @@
+package import AccountData
 package import MariaDB
 
 /// A delivery claimed for an attempt: the event's body, exactly as recorded, for one endpoint.
@@ -12,28 +13,6 @@ package struct DueDelivery: Sendable, Equatable {
     package var body: String
     /// This attempt's number, from 1.
     package var attempt: Int
-}
-
-/// One attempt in the delivery log.
-package struct DeliveryAttempt: Sendable, Equatable {
-    package var time: Int64
-    package var eventID: String
-    package var type: String
-    package var userID: UInt64
-    package var endpoint: String
-    /// The endpoint's HTTP status; nil when it could not be reached.
-    package var status: Int?
-    package var error: String?
-    package var milliseconds: Int
-}
-
-/// How many deliveries an endpoint has in one state.
-package struct DeliveryCount: Sendable, Equatable {
-    package var endpoint: String
-    package var state: String
-    package var count: Int
-    /// When the oldest of them was recorded (Unix seconds).
-    package var oldest: Int64
 }
 
 /// The deliveries of the webhook outbox: claimed one at a time by `siwa jobs`, retried with
@@ -69,8 +48,10 @@ package enum WebhookDeliveries {
         let start = candidates.isEmpty ? 0 : spread % candidates.count
         for row in candidates[start...] + candidates[..<start] {
             var due = DueDelivery(
-                eventRow: try row.decode(at: 0), eventID: try row.decode(at: 1), type: try row.decode(at: 2),
-                userID: try row.decode(at: 3), endpoint: try row.decode(at: 4), body: try row.decode(at: 5), attempt: try row.decode(at: 6))
+                eventRow: try row.decode(column: "event_id"), eventID: try row.decode(column: "public_id"),
+                type: try row.decode(column: "event_type"), userID: try row.decode(column: "user_id"),
+                endpoint: try row.decode(column: "endpoint"), body: try row.decode(column: "body"),
+                attempt: try row.decode(column: "attempts"))
             let won =
                 try connection.execute(
                     """
@@ -120,9 +101,9 @@ package enum WebhookDeliveries {
                 delivery.endpoint)
             try log(delivery, status: status, error: error, milliseconds: milliseconds, on: connection)
             return try connection.query(
-                "SELECT state = 'failed' FROM webhook_deliveries WHERE event_id = ? AND endpoint = ?", delivery.eventRow,
+                "SELECT state = 'failed' AS given_up FROM webhook_deliveries WHERE event_id = ? AND endpoint = ?", delivery.eventRow,
                 delivery.endpoint
-            ).first?.decode(at: 0) ?? false
+            ).first?.decode(column: "given_up") ?? false
         }
     }
 
@@ -138,16 +119,19 @@ package enum WebhookDeliveries {
     {
         try connection.query(
             """
-            SELECT CAST(UNIX_TIMESTAMP(a.attempted_at) AS SIGNED), e.public_id, e.event_type, e.user_id, a.endpoint, a.status, a.error, a.duration_ms
+            SELECT CAST(UNIX_TIMESTAMP(a.attempted_at) AS SIGNED) AS attempted, e.public_id, e.event_type, e.user_id, a.endpoint, a.status,
+                a.error, a.duration_ms
             FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id
             WHERE e.public_id = COALESCE(?, e.public_id) AND e.user_id = COALESCE(?, e.user_id)
             ORDER BY a.id DESC LIMIT ?
             """, eventID, userID, limit
         ).map { row in
             DeliveryAttempt(
-                time: try row.decode(at: 0), eventID: try row.decode(at: 1), type: try row.decode(at: 2),
-                userID: try row.decode(at: 3), endpoint: try row.decode(at: 4), status: try row.decode(at: 5), error: try row.decode(at: 6),
-                milliseconds: try row.decode(at: 7))
+                time: try row.decode(column: "attempted"), eventID: try row.decode(column: "public_id"),
+                type: try row.decode(column: "event_type"), userID: try row.decode(column: "user_id"),
+                endpoint: try row.decode(column: "endpoint"),
+                status: try row.decode(column: "status"), error: try row.decode(column: "error"),
+                milliseconds: try row.decode(column: "duration_ms"))
         }
     }
 
@@ -155,14 +139,15 @@ package enum WebhookDeliveries {
     package static func counts(on connection: Connection) throws -> [DeliveryCount] {
         try connection.query(
             """
-            SELECT d.endpoint, CAST(d.state AS CHAR), COUNT(*), CAST(UNIX_TIMESTAMP(MIN(e.created_at)) AS SIGNED)
+            SELECT d.endpoint, CAST(d.state AS CHAR) AS state, COUNT(*) AS count, CAST(UNIX_TIMESTAMP(MIN(e.created_at)) AS SIGNED) AS oldest
             FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
             GROUP BY d.endpoint, d.state ORDER BY d.endpoint, d.state
             """
         ).map { row in
             DeliveryCount(
-                endpoint: try row.decode(at: 0), state: try row.decode(at: 1), count: try row.decode(at: 2),
-                oldest: try row.decode(at: 3))
+                endpoint: try row.decode(column: "endpoint"), state: try row.decode(column: "state"),
+                count: try row.decode(column: "count"),
+                oldest: try row.decode(column: "oldest"))
         }
     }
 
@@ -189,8 +174,8 @@ package enum WebhookDeliveries {
                 guard let row = try connection.query("SELECT id, user_id FROM webhook_events WHERE public_id = ?", id).first else {
                     continue
                 }
-                let eventRow: UInt64 = try row.decode(at: 0)
-                let userID: UInt64 = try row.decode(at: 1)
+                let eventRow: UInt64 = try row.decode(column: "id")
+                let userID: UInt64 = try row.decode(column: "user_id")
                 for endpoint in endpoints {
                     _ = try connection.execute(
                         """

@@ -1,3 +1,4 @@
+package import AccountData
 package import Accounts
 import AppleID
 import Foundation
@@ -65,6 +66,31 @@ package struct TeamTransfer {
     let outbox: WebhookOutbox
     let clock: any WallClock
     private let client: AppleClient
+
+    /// A run on a connection of its own to `database` (`siwa transfer`); `close()` it after.
+    package init(
+        apple: AppleServices, database: Configuration, logger: Logger, clientID: String, pace: Double, webhooks: WebhookSettings?
+    ) {
+        self.init(
+            apple: apple, database: Connection(configuration: database), logger: logger, clientID: clientID, pace: pace,
+            outbox: WebhookOutbox(endpoints: webhooks?.endpoints ?? []))
+    }
+
+    /// Closes the run's database connection.
+    package func close() { database.close() }
+
+    /// How far the transfers from `sendingTeam` to `receivingTeam` are, or, without a sending
+    /// team, every transfer recorded to `receivingTeam`; no call to Apple.
+    package static func status(sendingTeam: String?, receivingTeam: String, database: Configuration) throws
+        -> [(sending: String, receiving: String, progress: TransferProgress)]
+    {
+        let connection = Connection(configuration: database)
+        defer { connection.close() }
+        let sendingTeams = try sendingTeam.map { [$0] } ?? AppleTransfers.sendingTeams(of: receivingTeam, on: connection)
+        return try sendingTeams.map { sending in
+            (sending, receivingTeam, try AppleTransfers.progress(sendingTeam: sending, receivingTeam: receivingTeam, on: connection))
+        }
+    }
 
     package init(
         apple: AppleServices, database: Connection, logger: Logger, clientID: String, pace: Double = 0.1,

@@ -178,21 +178,15 @@ import Testing
         let session = try #require(try grant.string("sessionId").flatMap(UInt64.init))
         // The cache answers once its poller has polled the revocation log (started by the first check).
         let cache = harness.application.core.sessionCache
-        let warm = Date().addingTimeInterval(2)
-        while cache.hitCount == 0 && Date() < warm {
+        let warmed = eventually(within: 2) {
             #expect(harness.send("GET", "/auth/check", headers: harness.bearer(access)).status == 204)
-            Thread.sleep(forTimeInterval: 0.01)
+            return cache.hitCount > 0
         }
-        #expect(cache.hitCount > 0, "checks after the first poll come from the cache")
+        #expect(warmed, "checks after the first poll come from the cache")
         // Ended by another process (siwa jobs, siwa users, another host): only the revocation log tells.
         _ = try harness.connection.transaction { try Sessions.revoke(session, reason: "logout", on: harness.connection) }
-        let deadline = Date().addingTimeInterval(1)
-        var status = 204
-        while status == 204 && Date() < deadline {
-            status = harness.send("GET", "/auth/check", headers: harness.bearer(access)).status
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        #expect(status == 401, "refused within a second (a poll is every 50 ms)")
+        let refused = eventually(within: 1) { harness.send("GET", "/auth/check", headers: harness.bearer(access)).status == 401 }
+        #expect(refused, "refused within a second (a poll is every 50 ms)")
     }
 
     @Test(
