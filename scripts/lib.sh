@@ -44,9 +44,12 @@ python_tools() {
 
 # Prints a free TCP port on the loopback interface.
 free_port() {
-    local port
+    local port low
+    # Below the kernel's range of ephemeral ports, which outgoing connections take without
+    # listening: a port chosen there can be taken between this check and the bind.
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
     while :; do
-        port=$((20000 + RANDOM % 40000))
+        port=$((10000 + RANDOM % (low - 10000)))
         (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null || { echo "$port"; return; }
     done
 }
