@@ -120,17 +120,24 @@ package struct Row: Sendable {
     /// Decodes the column named `name` as `type`.
     /// - Throws: `MariaDBError(.misuse)` for an unknown column, `.typeMismatch` for a bad value.
     package func decode<T: DatabaseValueConvertible>(_ type: T.Type = T.self, column name: String) throws -> T {
-        guard let index = columns.names.firstIndex(of: name) else {
+        guard let index = columns.indexes[name] else {
             throw MariaDBError(.misuse, message: "no column \(name)")
         }
         return try T.decode(from: values[index])
     }
 }
 
-/// The column names of a result, shared by all its rows.
+/// The column names of a result, shared by all its rows (made once per prepared statement), with
+/// each name's position: a row is read by name with one lookup per value.
 final class ColumnNames: Sendable {
     let names: [String]
-    init(_ names: [String]) { self.names = names }
+    /// Each name's first position.
+    let indexes: [String: Int]
+
+    init(_ names: [String]) {
+        self.names = names
+        indexes = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
 }
 
 /// What a statement without a result set changed.
