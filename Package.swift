@@ -45,7 +45,9 @@ let package = Package(
 
         // Wrappers: the only importers of their C module.
         .target(name: "FastCGI", dependencies: ["CFastCGI", "Threads"], swiftSettings: swiftSettings),
-        .target(name: "JOSE", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        // Strict JSON: the pull reader, the object reader with its limits, and the writers. No dependencies.
+        .target(name: "StrictJSON", swiftSettings: swiftSettings),
+        .target(name: "JOSE", dependencies: ["COpenSSL", "StrictJSON"], swiftSettings: swiftSettings),
         .target(
             name: "MariaDB", dependencies: ["CMariaDB", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
@@ -62,7 +64,7 @@ let package = Package(
         // Domain: Apple's protocol, without FastCGI or SQL.
         .target(
             name: "AppleID",
-            dependencies: ["JOSE", "HTTPClient", "Telemetry", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
+            dependencies: ["JOSE", "StrictJSON", "HTTPClient", "Telemetry", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
 
         // An account's data as values, without SQL: what the use cases hand to the HTTP layer.
@@ -72,7 +74,7 @@ let package = Package(
         .target(
             name: "Accounts",
             dependencies: [
-                "AccountData", "MariaDB", "Threads", "JOSE", "SyncRules", "Telemetry",
+                "AccountData", "MariaDB", "Threads", "JOSE", "StrictJSON", "SyncRules", "Telemetry",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings),
@@ -81,7 +83,7 @@ let package = Package(
         .target(
             name: "Identity",
             dependencies: [
-                "AccountData", "Accounts", "AppleID", "JOSE", "MariaDB", "HTTPClient", "SyncRules", "Telemetry", "Threads",
+                "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "SyncRules", "Telemetry", "Threads",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -93,7 +95,7 @@ let package = Package(
         .target(
             name: "SiwaConfig",
             dependencies: [
-                "Identity", "AppleID", "JOSE", "MariaDB", "HTTPClient", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "Identity", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
@@ -103,7 +105,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "AppleID", "AccountData", "Identity", "SiwaConfig", "HTTPClient", "SyncRules", "Telemetry",
+                "FastCGI", "JOSE", "StrictJSON", "AppleID", "AccountData", "Identity", "SiwaConfig", "HTTPClient", "SyncRules", "Telemetry",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
@@ -111,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "AppleID", "HTTPClient",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "StrictJSON", "AppleID", "HTTPClient",
                 "Telemetry",
                 "SyncRules", "Threads", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -121,7 +123,7 @@ let package = Package(
         ),
 
         // The Apple ID emulator: Apple's endpoints for development and tests.
-        .target(name: "AppleIDEmulator", dependencies: ["FastCGI", "JOSE", "HTTPClient"], swiftSettings: swiftSettings),
+        .target(name: "AppleIDEmulator", dependencies: ["FastCGI", "JOSE", "StrictJSON", "HTTPClient"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "appleid-emulator",
             dependencies: [
@@ -145,29 +147,30 @@ let package = Package(
         // Tests that need no server.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport", "Threads"], swiftSettings: swiftSettings),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
-        .testTarget(name: "JOSETests", dependencies: ["JOSE", "SIWAFixtures"], swiftSettings: swiftSettings),
+        .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "StrictJSON", "SIWAFixtures"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
+            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "StrictJSON", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "StrictJSON",
                 "SIWATestSupport", "Threads",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDEmulatorTests",
-            dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
+            dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "StrictJSON", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "IdentityTests", dependencies: ["Identity", "AccountData", "Accounts", "JOSE", "SIWATestSupport"],
+            name: "IdentityTests", dependencies: ["Identity", "AccountData", "Accounts", "JOSE", "StrictJSON", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SiwaConfigTests",
             dependencies: [
-                "SiwaConfig", "Identity", "HTTPClient", "JOSE", "MariaDB", "SIWATestSupport",
+                "SiwaConfig", "Identity", "HTTPClient", "JOSE", "StrictJSON", "MariaDB", "SIWATestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -178,7 +181,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "FastCGI", "HTTPClient",
+                "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "FastCGI", "HTTPClient",
                 "SIWATestSupport", "SyncRules",
                 "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

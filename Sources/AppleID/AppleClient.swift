@@ -2,6 +2,7 @@ package import CoreMetrics
 import Foundation
 package import HTTPClient
 import JOSE
+import StrictJSON
 import Telemetry
 
 /// Apple's `TokenResponse` (`POST /auth/token`).

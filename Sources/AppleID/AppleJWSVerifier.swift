@@ -1,4 +1,5 @@
-package import JOSE
+import JOSE
+package import StrictJSON
 
 /// One named check of a verification and its outcome, as `siwa verify-token` prints them.
 package struct VerificationStep: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 package import JOSE
+import StrictJSON
 import Synchronization
 
 /// Makes the client secret Apple's token and revoke endpoints require: an ES256 JWT signed with

@@ -1,4 +1,5 @@
 import JOSE
+import StrictJSON
 
 /// The claims of an identity token, read from its payload once. Each claim is kept as the result
 /// of reading it: a value, nil when absent, or the `invalidClaim` error for a wrong JSON type, so

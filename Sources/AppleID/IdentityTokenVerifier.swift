@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import StrictJSON
 
 /// What an identity token must satisfy besides its signature.
 package struct IdentityTokenPolicy: Sendable {

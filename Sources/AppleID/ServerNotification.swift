@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import StrictJSON
 
 /// One of Apple's server-to-server notifications (`POST` to the app's endpoint, body
 /// `{"payload": "<JWS>"}`), verified.

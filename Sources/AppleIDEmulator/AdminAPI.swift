@@ -2,6 +2,7 @@ import FastCGI
 import Foundation
 import HTTPClient
 import JOSE
+import StrictJSON
 import Synchronization
 
 /// The test-only admin API under `/admin/`, answered only with `Authorization: Bearer <admin

@@ -1,4 +1,5 @@
 import JOSE
+import StrictJSON
 
 /// The shapes of Apple's identifiers and tokens (docs/APPLE-PROTOCOL.md, Tests/Fixtures/vectors/apple).
 enum AppleFormats {

@@ -1,4 +1,5 @@
 import JOSE
+import StrictJSON
 
 /// Consent and authorization codes: what the consent page and the admin API's native sign-in
 /// share.

@@ -1,4 +1,5 @@
 import JOSE
+import StrictJSON
 
 /// Checks a client secret the way Apple's token and revoke endpoints do (docs/APPLE-PROTOCOL.md §3): an ES256
 /// JWT with the team key's `kid`, signed by that key, `iss` the team id, `aud`

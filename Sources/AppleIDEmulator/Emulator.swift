@@ -2,6 +2,7 @@ package import FastCGI
 import Foundation
 import HTTPClient
 import JOSE
+import StrictJSON
 import Synchronization
 
 /// The Apple ID emulator: Apple's Sign in with Apple endpoints (`/auth/keys`, `/auth/authorize`,

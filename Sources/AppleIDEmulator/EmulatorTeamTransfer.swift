@@ -1,6 +1,7 @@
 import FastCGI
 import Foundation
 import JOSE
+import StrictJSON
 
 /// Team transfer, as Apple documents it ("Bringing new apps and users into your team"): a client
 /// moves from one developer team to another (`POST /admin/transfers`); every user's `sub` is per

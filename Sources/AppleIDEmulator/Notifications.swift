@@ -2,6 +2,7 @@ import FastCGI
 import Foundation
 import HTTPClient
 import JOSE
+import StrictJSON
 
 /// Server-to-server notifications (docs/APPLE-PROTOCOL.md §7): `POST /admin/notifications` signs one and posts
 /// `{"payload": "<JWS>"}` to the configured URL.

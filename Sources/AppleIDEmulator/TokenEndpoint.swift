@@ -1,5 +1,6 @@
 import FastCGI
 import JOSE
+import StrictJSON
 
 /// `POST /auth/token` and `POST /auth/revoke` (docs/APPLE-PROTOCOL.md §2, §6).
 extension Emulator {

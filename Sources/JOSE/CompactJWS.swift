@@ -1,3 +1,5 @@
+package import StrictJSON
+
 /// A JWS in compact serialization (RFC 7515 §7.1), split and checked for shape but not verified.
 ///
 /// Parsing decodes the header (it names the algorithm and key) and the signature; the payload
@@ -101,4 +103,13 @@ package struct JOSEError: Error, Equatable, CustomStringConvertible {
 
     /// Errors compare by code only.
     package static func == (lhs: JOSEError, rhs: JOSEError) -> Bool { lhs.code == rhs.code }
+}
+
+extension CompactJWS {
+    /// The compact serialization `BASE64URL(header).BASE64URL(claims).BASE64URL(signature)`, with
+    /// `sign` given the signing input.
+    package static func serialize(header: String, claims: String, sign: ([UInt8]) throws -> [UInt8]) rethrows -> String {
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        return input + "." + Base64URL.encode(try sign(Array(input.utf8)))
+    }
 }

@@ -2,6 +2,7 @@ package import Foundation
 package import Identity
 import JOSE
 package import Logging
+import StrictJSON
 
 #if canImport(Glibc)
     import Glibc

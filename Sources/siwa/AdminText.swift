@@ -4,6 +4,7 @@ import Foundation
 import Identity
 import JOSE
 import SiwaConfig
+import StrictJSON
 
 /// The readable output of `siwa admin`: tables and a user's description.
 enum AdminText {

@@ -5,6 +5,7 @@ import Foundation
 import HTTPClient
 import JOSE
 import SIWAFixtures
+import StrictJSON
 import Testing
 
 /// `/auth/authorize`: request checks, the consent page and the form post back to the client.

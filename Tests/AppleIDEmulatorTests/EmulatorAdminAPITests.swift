@@ -5,6 +5,7 @@ import Foundation
 import JOSE
 import SIWAFixtures
 import SIWATestSupport
+import StrictJSON
 import Testing
 
 /// The key set, the admin API, notifications and the state file.

@@ -3,6 +3,7 @@ import FastCGI
 import Foundation
 import HTTPClient
 import JOSE
+import StrictJSON
 import Testing
 
 /// Team transfer as Apple documents it: the client_credentials grant, both sides of

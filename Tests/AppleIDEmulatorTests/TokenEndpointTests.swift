@@ -5,6 +5,7 @@ import Foundation
 import HTTPClient
 import JOSE
 import SIWAFixtures
+import StrictJSON
 import Testing
 
 /// `/auth/token` and `/auth/revoke` against Apple's documented behaviour and real captures.

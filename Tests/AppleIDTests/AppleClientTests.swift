@@ -4,6 +4,7 @@ import HTTPClient
 import JOSE
 import SIWAFixtures
 import SIWATestSupport
+import StrictJSON
 import Testing
 
 @Suite struct AppleClientTests {

@@ -1,6 +1,7 @@
 import AppleID
 import JOSE
 import SIWAFixtures
+import StrictJSON
 import Testing
 
 @Suite struct AppleJWSVerifierTests {

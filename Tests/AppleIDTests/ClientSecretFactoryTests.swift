@@ -1,6 +1,7 @@
 import AppleID
 import Foundation
 import JOSE
+import StrictJSON
 import Synchronization
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import Identity
 import JOSE
 import SIWATestSupport
+import StrictJSON
 import Testing
 
 /// Our access tokens (ES256 and RS256, rotation), the data keys for Apple's refresh tokens, and

@@ -4,6 +4,7 @@ import HTTPClient
 import JOSE
 import SIWATestSupport
 import Server
+import StrictJSON
 import Testing
 
 /// Every reader of a request body runs in time linear in its input: one request must not be able

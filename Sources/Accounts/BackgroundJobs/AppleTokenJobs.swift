@@ -1,5 +1,6 @@
 import JOSE
 package import MariaDB
+import StrictJSON
 
 /// A revocation waiting in the outbox.
 package struct PendingRevocation: Sendable, Equatable {

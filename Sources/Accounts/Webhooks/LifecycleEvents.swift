@@ -1,5 +1,6 @@
 import JOSE
 package import MariaDB
+import StrictJSON
 
 /// A change in a user's life the app's own backend hears about through its webhooks.
 package enum LifecycleEvent: Sendable, Equatable {

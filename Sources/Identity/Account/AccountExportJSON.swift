@@ -2,6 +2,7 @@ import AccountData
 package import Accounts
 import FoundationEssentials
 import JOSE
+import StrictJSON
 
 /// An account export as one JSON document: the body of `GET /auth/account/export` and of `siwa
 /// admin export`. Times are Unix milliseconds; ids are strings, as everywhere in the HTTP contract.

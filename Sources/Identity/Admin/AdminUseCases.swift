@@ -2,6 +2,7 @@ import AccountData
 package import Accounts
 import JOSE
 import MariaDB
+import StrictJSON
 
 /// The operator's levers (`siwa admin`): find, show, disable and enable users, end their sessions,
 /// export and delete them. Every change records an audit event `admin_<action>` naming the

@@ -5,6 +5,7 @@ import CoreMetrics
 import JOSE
 import Logging
 import MariaDB
+import StrictJSON
 import Telemetry
 
 /// How one of Apple's server-to-server notifications was handled (the `status` of the answer).

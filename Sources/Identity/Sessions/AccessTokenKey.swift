@@ -1,4 +1,5 @@
 import JOSE
+import StrictJSON
 
 /// The signature algorithms of our access tokens. ES256 is the default: a P-256 signature costs
 /// about a fifteenth of an RSA-2048 one, and every sign-in and refresh makes one.

@@ -1,5 +1,6 @@
 package import Foundation
 import JOSE
+import StrictJSON
 import Synchronization
 
 #if canImport(Glibc)

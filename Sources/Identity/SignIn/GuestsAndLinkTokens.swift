@@ -3,6 +3,7 @@ import Accounts
 import JOSE
 import Logging
 import MariaDB
+import StrictJSON
 
 /// What a sign-in brings besides Apple's token to attach the Apple ID to an account that exists
 /// without one.

@@ -7,6 +7,7 @@ import HTTPClient
 import JOSE
 import Logging
 import MariaDB
+import StrictJSON
 import Telemetry
 
 /// What a client presented to sign in: Apple's identity token, and what came with it.

@@ -6,6 +6,7 @@ import HTTPClient
 import JOSE
 import Logging
 import MariaDB
+import StrictJSON
 import Telemetry
 
 /// The web flow with the Services ID, in three steps:

@@ -1,6 +1,7 @@
 package import AccountData
 import Accounts
 import JOSE
+import StrictJSON
 import SyncRules
 
 /// A sync's answer as JSON: the body of `POST /sync` and the `sync` member of an account export.

@@ -5,6 +5,7 @@ import Foundation
 import JOSE
 package import Logging
 package import MariaDB
+import StrictJSON
 
 /// Moving the app's users to another Apple developer team (`siwa transfer`), in Apple's two
 /// steps, each one safe to run again:

@@ -2,6 +2,7 @@ import AccountData
 package import FastCGI
 package import Identity
 import JOSE
+import StrictJSON
 
 /// The signed-in user's own routes: profile, sessions, sign-out, account deletion, and our JWKS.
 /// Every one but the JWKS goes through `Caller.authenticate`.

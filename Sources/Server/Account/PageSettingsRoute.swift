@@ -2,6 +2,7 @@ package import FastCGI
 package import Identity
 import JOSE
 package import SiwaConfig
+import StrictJSON
 
 extension PageSettings {
     /// `GET /auth/web/settings`: `{"appName": string or null, "showsProgress": bool}`, which browsers

@@ -1,6 +1,7 @@
 package import FastCGI
 package import Identity
 import JOSE
+import StrictJSON
 
 /// `POST /webhook/apple`: Apple's server-to-server notifications. 200 when processed, duplicate,
 /// ignored or for an unknown user; 400 for a malformed body; 401 for a bad signature or claims.

@@ -1,4 +1,5 @@
-package import JOSE
+import JOSE
+package import StrictJSON
 import SyncRules
 
 /// What a route accepts in a request body: its size in bytes, and the shape of its JSON. The one

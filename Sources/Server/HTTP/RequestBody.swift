@@ -1,6 +1,7 @@
 package import FastCGI
 import Foundation
 import JOSE
+import StrictJSON
 
 extension Request {
     /// Decodes the JSON body as `T`. The body is first read by the strict reader of the token

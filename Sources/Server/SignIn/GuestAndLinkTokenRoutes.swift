@@ -2,6 +2,7 @@ package import FastCGI
 import Foundation
 package import Identity
 import JOSE
+import StrictJSON
 
 /// `POST /auth/guest` (a guest account, when turned on) and `POST /internal/link-tokens` (link
 /// tokens for the app's older backend).

@@ -1,6 +1,7 @@
 package import FastCGI
 package import Identity
 import JOSE
+import StrictJSON
 
 /// `POST /auth/apple` (native sign-in) and `POST /auth/refresh`.
 package enum NativeSignInRoutes {

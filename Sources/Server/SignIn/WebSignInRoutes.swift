@@ -3,6 +3,7 @@ import Foundation
 import HTTPClient
 package import Identity
 import JOSE
+import StrictJSON
 
 /// The browser's half of the web flow (see `SignInUseCases.startWebSignIn` for the steps): redirects,
 /// cookies and the small pages a browser is shown.

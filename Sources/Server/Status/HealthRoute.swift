@@ -1,6 +1,7 @@
 package import FastCGI
 package import Identity
 import JOSE
+import StrictJSON
 
 /// `GET /health`: whether this worker can reach the database, and the state of Apple's keys.
 ///

@@ -1,4 +1,4 @@
-import JOSE
+import StrictJSON
 
 /// How a sync's body is read: the members it uses, read once by the strict JSON pull reader.
 extension SyncRoutes {

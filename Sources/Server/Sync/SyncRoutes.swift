@@ -2,6 +2,7 @@ package import AccountData
 package import FastCGI
 package import Identity
 import JOSE
+import StrictJSON
 import SyncRules
 
 /// `POST /sync` (Bearer access token, or the web session cookie):

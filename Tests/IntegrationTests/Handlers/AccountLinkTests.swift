@@ -6,6 +6,7 @@ import JOSE
 import MariaDB
 import SIWATestSupport
 import Server
+import StrictJSON
 import Synchronization
 import Testing
 

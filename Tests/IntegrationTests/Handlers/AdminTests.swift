@@ -8,6 +8,7 @@ import MariaDB
 import SIWAFixtures
 import SIWATestSupport
 import Server
+import StrictJSON
 import Testing
 
 /// The operator's levers (`siwa admin`'s operations) and the user's own export, in process through

@@ -9,6 +9,7 @@ import MariaDB
 import SIWAFixtures
 import SIWATestSupport
 import Server
+import StrictJSON
 import Synchronization
 import Testing
 

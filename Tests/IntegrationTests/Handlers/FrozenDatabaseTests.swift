@@ -5,6 +5,7 @@ import JOSE
 import SIWAFixtures
 import SIWATestSupport
 import Server
+import StrictJSON
 import Synchronization
 import Testing
 

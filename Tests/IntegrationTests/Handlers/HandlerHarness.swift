@@ -10,6 +10,7 @@ import SIWAFixtures
 import SIWATestSupport
 import Server
 import SiwaConfig
+import StrictJSON
 import Synchronization
 import Telemetry
 

@@ -5,6 +5,7 @@ import JOSE
 import SIWAFixtures
 import Server
 import SiwaConfig
+import StrictJSON
 import Telemetry
 import Testing
 

@@ -7,6 +7,7 @@ import MariaDB
 import SIWAFixtures
 import SIWATestSupport
 import Server
+import StrictJSON
 import Testing
 
 /// `POST /auth/apple`, `/auth/refresh`, `/auth/logout`, `/auth/me`, `/auth/sessions`,

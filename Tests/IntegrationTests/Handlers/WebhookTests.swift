@@ -7,6 +7,7 @@ import JOSE
 import MariaDB
 import SIWAFixtures
 import SIWATestSupport
+import StrictJSON
 import Synchronization
 import Testing
 

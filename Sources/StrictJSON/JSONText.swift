@@ -26,7 +26,9 @@ package enum JSONText {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += "\\u00" + hexString([UInt8(scalar.value)])
+            case _ where scalar.value < 0x20:
+                let digits = Array("0123456789abcdef")
+                out += "\\u00" + String(digits[Int(scalar.value >> 4)]) + String(digits[Int(scalar.value & 0xf)])
             default: out.unicodeScalars.append(scalar)
             }
         }
@@ -50,15 +52,6 @@ package enum JSONText {
             }
         }
         return out + "}"
-    }
-}
-
-extension CompactJWS {
-    /// The compact serialization `BASE64URL(header).BASE64URL(claims).BASE64URL(signature)`, with
-    /// `sign` given the signing input.
-    package static func serialize(header: String, claims: String, sign: ([UInt8]) throws -> [UInt8]) rethrows -> String {
-        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
-        return input + "." + Base64URL.encode(try sign(Array(input.utf8)))
     }
 }
 
