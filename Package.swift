@@ -45,13 +45,15 @@ let package = Package(
 
         // Wrappers: the only importers of their C module.
         .target(name: "FastCGI", dependencies: ["CFastCGI", "Threads"], swiftSettings: swiftSettings),
+        // `application/x-www-form-urlencoded`, for the calls to Apple and the forms and queries we read.
+        .target(name: "WebForms", swiftSettings: swiftSettings),
         // Strict JSON: the pull reader, the object reader with its limits, and the writers. No dependencies.
         .target(name: "StrictJSON", swiftSettings: swiftSettings),
         .target(name: "JOSE", dependencies: ["COpenSSL", "StrictJSON"], swiftSettings: swiftSettings),
         .target(
             name: "MariaDB", dependencies: ["CMariaDB", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
-        .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: swiftSettings),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "WebForms"], swiftSettings: swiftSettings),
 
         // Metrics: the families the modules record into (swift-metrics), and their Prometheus exposition.
         .target(
@@ -64,7 +66,7 @@ let package = Package(
         // Domain: Apple's protocol, without FastCGI or SQL.
         .target(
             name: "AppleID",
-            dependencies: ["JOSE", "StrictJSON", "HTTPClient", "Telemetry", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
+            dependencies: ["JOSE", "StrictJSON", "HTTPClient", "WebForms", "Telemetry", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings),
 
         // An account's data as values, without SQL: what the use cases hand to the HTTP layer.
@@ -83,7 +85,7 @@ let package = Package(
         .target(
             name: "Identity",
             dependencies: [
-                "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "SyncRules", "Telemetry", "Threads",
+                "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "SyncRules", "Telemetry", "Threads",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -95,7 +97,7 @@ let package = Package(
         .target(
             name: "SiwaConfig",
             dependencies: [
-                "Identity", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "Identity", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
@@ -105,7 +107,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: [
-                "FastCGI", "JOSE", "StrictJSON", "AppleID", "AccountData", "Identity", "SiwaConfig", "HTTPClient", "SyncRules", "Telemetry",
+                "FastCGI", "JOSE", "StrictJSON", "AppleID", "AccountData", "Identity", "SiwaConfig", "WebForms", "SyncRules", "Telemetry",
                 .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
@@ -113,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "StrictJSON", "AppleID", "HTTPClient",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "StrictJSON", "AppleID", "HTTPClient", "WebForms",
                 "Telemetry",
                 "SyncRules", "Threads", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -123,11 +125,11 @@ let package = Package(
         ),
 
         // The Apple ID emulator: Apple's endpoints for development and tests.
-        .target(name: "AppleIDEmulator", dependencies: ["FastCGI", "JOSE", "StrictJSON", "HTTPClient"], swiftSettings: swiftSettings),
+        .target(name: "AppleIDEmulator", dependencies: ["FastCGI", "JOSE", "StrictJSON", "HTTPClient", "WebForms"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "appleid-emulator",
             dependencies: [
-                "AppleIDEmulator", "FastCGI", "HTTPClient", "Threads",
+                "AppleIDEmulator", "FastCGI", "HTTPClient", "WebForms", "Threads",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -147,22 +149,23 @@ let package = Package(
         // Tests that need no server.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport", "Threads"], swiftSettings: swiftSettings),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
+        .testTarget(name: "WebFormsTests", dependencies: ["WebForms"], swiftSettings: swiftSettings),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "StrictJSON", "SIWAFixtures"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "StrictJSON", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
+            name: "AppleIDTests", dependencies: ["AppleID", "JOSE", "StrictJSON", "HTTPClient", "WebForms", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "MariaDB", "JOSE", "StrictJSON",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "WebForms", "MariaDB", "JOSE", "StrictJSON",
                 "SIWATestSupport", "Threads",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppleIDEmulatorTests",
-            dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "StrictJSON", "HTTPClient", "SIWAFixtures", "SIWATestSupport"],
+            dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "StrictJSON", "HTTPClient", "WebForms", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityTests", dependencies: ["Identity", "AccountData", "Accounts", "JOSE", "StrictJSON", "SIWATestSupport"],
@@ -170,7 +173,7 @@ let package = Package(
         .testTarget(
             name: "SiwaConfigTests",
             dependencies: [
-                "SiwaConfig", "Identity", "HTTPClient", "JOSE", "StrictJSON", "MariaDB", "SIWATestSupport",
+                "SiwaConfig", "Identity", "HTTPClient", "WebForms", "JOSE", "StrictJSON", "MariaDB", "SIWATestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -181,7 +184,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "FastCGI", "HTTPClient",
+                "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "FastCGI", "HTTPClient", "WebForms",
                 "SIWATestSupport", "SyncRules",
                 "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

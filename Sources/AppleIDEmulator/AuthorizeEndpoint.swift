@@ -1,6 +1,7 @@
 import FastCGI
 import HTTPClient
 import JOSE
+import WebForms
 
 /// `GET /auth/authorize` (the consent page) and `POST /auth/authorize` (the person's decision),
 /// checked the way Apple's documentation describes (docs/APPLE-PROTOCOL.md §1).

@@ -4,6 +4,7 @@ import HTTPClient
 import JOSE
 import StrictJSON
 import Synchronization
+import WebForms
 
 /// The Apple ID emulator: Apple's Sign in with Apple endpoints (`/auth/keys`, `/auth/authorize`,
 /// `/auth/token`, `/auth/revoke`) and a test-only admin API (`/admin/...`), as plain

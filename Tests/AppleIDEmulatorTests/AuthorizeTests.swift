@@ -7,6 +7,7 @@ import JOSE
 import SIWAFixtures
 import StrictJSON
 import Testing
+import WebForms
 
 /// `/auth/authorize`: request checks, the consent page and the form post back to the client.
 @Suite struct AuthorizeTests {

@@ -6,6 +6,7 @@ import HTTPClient
 import JOSE
 import Synchronization
 import Testing
+import WebForms
 
 /// An emulator in process, with a team key, an admin secret, a movable clock and a state file in a
 /// temporary directory, and the calls a client of Apple makes.

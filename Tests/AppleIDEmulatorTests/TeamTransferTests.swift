@@ -5,6 +5,7 @@ import HTTPClient
 import JOSE
 import StrictJSON
 import Testing
+import WebForms
 
 /// Team transfer as Apple documents it: the client_credentials grant, both sides of
 /// usermigrationinfo, transfer_sub in identity tokens for 60 days, and secrets of the new team.

@@ -6,6 +6,7 @@ import SIWAFixtures
 import SIWATestSupport
 import StrictJSON
 import Testing
+import WebForms
 
 @Suite struct AppleClientTests {
     static let secretKey = Result { try P256PrivateKey() }

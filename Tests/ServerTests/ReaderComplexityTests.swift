@@ -6,6 +6,7 @@ import SIWATestSupport
 import Server
 import StrictJSON
 import Testing
+import WebForms
 
 /// Every reader of a request body runs in time linear in its input: one request must not be able
 /// to hold a worker thread for seconds. Each reader gets each adversarial shape at two sizes, the

@@ -8,6 +8,7 @@ import Logging
 import MariaDB
 import StrictJSON
 import Telemetry
+import WebForms
 
 /// The web flow with the Services ID, in three steps:
 ///

@@ -1,9 +1,9 @@
 package import FastCGI
 import Foundation
-import HTTPClient
 package import Identity
 import JOSE
 import StrictJSON
+import WebForms
 
 /// The browser's half of the web flow (see `SignInUseCases.startWebSignIn` for the steps): redirects,
 /// cookies and the small pages a browser is shown.

@@ -12,6 +12,7 @@ import Server
 import StrictJSON
 import Synchronization
 import Testing
+import WebForms
 
 /// The web flow, Apple's notifications, the daily validation and revocation with the minting
 /// client id, and sync, in process.

@@ -13,6 +13,7 @@ import SiwaConfig
 import StrictJSON
 import Synchronization
 import Telemetry
+import WebForms
 
 /// The application in process: requests go through `Worker.respond(to:)` (the `Request ->
 /// Response` boundary) with a real MariaDB, Apple's real keys (plus a test key for the web flow's

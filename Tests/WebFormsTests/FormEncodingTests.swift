@@ -1,5 +1,5 @@
-import HTTPClient
 import Testing
+import WebForms
 
 /// Form bodies (Apple's form post, the token endpoint's requests) and query strings.
 @Suite struct FormEncodingTests {
