@@ -5,7 +5,7 @@
 // the rest of `SyncRoutes` (its handler and rules) needs the server's other modules, so here the
 // type stands alone.
 
-package import StrictJSON
+import StrictJSON
 
 enum SyncRoutes {}
 
