@@ -275,6 +275,9 @@ with Browser() as browser:
     consent(browser, None)
     browser.wait_for(f"location.href === '{BASE}/' && document.getElementById('notice').textContent.includes('cancelled')",
                      "the cancelled message")
+    # The page shows one of its two states once its own check of the session (GET /auth/me) answers.
+    browser.wait_for("!document.getElementById('signed-out').hidden || !document.getElementById('signed-in').hidden",
+                     "the page's state after the cancel")
     if not browser.evaluate("!document.getElementById('signed-out').hidden"):
         fail("signed in after a cancel")
     ok("Cancel at Apple returns to the page with \"Sign-in was cancelled.\" and no session")
