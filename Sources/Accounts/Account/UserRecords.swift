@@ -141,21 +141,29 @@ package struct UserSummary: Sendable, Equatable {
     /// At most 100 users whose id (all digits), any email address (with `@`, exact) or Apple `sub` is `query`.
     package static func find(_ query: String, on connection: Connection) throws -> [UserSummary] {
         let query = query.trimmingCharacters(in: .whitespaces)
-        // One of the three is set: an id (all digits), an email address (with `@`), or an Apple `sub`.
-        let id = !query.isEmpty && query.allSatisfy(\.isASCII) && query.allSatisfy(\.isNumber) ? UInt64(query) : nil
-        let email = id == nil && query.contains("@") ? query : nil
-        let subject = id == nil && email == nil ? query : nil
-        return try connection.query(
-            """
-            SELECT u.id, NULLIF(CONCAT_WS(' ', u.first_name, u.last_name), '') AS name,
+        // One statement per kind of query, each whole, so that each is answered through its index.
+        let columns = """
+            u.id, NULLIF(CONCAT_WS(' ', u.first_name, u.last_name), '') AS name,
                 (SELECT address FROM user_emails e WHERE e.user_id = u.id ORDER BY e.id LIMIT 1) AS email,
                 \(UserRecord.milliseconds("u.created_at")) AS created_ms, u.disabled_at IS NOT NULL AS disabled
-            FROM users u
-            WHERE u.id = ? OR u.id IN (SELECT user_id FROM user_emails WHERE address = ?)
-                OR u.id IN (SELECT user_id FROM apple_identities WHERE sub = ?)
-            ORDER BY u.id LIMIT 100
-            """, id, email, subject
-        ).map { row in
+            """
+        let rows =
+            if !query.isEmpty, query.allSatisfy(\.isASCII), query.allSatisfy(\.isNumber) {
+                try connection.query("SELECT \(columns) FROM users u WHERE u.id = ?", query)
+            } else if query.contains("@") {
+                try connection.query(
+                    """
+                    SELECT \(columns) FROM users u WHERE u.id IN (SELECT user_id FROM user_emails WHERE address = ?)
+                    ORDER BY u.id LIMIT 100
+                    """, query)
+            } else {
+                try connection.query(
+                    """
+                    SELECT \(columns) FROM users u WHERE u.id IN (SELECT user_id FROM apple_identities WHERE sub = ?)
+                    ORDER BY u.id LIMIT 100
+                    """, query)
+            }
+        return try rows.map { row in
             UserSummary(
                 userID: try row.decode(column: "id"), name: try row.decode(column: "name"), email: try row.decode(column: "email"),
                 createdAt: try row.decode(column: "created_ms"), isDisabled: try row.decode(column: "disabled"))

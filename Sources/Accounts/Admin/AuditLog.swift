@@ -26,12 +26,20 @@ package enum AuditLog {
     package static func recent(
         userID: UInt64?, afterID: UInt64? = nil, limit: Int, on connection: Connection
     ) throws -> [UserRecord.AuditEvent] {
-        try connection.query(
+        // One statement per filter, each whole, so that a user's events are found through their index.
+        let columns = """
+            id, event_type, \(UserRecord.milliseconds("occurred_at")) AS occurred_ms, user_id, session_id, remote_address, detail
             """
-            SELECT id, event_type, \(UserRecord.milliseconds("occurred_at")) AS occurred_ms, user_id, session_id, remote_address, detail
-            FROM audit_events WHERE (? IS NULL OR user_id = ?) AND id > ? ORDER BY id DESC LIMIT ?
-            """, userID, userID, afterID ?? 0, Int64(limit)
-        ).map { row in
+        let rows =
+            if let userID {
+                try connection.query(
+                    "SELECT \(columns) FROM audit_events WHERE user_id = ? AND id > ? ORDER BY id DESC LIMIT ?", userID, afterID ?? 0,
+                    Int64(limit))
+            } else {
+                try connection.query(
+                    "SELECT \(columns) FROM audit_events WHERE id > ? ORDER BY id DESC LIMIT ?", afterID ?? 0, Int64(limit))
+            }
+        return try rows.map { row in
             UserRecord.AuditEvent(
                 id: try row.decode(column: "id"), type: try row.decode(column: "event_type"),
                 occurredAt: try row.decode(column: "occurred_ms"),

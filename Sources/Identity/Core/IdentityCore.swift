@@ -36,7 +36,7 @@ package final class IdentityCore: Sendable {
         self.databaseServers = database.endpoints.count
         self.apple = apple
         self.sessions = sessions
-        self.webhooks = WebhookOutbox(endpoints: webhooks?.endpoints ?? [])
+        self.webhooks = webhooks?.outbox ?? WebhookOutbox()
         self.clock = clock
         self.syncCommits = SyncCommitter(database: database)
         self.sessionCache = SessionCache(database: database)

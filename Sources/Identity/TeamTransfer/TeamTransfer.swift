@@ -74,7 +74,7 @@ package struct TeamTransfer {
     ) {
         self.init(
             apple: apple, database: Connection(configuration: database), logger: logger, clientID: clientID, pace: pace,
-            outbox: WebhookOutbox(endpoints: webhooks?.endpoints ?? []))
+            outbox: webhooks?.outbox ?? WebhookOutbox())
     }
 
     /// Closes the run's database connection.
