@@ -86,27 +86,26 @@ package struct JSONWriter {
         }
     }
 
-    package mutating func beginObject() {
+    /// Opens an object or an array: `{` or `[`.
+    private mutating func open(_ bracket: Unicode.Scalar) {
         separate()
-        bytes.append(UInt8(ascii: "{"))
+        bytes.append(UInt8(ascii: bracket))
         needsComma = false
     }
 
-    package mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
+    /// Closes an object or an array: `}` or `]`.
+    private mutating func close(_ bracket: Unicode.Scalar) {
+        bytes.append(UInt8(ascii: bracket))
         needsComma = true
     }
 
-    package mutating func beginArray() {
-        separate()
-        bytes.append(UInt8(ascii: "["))
-        needsComma = false
-    }
+    package mutating func beginObject() { open("{") }
 
-    package mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
-        needsComma = true
-    }
+    package mutating func endObject() { close("}") }
+
+    package mutating func beginArray() { open("[") }
+
+    package mutating func endArray() { close("]") }
 
     /// A member's name; its value comes next.
     package mutating func key(_ name: String) {

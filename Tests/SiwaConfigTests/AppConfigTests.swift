@@ -9,6 +9,12 @@ import Testing
 @Suite struct AppConfigTests {
     static let minimal = ["SIWA_DB_SOCKET": "/run/mysqld/mysqld.sock", "SIWA_DB_NAME": "siwa", "SIWA_DB_USER": "siwa"]
 
+    /// The minimal environment with a whole Apple key (team, key id, the `.p8` at `key`) and `more`.
+    static func apple(key: String, _ more: [String: String]) -> [String: String] {
+        minimal.merging(["SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key]) { $1 }
+            .merging(more) { $1 }
+    }
+
     @Test("Defaults apply when only the required keys are set")
     func defaults() throws {
         let config = try AppConfig(environment: Self.minimal)
@@ -122,10 +128,11 @@ import Testing
         #expect(try AppConfig(environment: Self.minimal).apple == nil)
         let key = try temporaryFile(contents: try P256PrivateKey().pem(), mode: 0o600)
         let config = try AppConfig(
-            environment: Self.minimal.merging([
-                "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
-                "SIWA_APPLE_BUNDLE_IDS": "com.example.app, com.example.app.watch", "SIWA_APPLE_SERVICES_ID": "com.example.web",
-            ]) { $1 })
+            environment: Self.apple(
+                key: key,
+                [
+                    "SIWA_APPLE_BUNDLE_IDS": "com.example.app, com.example.app.watch", "SIWA_APPLE_SERVICES_ID": "com.example.web",
+                ]))
         let apple = try #require(config.apple)
         #expect(apple.clientIDs == ["com.example.app", "com.example.app.watch", "com.example.web"])
         #expect(apple.baseURL == "https://appleid.apple.com")
@@ -133,17 +140,19 @@ import Testing
         #expect(apple.requireNonce)
         #expect(apple.relayDomains == ["privaterelay.appleid.com", "private.icloud.com"])
         let custom = try AppConfig(
-            environment: Self.minimal.merging([
-                "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
-                "SIWA_APPLE_BUNDLE_IDS": "com.example.app", "SIWA_APPLE_RELAY_DOMAINS": " Relay.Example , other.example",
-            ]) { $1 })
+            environment: Self.apple(
+                key: key,
+                [
+                    "SIWA_APPLE_BUNDLE_IDS": "com.example.app", "SIWA_APPLE_RELAY_DOMAINS": " Relay.Example , other.example",
+                ]))
         #expect(custom.apple?.relayDomains == ["relay.example", "other.example"])
         #expect(throws: (any Error).self) {
             try AppConfig(
-                environment: Self.minimal.merging([
-                    "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
-                    "SIWA_APPLE_BUNDLE_IDS": "com.example.app", "SIWA_APPLE_RELAY_DOMAINS": "user@relay.example",
-                ]) { $1 })
+                environment: Self.apple(
+                    key: key,
+                    [
+                        "SIWA_APPLE_BUNDLE_IDS": "com.example.app", "SIWA_APPLE_RELAY_DOMAINS": "user@relay.example",
+                    ]))
         }
     }
 
@@ -168,10 +177,11 @@ import Testing
         // http is allowed to a loopback address only (the emulator).
         let key = try temporaryFile(contents: try P256PrivateKey().pem(), mode: 0o600)
         let local = try AppConfig(
-            environment: Self.minimal.merging([
-                "SIWA_APPLE_TEAM_ID": "TEAM123456", "SIWA_APPLE_KEY_ID": "KEY1234567", "SIWA_APPLE_PRIVATE_KEY_FILE": key,
-                "SIWA_APPLE_SERVICES_ID": "com.example.web", "SIWA_APPLE_BASE_URL": "http://127.0.0.1:9999",
-            ]) { $1 })
+            environment: Self.apple(
+                key: key,
+                [
+                    "SIWA_APPLE_SERVICES_ID": "com.example.web", "SIWA_APPLE_BASE_URL": "http://127.0.0.1:9999",
+                ]))
         #expect(local.apple?.baseURL == "http://127.0.0.1:9999")
     }
 

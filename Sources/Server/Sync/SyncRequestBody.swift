@@ -61,16 +61,19 @@ extension SyncRoutes {
         /// An array with an element that is not an object, at this index.
         case notObject(Int)
 
+        /// Skips a member that holds neither an object nor an array: `null` is absent, anything
+        /// else the wrong type.
+        private init(notObjects reader: inout JSONReader) throws(JSONError) {
+            let kind = try reader.kind()
+            try reader.skipValue()
+            self = kind == .null ? .absent : .wrongType
+        }
+
         /// Reads a member that should be one object.
         init(single reader: inout JSONReader, _ schema: Schema) throws(JSONError) {
             switch try reader.kind() {
             case .object: self = .objects([try Fields(reading: &reader, schema)])
-            case .null:
-                try reader.skipValue()
-                self = .absent
-            default:
-                try reader.skipValue()
-                self = .wrongType
+            default: self = try Self(notObjects: &reader)
             }
         }
 
@@ -91,12 +94,7 @@ extension SyncRoutes {
                     }
                 }
                 self = notObject.map { .notObject($0) } ?? .objects(items)
-            case .null:
-                try reader.skipValue()
-                self = .absent
-            default:
-                try reader.skipValue()
-                self = .wrongType
+            default: self = try Self(notObjects: &reader)
             }
         }
 
