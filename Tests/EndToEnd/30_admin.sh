@@ -73,3 +73,8 @@ siwa admin delete "$USER_ID" | grep -q "deleted user $USER_ID" || fail "siwa adm
 siwa admin show "$USER_ID" 2>/dev/null && fail "siwa admin show of a deleted user succeeded"
 siwa admin audit --limit 50 --json | grep "\"type\":\"admin_delete\"" | grep -q "\"userId\":\"$USER_ID\"" || fail "no admin_delete in the log"
 pass "siwa admin revoke-session ends it at once; audit shows disable, enable and revoke-session naming $operator; delete, then show exits 1"
+
+# One fact, one time: 50 new people's creation times, and their sessions', are the same value in
+# every answer that gives them (the export in milliseconds, the others in seconds rounded down).
+out=$(python3 "$(dirname "$0")/one_time.py" 50 2>&1) || fail "times that differ: $out"
+pass "$out"

@@ -7,7 +7,7 @@ extension Profile {
         guard
             let user = try connection.query(
                 """
-                SELECT first_name, last_name, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED) AS created, external_id,
+                SELECT first_name, last_name, \(UnixTime.seconds("created_at")) AS created, external_id,
                     guest_since IS NOT NULL AS is_guest
                 FROM users WHERE id = ?
                 """, userID

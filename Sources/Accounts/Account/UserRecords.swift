@@ -70,7 +70,7 @@ package struct UserRecord: Sendable {
         guard
             let user = try connection.query(
                 """
-                SELECT first_name, last_name, \(milliseconds("created_at")) AS created_ms, \(milliseconds("disabled_at")) AS disabled_ms,
+                SELECT first_name, last_name, \(UnixTime.milliseconds("created_at")) AS created_ms, \(UnixTime.milliseconds("disabled_at")) AS disabled_ms,
                     disabled_reason
                 FROM users WHERE id = ?
                 """, userID
@@ -78,7 +78,7 @@ package struct UserRecord: Sendable {
         else { return nil }
         let emails = try connection.query(
             """
-            SELECT address, is_private_relay, forwarding_enabled, verified, \(milliseconds("created_at")) AS created_ms
+            SELECT address, is_private_relay, forwarding_enabled, verified, \(UnixTime.milliseconds("created_at")) AS created_ms
             FROM user_emails WHERE user_id = ? ORDER BY id
             """, userID
         ).map { row in
@@ -89,7 +89,7 @@ package struct UserRecord: Sendable {
         }
         let identities = try connection.query(
             """
-            SELECT i.sub, i.team_id, i.audience, i.consent_state, i.real_user_status, \(milliseconds("i.created_at")) AS created_ms,
+            SELECT i.sub, i.team_id, i.audience, i.consent_state, i.real_user_status, \(UnixTime.milliseconds("i.created_at")) AS created_ms,
                 (SELECT GROUP_CONCAT(t.client_id ORDER BY t.client_id SEPARATOR ' ') FROM apple_tokens t WHERE t.identity_id = i.id)
                     AS clients
             FROM apple_identities i WHERE i.user_id = ? ORDER BY i.id
@@ -104,9 +104,9 @@ package struct UserRecord: Sendable {
         }
         let sessions = try connection.query(
             """
-            SELECT id, device, cookie_hash IS NOT NULL AS is_web, apple_client_id, \(milliseconds("created_at")) AS created_ms,
-                \(milliseconds("last_used_at")) AS last_used_ms, \(milliseconds("expires_at")) AS expires_ms,
-                \(milliseconds("revoked_at")) AS revoked_ms, revoke_reason
+            SELECT id, device, cookie_hash IS NOT NULL AS is_web, apple_client_id, \(UnixTime.milliseconds("created_at")) AS created_ms,
+                \(UnixTime.milliseconds("last_used_at")) AS last_used_ms, \(UnixTime.milliseconds("expires_at")) AS expires_ms,
+                \(UnixTime.milliseconds("revoked_at")) AS revoked_ms, revoke_reason
             FROM sessions WHERE user_id = ? ORDER BY id
             """, userID
         ).map { row in
@@ -121,11 +121,6 @@ package struct UserRecord: Sendable {
             createdAt: try user.decode(column: "created_ms"), disabledAt: try user.decode(column: "disabled_ms"),
             disabledReason: try user.decode(column: "disabled_reason"), emails: emails, identities: identities,
             sessions: sessions, auditEvents: try AuditLog.recent(userID: userID, limit: auditLimit, on: connection))
-    }
-
-    /// `column` (a DATETIME(3) in UTC) as Unix milliseconds, NULL staying NULL.
-    package static func milliseconds(_ column: String) -> String {
-        "CAST(UNIX_TIMESTAMP(\(column)) * 1000 AS SIGNED)"
     }
 }
 
@@ -145,7 +140,7 @@ package struct UserSummary: Sendable, Equatable {
         let columns = """
             u.id, NULLIF(CONCAT_WS(' ', u.first_name, u.last_name), '') AS name,
                 (SELECT address FROM user_emails e WHERE e.user_id = u.id ORDER BY e.id LIMIT 1) AS email,
-                \(UserRecord.milliseconds("u.created_at")) AS created_ms, u.disabled_at IS NOT NULL AS disabled
+                \(UnixTime.milliseconds("u.created_at")) AS created_ms, u.disabled_at IS NOT NULL AS disabled
             """
         let rows =
             if !query.isEmpty, query.allSatisfy(\.isASCII), query.allSatisfy(\.isNumber) {

@@ -28,7 +28,7 @@ package enum AuditLog {
     ) throws -> [UserRecord.AuditEvent] {
         // One statement per filter, each whole, so that a user's events are found through their index.
         let columns = """
-            id, event_type, \(UserRecord.milliseconds("occurred_at")) AS occurred_ms, user_id, session_id, remote_address, detail
+            id, event_type, \(UnixTime.milliseconds("occurred_at")) AS occurred_ms, user_id, session_id, remote_address, detail
             """
         let rows =
             if let userID {

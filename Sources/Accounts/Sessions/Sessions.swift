@@ -197,8 +197,8 @@ package enum Sessions {
     package static func list(userID: UInt64, on connection: Connection) throws -> [SessionSummary] {
         try connection.query(
             """
-            SELECT id, device, cookie_hash IS NOT NULL AS is_web, CAST(UNIX_TIMESTAMP(created_at) AS SIGNED) AS created,
-                CAST(UNIX_TIMESTAMP(last_used_at) AS SIGNED) AS last_used, CAST(UNIX_TIMESTAMP(expires_at) AS SIGNED) AS expires
+            SELECT id, device, cookie_hash IS NOT NULL AS is_web, \(UnixTime.seconds("created_at")) AS created,
+                \(UnixTime.seconds("last_used_at")) AS last_used, \(UnixTime.seconds("expires_at")) AS expires
             FROM sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > UTC_TIMESTAMP(3)
             ORDER BY last_used_at DESC, id DESC LIMIT 500
             """, userID

@@ -124,13 +124,15 @@ package enum AppleAccounts {
         }
         let placement = try AccountPlacement.place(owner: owner, target: target, on: connection)
         let userID: UInt64
+        // A new user's creation time is the one the answer gives, stored to the millisecond.
+        let createdAt = UnixTime.nowMilliseconds()
         if let placed = placement.userID {
             userID = placed
         } else {
             userID = try newUserID()
             try connection.executeWithNext(
-                "INSERT INTO users (id, first_name, last_name, external_id) VALUES (?, ?, ?, ?)", userID, firstName, lastName,
-                placement.externalID)
+                "INSERT INTO users (id, first_name, last_name, external_id, created_at) VALUES (?, ?, ?, ?, FROM_UNIXTIME(? / 1000))",
+                userID, firstName, lastName, placement.externalID, createdAt)
         }
         let identityID: UInt64?
         if let existing {
@@ -178,7 +180,7 @@ package enum AppleAccounts {
         let linkedBy = placement.linkedBy ?? (transfer == nil ? nil : .teamTransfer)
         guard placement.userID == nil else { return SignedInAccount(userID: userID, isNewUser: false, linkedBy: linkedBy) }
         let profile = Profile(
-            userID: userID, firstName: firstName, lastName: lastName, createdAt: Int64(Date().timeIntervalSince1970),
+            userID: userID, firstName: firstName, lastName: lastName, createdAt: UnixTime.seconds(milliseconds: createdAt),
             emails: storedEmail.map { [$0] } ?? [], externalID: placement.externalID)
         return SignedInAccount(userID: userID, isNewUser: true, newProfile: profile, linkedBy: linkedBy)
     }

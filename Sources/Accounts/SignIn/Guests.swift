@@ -6,8 +6,12 @@ package import MariaDB
 package enum Guests {
     /// Creates the guest user `id` (taken from `IDBlocks`). Must run inside a transaction with their
     /// first session; the insert goes with its next statement or its COMMIT.
-    package static func create(id: UInt64, on connection: Connection) throws {
-        try connection.executeWithNext("INSERT INTO users (id, guest_since) VALUES (?, UTC_TIMESTAMP(3))", id)
+    /// - Returns: the user's creation time in Unix seconds, as every answer gives it.
+    package static func create(id: UInt64, on connection: Connection) throws -> Int64 {
+        let createdAt = UnixTime.nowMilliseconds()
+        try connection.executeWithNext(
+            "INSERT INTO users (id, guest_since, created_at) VALUES (?, UTC_TIMESTAMP(3), FROM_UNIXTIME(? / 1000))", id, createdAt)
+        return UnixTime.seconds(milliseconds: createdAt)
     }
 
     /// Up to `limit` guests created more than `days` days ago whose sessions were all last used

@@ -119,7 +119,7 @@ package enum WebhookDeliveries {
     {
         try connection.query(
             """
-            SELECT CAST(UNIX_TIMESTAMP(a.attempted_at) AS SIGNED) AS attempted, e.public_id, e.event_type, e.user_id, a.endpoint, a.status,
+            SELECT \(UnixTime.seconds("a.attempted_at")) AS attempted, e.public_id, e.event_type, e.user_id, a.endpoint, a.status,
                 a.error, a.duration_ms
             FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id
             WHERE e.public_id = COALESCE(?, e.public_id) AND e.user_id = COALESCE(?, e.user_id)
@@ -139,7 +139,7 @@ package enum WebhookDeliveries {
     package static func counts(on connection: Connection) throws -> [DeliveryCount] {
         try connection.query(
             """
-            SELECT d.endpoint, CAST(d.state AS CHAR) AS state, COUNT(*) AS count, CAST(UNIX_TIMESTAMP(MIN(e.created_at)) AS SIGNED) AS oldest
+            SELECT d.endpoint, CAST(d.state AS CHAR) AS state, COUNT(*) AS count, \(UnixTime.seconds("MIN(e.created_at)")) AS oldest
             FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
             GROUP BY d.endpoint, d.state ORDER BY d.endpoint, d.state
             """

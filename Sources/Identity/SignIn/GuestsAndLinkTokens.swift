@@ -40,11 +40,11 @@ extension SignInUseCases {
             let settings = try requireSessions()
             guard settings.guestAccounts else { throw IdentityError(.guestsDisabled) }
             let refreshToken = try OpaqueToken()
-            let (userID, sessionID) = try retryingConflicts {
+            let (userID, sessionID, createdAt) = try retryingConflicts {
                 try transaction { connection in
                     let userID = try newID(.users)
                     let sessionID = try newID(.sessions)
-                    try Guests.create(id: userID, on: connection)
+                    let createdAt = try Guests.create(id: userID, on: connection)
                     try Sessions.create(
                         id: sessionID, userID: userID, appleClientID: nil, device: device, refreshTokenHash: refreshToken.hash,
                         cookieHash: nil,
@@ -53,11 +53,11 @@ extension SignInUseCases {
                         "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
                         detail: JSONText.object([("flow", .string("guest")), ("newUser", .bool(true))]), on: connection)
                     try report(.userCreated(flow: "guest", email: nil, firstName: nil, lastName: nil), userID: userID, on: connection)
-                    return (userID, sessionID)
+                    return (userID, sessionID, createdAt)
                 }
             }
             var grant = try issue(userID: userID, sessionID: sessionID, refreshToken: refreshToken.value)
-            grant.profile = Profile(userID: userID, firstName: nil, lastName: nil, createdAt: Int64(clock.now()), emails: [], isGuest: true)
+            grant.profile = Profile(userID: userID, firstName: nil, lastName: nil, createdAt: createdAt, emails: [], isGuest: true)
             grant.isNewUser = true
             return grant
         }
