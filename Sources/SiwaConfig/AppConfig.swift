@@ -55,6 +55,8 @@ package struct AppConfig: Sendable {
     package var webhooks: WebhookSettings?
     /// What the account page shows of the app.
     package var page: PageSettings
+    /// Apple's domain-association file; nil when none is needed (the path is then a 404).
+    package var domainAssociation: DomainAssociation?
     /// Days audit events are kept; nil keeps them.
     package var auditRetentionDays: Int?
 
@@ -288,6 +290,11 @@ package struct AppConfig: Sendable {
         Key(
             name: "SIWA_PAGE_PROGRESS", type: #"true\|false"#, defaultValue: "false", required: "no",
             summary: "the account page shows the progress the app syncs (level, XP, streak, lessons, achievements) once some is synced"),
+        Key(
+            name: "SIWA_DOMAIN_ASSOCIATION_FILE", type: "path", defaultValue: nil, shownDefault: "none (404)", required: "no",
+            summary:
+                "Apple's `apple-developer-domain-association.txt`, served at `/.well-known/`, for a Services ID whose registration asks for one (Apple's current registration does not); keep it under /etc/siwa (`siwa setup --domain-association`)"
+        ),
     ]
 
     /// Reads and validates the configuration.
@@ -339,6 +346,7 @@ package struct AppConfig: Sendable {
         accessTokenAlgorithm = reader.accessTokenAlgorithm()
         webhooks = reader.webhookSettings()
         page = reader.pageSettings()
+        domainAssociation = reader.domainAssociation()
         auditRetentionDays =
             reader.optionalString("SIWA_AUDIT_RETENTION_DAYS") == nil ? nil : reader.integer("SIWA_AUDIT_RETENTION_DAYS", in: 1...3650)
         reader.rejectUnknownKeys()
@@ -573,6 +581,20 @@ extension EnvironmentReader {
             problem("SIWA_APP_NAME: expected at most \(PageSettings.maximumNameLength) characters without control characters")
         }
         return PageSettings(appName: name, showsProgress: boolean("SIWA_PAGE_PROGRESS"))
+    }
+
+    /// Apple's domain-association file, read once: nil when the key is unset.
+    mutating func domainAssociation() -> DomainAssociation? {
+        guard let path = optionalString("SIWA_DOMAIN_ASSOCIATION_FILE") else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            problem("SIWA_DOMAIN_ASSOCIATION_FILE: cannot read \(path)")
+            return nil
+        }
+        guard !data.isEmpty, data.count <= DomainAssociation.maximumBytes else {
+            problem("SIWA_DOMAIN_ASSOCIATION_FILE: \(path) is empty or larger than 64 KiB; expected the file Apple gave")
+            return nil
+        }
+        return DomainAssociation(path: path, contents: Array(data))
     }
 
     /// The type of the access-token keys `siwa keys rotate` makes.

@@ -18,10 +18,10 @@ struct Doctor: ParsableCommand {
             The configuration; the database and its migrations; the socket nginx uses; the key files; \
             Apple: reachable, the client secret accepted for each client id (a token request with a \
             deliberately invalid code: invalid_grant means the secret is good), the clock against Apple's; \
-            the domain-association file; the public URL's TLS certificate.
+            the public URL's TLS certificate; Apple's domain-association file, served as configured, or \
+            not needed.
             """)
 
-    @Option(help: "The public files nginx serves.") var publicDir = "/usr/share/siwa/public"
     @Option(help: "The user nginx's workers run as.") var nginxUser = "www-data"
     @Option(help: "CA certificates trusted for the public URL (default: the system's).") var publicCAFile: String?
 
@@ -41,8 +41,8 @@ struct Doctor: ParsableCommand {
         checkSocket(config, &report)
         checkKeys(config, &report)
         if let apple = config.apple { checkApple(apple, &report) } else { report.fail("apple", "not configured", fix: "set SIWA_APPLE_*") }
-        checkDomainAssociation(config, &report)
         checkPublicURL(config, &report)
+        checkDomainAssociation(config, &report)
         report.finish()
     }
 
@@ -165,18 +165,28 @@ struct Doctor: ParsableCommand {
         }
     }
 
+    /// Apple's current registration of a web domain needs no file: without
+    /// SIWA_DOMAIN_ASSOCIATION_FILE there is nothing to check. With one, the public URL must serve
+    /// exactly that file.
     func checkDomainAssociation(_ config: AppConfig, _ report: inout DoctorReport) {
-        let path = publicDir + "/.well-known/apple-developer-domain-association.txt"
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8), !text.isEmpty else {
-            report.fail("domain association", "\(path) is missing", fix: "download it at Apple (Services ID, Configure) and put it there")
+        guard let association = config.domainAssociation else {
+            report.pass(
+                "domain association", "not needed (Apple's current registration); SIWA_DOMAIN_ASSOCIATION_FILE if Apple asks for one")
             return
         }
-        if text.hasPrefix("# Replace this file") {
-            report.fail(
-                "domain association", "\(path) is still the placeholder",
-                fix: "replace it with the file Apple gives for the Services ID's domain (Certificates, Identifiers & Profiles)")
-        } else {
-            report.pass("domain association", "\(path) is present")
+        guard let url = config.sessions?.publicURL else { return }
+        let http = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, timeout: 10, caFile: publicCAFile))
+        do {
+            let response = try http.send(HTTPRequest(method: "GET", url: url + DomainAssociation.urlPath))
+            if response.status == 200 && response.body == association.contents {
+                report.pass("domain association", "\(url)\(DomainAssociation.urlPath) serves \(association.path)")
+            } else {
+                report.fail(
+                    "domain association", "\(url)\(DomainAssociation.urlPath) answered \(response.status), not \(association.path)",
+                    fix: "systemctl restart siwa (it reads the file at start); the nginx site must include siwa-locations.conf")
+            }
+        } catch {
+            report.fail("domain association", "\(url): \(error)", fix: "see the public URL's check")
         }
     }
 

@@ -36,6 +36,12 @@ struct Setup: ParsableCommand {
     @Option(help: "Apple's base URL (only for the Apple ID emulator).") var appleBaseURL: String?
     @Option(name: .customLong("apple-ca-file"), help: "CA file trusted for Apple's base URL (only for the emulator).")
     var appleCAFile: String?
+    @Option(
+        help: """
+            Apple's apple-developer-domain-association.txt, only if Apple's registration of the Services ID asks for one: \
+            copied into the configuration directory and served at /.well-known/.
+            """)
+    var domainAssociation: String?
     @Option(help: "The migrations directory.") var migrationsDir = "/usr/share/siwa/sql"
     @Option(help: "The FastCGI socket nginx connects to.") var socketPath = "/run/siwa/siwa.sock"
 
@@ -54,6 +60,11 @@ struct Setup: ParsableCommand {
         try files.accessKeys("access_keys")
         if let p8 = values.p8 { try files.copy(p8, to: "apple.p8") }
         try files.config("siwa.env", values.environment(directory: configDir))
+        if let domainAssociation = values.domainAssociation {
+            let name = "apple-developer-domain-association.txt"
+            try files.replace(name, with: try Data(contentsOf: URL(fileURLWithPath: domainAssociation)), from: domainAssociation)
+            try files.addKey("SIWA_DOMAIN_ASSOCIATION_FILE", files.path(name), to: "siwa.env")
+        }
         initializeMariaDBLibrary()
         try values.createDatabase(password: password)
         try values.migrate(password: password)
@@ -93,6 +104,12 @@ struct Setup: ParsableCommand {
             }
         } else {
             problems.append("--p8: required")
+        }
+        if let domainAssociation {
+            let size = FileManager.default.contents(atPath: domainAssociation)?.count ?? 0
+            if size == 0 || size > DomainAssociation.maximumBytes {
+                problems.append("--domain-association: \(domainAssociation) is missing, empty or over 64 KiB; expected the file Apple gave")
+            }
         }
         let ids = clientIDs
         if ids.isEmpty { problems.append("--bundle-ids or --services-id: at least one client id") }
@@ -198,10 +215,35 @@ struct SetupFiles {
 
     /// Writes `path` with `mode`, owned by root (or the caller) and the service's group.
     private func write(_ text: String, to path: String, mode: mode_t) throws {
-        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode]) else {
-            throw ValidationError("cannot write \(path)")
+        try write(Data(text.utf8), to: path, mode: mode)
+    }
+
+    private func write(_ data: Data, to path: String, mode: mode_t) throws {
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: mode]) else {
+            throw ValidationError("cannot write \(path): \(String(cString: strerror(errno)))")
         }
         _ = chown(path, geteuid(), owner.gid)
+    }
+
+    /// Writes `name` with `data` (root and the service's group, 0640) unless it holds that already:
+    /// a file the operator may be given again, such as Apple's domain-association file.
+    func replace(_ name: String, with data: Data, from source: String) throws {
+        let file = path(name)
+        if FileManager.default.contents(atPath: file) == data {
+            print("\(file): kept")
+            return
+        }
+        try write(data, to: file, mode: 0o640)
+        print("\(file): copied from \(source)")
+    }
+
+    /// Adds `key=value` to the configuration file `name` unless it sets `key` already.
+    func addKey(_ key: String, _ value: String, to name: String) throws {
+        let file = path(name)
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        guard !text.split(separator: "\n").contains(where: { $0.hasPrefix(key + "=") }) else { return }
+        try write(text + (text.hasSuffix("\n") || text.isEmpty ? "" : "\n") + "\(key)=\(value)\n", to: file, mode: 0o640)
+        print("\(file): \(key) added")
     }
 
     func makeDirectory() throws {

@@ -64,6 +64,27 @@ import Testing
         #expect(throws: MigrationError.self) { try Migrator(directory: directory).migrate(on: connection) }
     }
 
+    @Test("A database migrated by a newer siwa is refused by an older one, which says it is a downgrade, and nothing runs")
+    func refusesDowngrade() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        try write("0002_second.sql", "CREATE TABLE b (id INT PRIMARY KEY);")
+        _ = try Migrator(directory: directory).migrate(on: connection)
+        // The older siwa's files: the first only, and a pending one of its own.
+        try FileManager.default.removeItem(atPath: directory + "/0002_second.sql")
+        do {
+            _ = try Migrator(directory: directory).migrate(on: connection)
+            Issue.record("a downgrade was accepted")
+        } catch let error as MigrationError {
+            #expect(error.problems.count == 1)
+            #expect(
+                error.description.contains("the database is newer than this siwa: migration 0002 was applied, this siwa knows up to 0001"))
+            #expect(error.description.contains("a downgrade is refused"))
+        }
+        #expect(try Migrator(directory: directory).applied(on: connection).keys.sorted() == [1, 2])
+    }
+
     @Test("Badly named and duplicate-version files are refused before anything runs")
     func badNames() throws {
         try write("1_first.sql", "SELECT 1;")

@@ -16,8 +16,11 @@ private struct InternalFailure: Error, CustomStringConvertible {
 
 @Suite struct WorkerTests {
     /// An application whose database cannot be reached (a socket that does not exist).
-    static func application(extraRoutes: @escaping (inout Router) -> Void = { _ in }) throws -> Application {
-        let config = AppConfig(database: MariaDB.Configuration(endpoint: .unixSocket(path: "/nonexistent/siwa-test.sock"), user: "siwa"))
+    static func application(
+        domainAssociation: DomainAssociation? = nil, extraRoutes: @escaping (inout Router) -> Void = { _ in }
+    ) throws -> Application {
+        var config = AppConfig(database: MariaDB.Configuration(endpoint: .unixSocket(path: "/nonexistent/siwa-test.sock"), user: "siwa"))
+        config.domainAssociation = domainAssociation
         return Application(config: config, logger: Logger(label: "test"), extraRoutes: extraRoutes)
     }
 
@@ -79,6 +82,20 @@ private struct InternalFailure: Error, CustomStringConvertible {
         #expect(settings.status == 405 && settings.contentType == "application/json")
         let start = worker.respond(to: Request(method: "POST", path: "/auth/web/start"))
         #expect(start.status == 405 && start.contentType.hasPrefix("text/html"))
+    }
+
+    @Test("Apple's domain-association file is served as configured, as plain text; without one its path is a JSON 404")
+    func domainAssociation() throws {
+        let path = "/.well-known/apple-developer-domain-association.txt"
+        let none = try Self.application().makeWorker(index: 0)
+        defer { none.close() }
+        let missing = none.respond(to: Request(method: "GET", path: path))
+        #expect(missing.status == 404 && missing.contentType == "application/json")
+        let file = DomainAssociation(path: "/etc/siwa/apple-developer-domain-association.txt", contents: Array("from Apple\n".utf8))
+        let configured = try Self.application(domainAssociation: file).makeWorker(index: 0)
+        defer { configured.close() }
+        let served = configured.respond(to: Request(method: "GET", path: path))
+        #expect(served.status == 200 && served.contentType.hasPrefix("text/plain") && served.body == file.contents)
     }
 
     @Test("A body over its route's limit is refused with 413 before the handler: 32 KiB on /auth/, SIWA_MAX_BODY_BYTES on /sync")

@@ -277,6 +277,22 @@ import Testing
         }
     }
 
+    @Test("Apple's domain-association file: none by default; read once when named; a missing or empty file is named")
+    func domainAssociation() throws {
+        #expect(try AppConfig(environment: Self.minimal).domainAssociation == nil)
+        let file = try temporaryFile(contents: "from Apple\n", mode: 0o640)
+        let read = try AppConfig(environment: Self.minimal.merging(["SIWA_DOMAIN_ASSOCIATION_FILE": file]) { $1 }).domainAssociation
+        #expect(read == DomainAssociation(path: file, contents: Array("from Apple\n".utf8)))
+        let empty = try temporaryFile(contents: "", mode: 0o640)
+        for path in ["/nonexistent/apple-developer-domain-association.txt", empty] {
+            #expect {
+                try AppConfig(environment: Self.minimal.merging(["SIWA_DOMAIN_ASSOCIATION_FILE": path]) { $1 })
+            } throws: { error in
+                "\(error)".contains("SIWA_DOMAIN_ASSOCIATION_FILE") && "\(error)".contains(path)
+            }
+        }
+    }
+
     private func temporaryFile(contents: String, mode: Int) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
         try contents.write(toFile: path, atomically: true, encoding: .utf8)

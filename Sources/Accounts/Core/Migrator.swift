@@ -122,7 +122,16 @@ package struct Migrator: Sendable {
     /// - Throws: `MigrationError` naming every changed, missing or out-of-order file.
     package func verify(applied: [Int: String]) throws {
         var problems: [String] = []
-        for (version, checksum) in applied.sorted(by: { $0.key < $1.key }) {
+        let known = migrations.map(\.version).max() ?? 0
+        if let newest = applied.keys.max(), newest > known {
+            // A downgrade: the schema is a newer siwa's, which this binary may not read or write right.
+            problems.append(
+                String(
+                    format: "the database is newer than this siwa: migration %04d was applied, this siwa knows up to %04d; "
+                        + "run the siwa that migrated it (a downgrade is refused), or restore the database backup taken before the upgrade",
+                    newest, known))
+        }
+        for (version, checksum) in applied.sorted(by: { $0.key < $1.key }) where version <= known {
             guard let migration = migrations.first(where: { $0.version == version }) else {
                 problems.append(String(format: "migration %04d was applied but its file is missing", version))
                 continue

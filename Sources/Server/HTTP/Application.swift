@@ -49,7 +49,7 @@ package final class Application: Sendable {
             sessions: config.sessions,
             database: config.database, webhooks: config.webhooks, clock: clock, metrics: identityMetrics)
         requestMetrics = RequestMetrics(workers: config.workerThreads, factory: factory)
-        var router = Application.routes(page: config.page)
+        var router = Application.routes(page: config.page, domainAssociation: config.domainAssociation)
         // Not part of the HTTP contract: an operator's endpoint, which nginx serves to loopback only.
         if let metrics { router.add("GET", "/metrics", MetricsEndpoint(exporter: metrics).handle) }
         extraRoutes(&router)
@@ -57,8 +57,8 @@ package final class Application: Sendable {
     }
 
     /// The HTTP contract's routes (docs/openapi.yaml documents exactly these), with what the
-    /// account page shows of the app.
-    package static func routes(page: PageSettings = PageSettings()) -> Router {
+    /// account page shows of the app and Apple's domain-association file, if one is configured.
+    package static func routes(page: PageSettings = PageSettings(), domainAssociation: DomainAssociation? = nil) -> Router {
         var router = Router()
         router.add("GET", "/health", HealthRoute.handle)
         router.add("POST", "/auth/apple", NativeSignInRoutes.signIn)
@@ -77,6 +77,7 @@ package final class Application: Sendable {
         router.add("POST", "/auth/callback", WebSignInRoutes.callback)
         router.add("GET", "/auth/web/complete", WebSignInRoutes.complete)
         router.add("GET", "/auth/web/settings", page.handle)
+        router.add("GET", DomainAssociation.urlPath, DomainAssociationRoute(domainAssociation).handle)
         router.add("POST", "/webhook/apple", AppleNotificationRoutes.handle)
         router.add("POST", "/sync", SyncRoutes.handle)
         return router
