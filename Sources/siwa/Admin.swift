@@ -55,7 +55,7 @@ struct Admin: ParsableCommand {
 
         func run() throws {
             let export = try withAdminUseCases { try $0.export(userID: user) }
-            guard let export else { throw AdminFailure("no user \(user)") }
+            guard let export else { throw CommandFailure("no user \(user)") }
             print(output.json ? AccountExportJSON.json(export) : AdminText.describe(export))
         }
     }
@@ -67,8 +67,9 @@ struct Admin: ParsableCommand {
         @Option(help: "Why, kept with the user and in the audit event.") var reason: String?
 
         func run() throws {
-            guard let ended = try withAdminUseCases({ try $0.disableUser(user, reason: reason, by: operatorName()) }) else {
-                throw AdminFailure("no user \(user)")
+            guard let ended = try withAdminUseCases({ try $0.disableUser(user, reason: reason, by: OperatorEnvironment.operatorName()) })
+            else {
+                throw CommandFailure("no user \(user)")
             }
             print("disabled user \(user); \(ended.count) session(s) ended")
         }
@@ -79,7 +80,9 @@ struct Admin: ParsableCommand {
         @Argument(help: "The user id.") var user: UInt64
 
         func run() throws {
-            guard try withAdminUseCases({ try $0.enableUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
+            guard try withAdminUseCases({ try $0.enableUser(user, by: OperatorEnvironment.operatorName()) }) else {
+                throw CommandFailure("no user \(user)")
+            }
             print("enabled user \(user)")
         }
     }
@@ -89,8 +92,8 @@ struct Admin: ParsableCommand {
         @Argument(help: "The session id (siwa admin show lists them).") var session: UInt64
 
         func run() throws {
-            guard try withAdminUseCases({ try $0.revokeSession(session, by: operatorName()) }) else {
-                throw AdminFailure("no active session \(session)")
+            guard try withAdminUseCases({ try $0.revokeSession(session, by: OperatorEnvironment.operatorName()) }) else {
+                throw CommandFailure("no active session \(session)")
             }
             print("revoked session \(session)")
         }
@@ -106,7 +109,9 @@ struct Admin: ParsableCommand {
         @Argument(help: "The user id.") var user: UInt64
 
         func run() throws {
-            guard try withAdminUseCases({ try $0.deleteUser(user, by: operatorName()) }) else { throw AdminFailure("no user \(user)") }
+            guard try withAdminUseCases({ try $0.deleteUser(user, by: OperatorEnvironment.operatorName()) }) else {
+                throw CommandFailure("no user \(user)")
+            }
             print("deleted user \(user)")
         }
     }
@@ -115,15 +120,21 @@ struct Admin: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Everything stored about a user as JSON, as GET /auth/account/export gives it (no token, no hash).")
         @Argument(help: "The user id.") var user: UInt64
-        @Option(name: .shortAndLong, help: "Write to this file (mode 0600) instead of standard output.") var output: String?
+        @Option(
+            name: .shortAndLong,
+            help: "Write to this file (mode 0600; relative to the current directory; owned by whoever ran sudo) instead of standard output."
+        )
+        var output: String?
 
         func run() throws {
-            guard let export = try withAdminUseCases({ try $0.export(userID: user) }) else { throw AdminFailure("no user \(user)") }
+            // Opened first, with the caller's rights and in the caller's directory, before a
+            // `sudo siwa` takes the service user's.
+            let file = try output.map { try OutputFile(creating: $0) }
+            guard let export = try withAdminUseCases({ try $0.export(userID: user) }) else { throw CommandFailure("no user \(user)") }
             let json = AccountExportJSON.json(export) + "\n"
-            guard let output else { return print(json, terminator: "") }
-            guard FileManager.default.createFile(atPath: output, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600])
-            else { throw AdminFailure("cannot write \(output)") }
-            print("wrote \(output)")
+            guard let file else { return print(json, terminator: "") }
+            try file.write(json)
+            print("wrote \(file.path)")
         }
     }
 
@@ -165,8 +176,9 @@ struct Admin: ParsableCommand {
     }
 }
 
-/// A command that found nothing to act on: its message on standard error, exit status 1.
-struct AdminFailure: Error, CustomStringConvertible {
+/// A command that could not do what it was asked (no such user, a file it cannot write): its
+/// message on standard error, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
@@ -184,7 +196,7 @@ func withAdminUseCases<T>(_ body: (AdminUseCases) throws -> T) throws -> T {
     }
     do {
         return try body(AdminUseCases(context: context))
-    } catch let failure as AdminFailure {
+    } catch let failure as CommandFailure {
         throw failure
     } catch let error as MariaDBError {
         // An operator's terminal: the library's message (values redacted), and the likely fix of a
@@ -193,11 +205,4 @@ func withAdminUseCases<T>(_ body: (AdminUseCases) throws -> T) throws -> T {
         FileHandle.standardError.write(Data("database: \(error.debugDescription)\(hint)\n".utf8))
         throw ExitCode(1)
     }
-}
-
-/// The operator named in audit events: the OS user, and the user who ran sudo.
-func operatorName() -> String {
-    let user = getpwuid(geteuid()).flatMap { String(validatingCString: $0.pointee.pw_name) } ?? "uid \(geteuid())"
-    if let sudo = ProcessInfo.processInfo.environment["SUDO_USER"], !sudo.isEmpty, sudo != user { return "\(user) (sudo by \(sudo))" }
-    return user
 }

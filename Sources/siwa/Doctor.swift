@@ -26,6 +26,7 @@ struct Doctor: ParsableCommand {
     @Option(help: "CA certificates trusted for the public URL (default: the system's).") var publicCAFile: String?
 
     func run() throws {
+        try OperatorEnvironment.adopt()
         var report = DoctorReport()
         let config: AppConfig
         do {

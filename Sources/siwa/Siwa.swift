@@ -20,8 +20,10 @@ struct Siwa: ParsableCommand {
     )
 }
 
-/// Reads the configuration from the environment, or prints every problem and exits with EX_CONFIG.
+/// Reads the configuration from the environment (run as root without one: from /etc/siwa/siwa.env,
+/// with the service user's rights), or prints every problem and exits with EX_CONFIG.
 func loadConfiguration() throws -> AppConfig {
+    try OperatorEnvironment.adopt()
     do {
         return try AppConfig(environment: ProcessInfo.processInfo.environment)
     } catch let error as ConfigurationError {

@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import SiwaConfig
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What lets an operator type `sudo siwa admin …` (or `doctor`, `webhooks`, `migrate`, `keys`, ...)
+/// on an installed server: a command run as root with no configuration in its environment reads
+/// /etc/siwa/siwa.env itself, as the units do, and then gives up root for the service user's rights,
+/// so it reads the same files and writes keys the service can read. A configuration already in the
+/// environment (the units, the tests, `scripts/run`) is used as it is, and nothing is dropped.
+enum OperatorEnvironment {
+    /// The configuration file the units read (`EnvironmentFile=`).
+    static let file = "/etc/siwa/siwa.env"
+    /// The user the units run as.
+    static let serviceUser = "siwa"
+
+    /// Adopts /etc/siwa/siwa.env and the service user's rights when run as root without a
+    /// configuration; otherwise does nothing. Call before the configuration is read, after opening
+    /// any file the caller asked to be written (it is the caller's, not the service's).
+    static func adopt() throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard geteuid() == 0, environment["SIWA_DB_NAME"] == nil, FileManager.default.fileExists(atPath: file) else { return }
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw CommandFailure("cannot read \(file): \(error.localizedDescription)")
+        }
+        for (name, value) in EnvironmentFile.parse(text) where environment[name] == nil { setenv(name, value, 1) }
+        try dropToServiceUser()
+    }
+
+    /// Gives up root for the service user's uid, group and supplementary groups, for good.
+    private static func dropToServiceUser() throws {
+        guard let entry = getpwnam(serviceUser) else {
+            throw CommandFailure("no user \(serviceUser): is the siwa package installed? (run as the service user instead)")
+        }
+        let uid = entry.pointee.pw_uid
+        let gid = entry.pointee.pw_gid
+        guard initgroups(serviceUser, gid) == 0, setgid(gid) == 0, setuid(uid) == 0, setuid(0) != 0 else {
+            throw CommandFailure("cannot take the rights of \(serviceUser): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The person an audit event names: the one who ran sudo, or whose login this is, and the
+    /// account the command ran as when that differs.
+    static func operatorName() -> String {
+        let account = userName(geteuid()) ?? "uid \(geteuid())"
+        let person: String? =
+            if let sudo = ProcessInfo.processInfo.environment["SUDO_USER"], !sudo.isEmpty {
+                sudo
+            } else if let login = try? String(contentsOfFile: "/proc/self/loginuid", encoding: .utf8),
+                let uid = uid_t(login.trimmingCharacters(in: .whitespacesAndNewlines)), uid != uid_t.max
+            {
+                userName(uid)
+            } else {
+                nil
+            }
+        guard let person, person != account else { return account }
+        return "\(person) (as \(account))"
+    }
+
+    private static func userName(_ uid: uid_t) -> String? {
+        getpwuid(uid).flatMap { String(validatingCString: $0.pointee.pw_name) }
+    }
+}
+
+/// A file an operator asked a command to write (`-o`): created at once, mode 0600, in the caller's
+/// directory and with the caller's rights, and given to the person who ran sudo, so that every
+/// failure is known before any work and names the path, the cause and the fix.
+struct OutputFile {
+    /// The absolute path.
+    let path: String
+    private let descriptor: Int32
+
+    init(creating name: String) throws {
+        path = name.hasPrefix("/") ? name : FileManager.default.currentDirectoryPath + "/" + name
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            let cause = String(cString: strerror(errno))
+            throw CommandFailure(
+                "cannot write \(path): \(cause) (the command runs as \(OperatorEnvironment.operatorName()); "
+                    + "name a file in a directory it can write, or leave out -o for standard output)")
+        }
+        let environment = ProcessInfo.processInfo.environment
+        if geteuid() == 0, let uid = environment["SUDO_UID"].flatMap(uid_t.init), let gid = environment["SUDO_GID"].flatMap(gid_t.init) {
+            _ = fchown(descriptor, uid, gid)
+        }
+        _ = fchmod(descriptor, 0o600)
+    }
+
+    /// Writes `text` and closes the file.
+    func write(_ text: String) throws {
+        defer { close(descriptor) }
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+}
