@@ -30,8 +30,11 @@ install_packages() {
 
 # The project's Python tools (Tests/EndToEnd/requirements.txt, versions pinned) in .venv, installed
 # from PyPI when missing or when the requirements changed. Prints the environment's bin directory.
+# python_tools sslyze: the TLS scanner instead, from requirements-sslyze.txt into .venv-sslyze (it
+# pins a cryptography the other tools cannot share).
 python_tools() {
-    local venv=$SIWA_ROOT/.venv requirements=$SIWA_ROOT/Tests/EndToEnd/requirements.txt
+    local suffix=${1:+-$1}
+    local venv=$SIWA_ROOT/.venv$suffix requirements=$SIWA_ROOT/Tests/EndToEnd/requirements$suffix.txt
     if ! cmp -s "$requirements" "$venv/requirements.txt" 2>/dev/null; then
         log "installing the Python tools into $venv"
         rm -rf "$venv"
