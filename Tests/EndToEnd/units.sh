@@ -6,6 +6,7 @@
 # ExecStart= in the background; stop sends KillSignal=SIGTERM to the main process and waits for it.
 # Installed on PATH as deb-systemd-invoke, it is what the package's maintainer scripts call:
 #   units.sh start|stop|restart|try-restart UNIT...    (UNIT as siwa.service or siwa)
+#   units.sh try-reload-or-restart nginx               (the test's nginx, at $UNITS_NGINX_PREFIX, if it runs)
 # State (pid files, logs) is kept in $UNITS_STATE.
 set -euo pipefail
 : "${UNITS_STATE:?UNITS_STATE names the directory of the pid files and logs of the units}"
@@ -55,6 +56,12 @@ for unit in "$@"; do
     stop) stop "$unit" ;;
     restart) stop "$unit" && start "$unit" ;;
     try-restart) if running "$unit"; then stop "$unit" && start "$unit"; fi ;;
+    try-reload-or-restart)
+        [ "$unit" = nginx ] || { echo "units.sh: only nginx is reloaded" >&2; exit 2; }
+        if [ -n "${UNITS_NGINX_PREFIX:-}" ] && [ -s "$UNITS_NGINX_PREFIX/nginx.pid" ] && kill -0 "$(cat "$UNITS_NGINX_PREFIX/nginx.pid")" 2>/dev/null; then
+            nginx -p "$UNITS_NGINX_PREFIX" -c "$UNITS_NGINX_PREFIX/nginx.conf" -e "$UNITS_NGINX_PREFIX/error.log" -s reload
+        fi
+        ;;
     *) echo "units.sh: unknown action $action" >&2; exit 2 ;;
     esac
     echo "$action $unit" >>"$UNITS_STATE/calls"
