@@ -12,7 +12,7 @@ struct EmulatorCommand: ParsableCommand {
         commandName: "appleid-emulator",
         abstract: "A local stand-in for Apple's Sign in with Apple endpoints, served over FastCGI.",
         discussion: "See docs/EMULATOR.md for the configuration file and the admin API.",
-        subcommands: [Serve.self, Mint.self], defaultSubcommand: Serve.self)
+        subcommands: [Serve.self, Mint.self, MakeKey.self], defaultSubcommand: Serve.self)
 }
 
 /// `appleid-emulator mint --config FILE --client-id ID --count N`: prints N identity tokens of new
@@ -38,6 +38,28 @@ struct Mint: ParsableCommand {
             out += token + " " + nonce + "\n"
         }
         FileHandle.standardOutput.write(Data(out.utf8))
+    }
+}
+
+/// `appleid-emulator make-key --key-id ID --dir DIR`: the team's key, as Apple lets you download it.
+struct MakeKey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a new team key as Apple's download names it, DIR/AuthKey_<key id>.p8 (P-256, PKCS#8, mode 0600).",
+        discussion: "The emulator's teamKeyFile and siwa's SIWA_APPLE_PRIVATE_KEY_FILE (siwa setup --p8) are this file.")
+
+    @Option(help: "The key id: 10 characters A-Z and 0-9 (the configuration's keyId, siwa's --key-id).")
+    var keyId: String
+
+    @Option(help: "The directory to write it in.")
+    var dir: String
+
+    func run() throws {
+        do {
+            print(try TeamKeyFile.write(keyID: keyId, directory: dir))
+        } catch let refusal as TeamKeyFile.Refusal {
+            FileHandle.standardError.write(Data("appleid-emulator: \(refusal)\n".utf8))
+            throw ExitCode(1)
+        }
     }
 }
 

@@ -67,3 +67,77 @@ delivered=$(json deliveredStatus <<<"$APPLE_BODY")
 [ -n "$delivered" ] || fail "the notification was not delivered: $APPLE_BODY"
 grep -q "POST /webhook/apple" "$E2E_TMP/nginx/access.log" || fail "no POST /webhook/apple in nginx's log"
 pass "a signed notification is delivered through nginx to /webhook/apple (answered $delivered)"
+
+# --- The emulator outside scripts/run, as docs/EMULATOR.md ("Running it outside scripts/run") says:
+# its three blocks, run as written with this check's values for the five variables, in a clean
+# environment with only siwa and appleid-emulator on PATH; the documented nginx site in an nginx of
+# its own; siwa set up by the documented options (and this check's database options) passes
+# doctor's Apple checks against it.
+ANY=$E2E_TMP/anywhere
+mkdir -p "$ANY/bin" "$ANY/nginx/temp"
+chmod 755 "$ANY"
+ln -sf "$E2E_BIN" "$ANY/bin/siwa"
+ln -sf "$(dirname "$E2E_BIN")/appleid-emulator" "$ANY/bin/appleid-emulator"
+ANY_PORT=$(free_port)
+python3 - "$(dirname "$0")/../../docs/EMULATOR.md" "$ANY" "$ANY_PORT" <<'PY' || fail "docs/EMULATOR.md lacks its three blocks"
+import re, sys
+doc, out, port = sys.argv[1:]
+section = open(doc).read().split("## Running it outside scripts/run", 1)[1].split("**Using the real Apple instead**", 1)[0]
+blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+assert len(blocks) == 3, len(blocks)
+values = {"EMULATOR": f"{out}/emulator", "HOST": "localhost", "PORT": port,
+          "SIWA_URL": "https://localhost:8443", "NGINX_SITE": f"{out}/emulator-site.conf"}
+lines = blocks[0].splitlines()
+for name in values:
+    index = next(i for i, line in enumerate(lines) if line.startswith(name + "="))
+    lines[index] = f"{name}={values[name]}"
+prelude = "".join(f"{name}={value}\n" for name, value in values.items())
+open(f"{out}/prepare.sh", "w").write("\n".join(lines) + "\n")
+open(f"{out}/start.sh", "w").write(prelude + "exec " + blocks[1].strip() + "\n")
+open(f"{out}/setup.sh", "w").write(prelude + blocks[2].rstrip() + ' "$@"\n')
+PY
+clean_env() { env -i PATH="$ANY/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@"; }
+out=$(clean_env bash -euo pipefail "$ANY/prepare.sh" 2>&1) || fail "EMULATOR.md's preparing block: $out"
+[ "$(stat -c '%a' "$ANY/emulator/AuthKey_KEYID00001.p8")" = 600 ] && head -1 "$ANY/emulator/AuthKey_KEYID00001.p8" | grep -q "BEGIN PRIVATE KEY" \
+    || fail "make-key did not write Apple's .p8 shape"
+cat >"$ANY/nginx/nginx.conf" <<CONF
+user root;
+pid $ANY/nginx/nginx.pid;
+error_log $ANY/nginx/error.log warn;
+events {}
+http {
+    access_log $ANY/nginx/access.log;
+    client_body_temp_path $ANY/nginx/temp/body;
+    fastcgi_temp_path $ANY/nginx/temp/fastcgi;
+    proxy_temp_path $ANY/nginx/temp/proxy;
+    uwsgi_temp_path $ANY/nginx/temp/uwsgi;
+    scgi_temp_path $ANY/nginx/temp/scgi;
+    include $ANY/emulator-site.conf;
+}
+CONF
+clean_env bash "$ANY/start.sh" >>"$ANY/emulator.log" 2>&1 &
+echo $! >"$ANY/emulator.pid"
+trap 'stop_nginx "$ANY/nginx"; stop_pidfile "$ANY/emulator.pid" 10' EXIT
+wait_for_socket "$ANY/emulator/emulator.sock" "$ANY/emulator.pid" "$ANY/emulator.log" appleid-emulator
+[ "$(stat -c '%U' "$ANY/emulator/emulator.sock")" = www-data ] || fail "the emulator does not run as www-data"
+nginx -t -q -p "$ANY/nginx" -c "$ANY/nginx/nginx.conf" -e "$ANY/nginx/error.log" || fail "the documented site: $(cat "$ANY/nginx/error.log")"
+start_nginx "$ANY/nginx"
+ANY_URL=https://localhost:$ANY_PORT
+for _ in $(seq 50); do
+    [ "$(curl -s --cacert "$ANY/emulator/tls-cert.pem" -o /dev/null -w '%{http_code}' "$ANY_URL/auth/keys")" = 200 ] && break
+    sleep 0.1
+done
+[ "$(curl -s --cacert "$ANY/emulator/tls-cert.pem" -o /dev/null -w '%{http_code}' "$ANY_URL/auth/keys")" = 200 ] \
+    || fail "the documented emulator over TLS verified with its own certificate: $(tail -3 "$ANY/nginx/error.log")"
+[ "$(curl -s --cacert "$ANY/emulator/tls-cert.pem" -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$ANY/emulator/admin_secret")" \
+    -d '{"email":"anywhere@example.com"}' "$ANY_URL/admin/users")" = 201 ] || fail "the documented emulator's admin API"
+out=$(clean_env bash -euo pipefail "$ANY/setup.sh" --config-dir "$ANY/etc" --service-user root --socket-path "$ANY/siwa.sock" \
+    --db-socket "$E2E_TMP/db/mysql.sock" --db-admin-socket "$E2E_TMP/db/mysql.sock" --db-name siwa_anywhere --db-user siwa_anywhere \
+    --migrations-dir "$(dirname "$0")/../../sql" </dev/null 2>&1) || fail "EMULATOR.md's siwa setup: $out"
+grep -q "^SIWA_APPLE_BASE_URL=$ANY_URL$" "$ANY/etc/siwa.env" && grep -q "^SIWA_APPLE_CA_FILE=$ANY/emulator/tls-cert.pem$" "$ANY/etc/siwa.env" \
+    || fail "siwa setup did not point siwa at the emulator: $(cat "$ANY/etc/siwa.env")"
+report=$(clean_env bash -c 'set -a; . "$0"; set +a; exec siwa doctor' "$ANY/etc/siwa.env" 2>&1 || true)
+for line in "^ok    apple keys:" "^ok    client secret: com.example.app: accepted" "^ok    client secret: com.example.app.web: accepted" "^ok    clock:"; do
+    grep -q "$line" <<<"$report" || fail "siwa doctor against the documented emulator lacks '$line': $report"
+done
+pass "docs/EMULATOR.md outside scripts/run, as written: make-key wrote AuthKey_KEYID00001.p8, the documented site serves the emulator (as www-data) over TLS verified by its certificate, siwa setup's documented options point siwa at it and doctor's Apple checks pass"
