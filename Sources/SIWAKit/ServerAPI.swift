@@ -71,7 +71,7 @@ struct ServerAPI: Sendable {
         }
         let body = try? JSONDecoder().decode(Body.self, from: data)
         return ServerError(
-            status: response.statusCode, code: body?.error ?? "http_\(response.statusCode)",
+            status: response.statusCode, code: ServerError.Code(rawValue: body?.error ?? "http_\(response.statusCode)"),
             message: body?.message ?? HTTPURLResponse.localizedString(forStatusCode: response.statusCode),
             retryAfter: response.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) })
     }

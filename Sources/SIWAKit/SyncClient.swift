@@ -1,5 +1,7 @@
 public import Foundation
-public import SyncRules
+// The sync types an app records (`LessonProgress`, `AchievementProgress`, `ProfileChange`, `SyncLimits`)
+// come with `import SIWAKit` alone.
+@_exported public import SyncRules
 
 /// Syncs the person's profile, lesson progress and achievements with the server (`POST /sync`).
 ///
