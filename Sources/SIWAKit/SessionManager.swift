@@ -18,6 +18,9 @@ public actor SessionManager {
     private var endReason: SignOutReason = .neverSignedIn
     private var refreshing: Task<StoredSession, any Error>?
     private var observers: [UUID: AsyncStream<AuthState>.Continuation] = [:]
+    private var eventObservers: [UUID: AsyncStream<AuthEvent>.Continuation] = [:]
+    /// The state as the last change left it, for reading without `await`.
+    private nonisolated let latest: LatestState
 
     static let storageKey = "session"
 
@@ -26,8 +29,20 @@ public actor SessionManager {
         self.storage = storage
         self.now = now
         self.refreshMargin = refreshMargin
-        self.session = (try? storage.read(Self.storageKey)).flatMap { try? JSONCoding.decoder().decode(StoredSession.self, from: $0) }
+        let stored = (try? storage.read(Self.storageKey)).flatMap { try? JSONCoding.decoder().decode(StoredSession.self, from: $0) }
+        self.session = stored
+        self.latest = LatestState(stored.map { .signedIn($0.user) } ?? .signedOut(.neverSignedIn), sessionID: stored?.sessionID)
     }
+
+    /// The current state, read without `await` (a SwiftUI view's body, a synchronous callback): the
+    /// same as `state` once the change being made is done.
+    public nonisolated var currentState: AuthState { latest.state }
+
+    /// The signed-in person, read without `await`; nil when signed out.
+    public nonisolated var currentUser: User? { latest.state.user }
+
+    /// The id of the server's session, read without `await`; nil when signed out.
+    public nonisolated var currentSessionID: String? { latest.sessionID }
 
     /// The current state.
     public var state: AuthState {
@@ -44,6 +59,27 @@ public actor SessionManager {
             Task { await self?.removeObserver(id) }
         }
         return stream
+    }
+
+    /// What happened to the session from now on, one event per change and only on a change: a
+    /// sign-in, a token refresh, a changed user (as the server answered it), a sign-out with its
+    /// reason. Unlike `states()`, it starts with nothing: read `currentState` for where things stand.
+    public func events() -> AsyncStream<AuthEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: AuthEvent.self, bufferingPolicy: .bufferingNewest(32))
+        let id = UUID()
+        eventObservers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeEventObserver(id) }
+        }
+        return stream
+    }
+
+    /// Calls `apply` on the main actor with the state now (and no event), then with each event and
+    /// the state it left, until the calling task is cancelled: what a view model does.
+    public func follow(_ apply: @MainActor @Sendable (AuthEvent?, AuthState) -> Void) async {
+        let events = events()
+        await apply(nil, state)
+        for await event in events { await apply(event, currentState) }
     }
 
     /// The id of the server's session, when signed in.
@@ -97,6 +133,7 @@ public actor SessionManager {
         guard session?.sessionID == current.sessionID else { throw SIWAError.signedOut }  // signed out meanwhile
         let renewed = StoredSession(grant: grant, user: current.user, appleUserID: current.appleUserID, receivedAt: now())
         try save(renewed)
+        publish(.tokenRefreshed)
         return renewed
     }
 
@@ -105,13 +142,15 @@ public actor SessionManager {
         refreshing?.cancel()
         refreshing = nil
         try save(StoredSession(grant: grant, user: user, appleUserID: appleUserID, receivedAt: receivedAt))
+        publish(.signedIn(user))
     }
 
-    /// Keeps the user the server last answered with.
+    /// Keeps the user the server last answered with; an event only when it changed.
     func update(_ user: User) throws {
         guard var session, session.user != user else { return }
         session.user = user
         try save(session)
+        publish(.userUpdated(user))
     }
 
     /// Ends the session on the device (the server's side is the caller's business).
@@ -123,20 +162,44 @@ public actor SessionManager {
         endReason = reason
         try? storage.delete(Self.storageKey)
         broadcast()
+        publish(.signedOut(reason))
     }
 
     private func save(_ session: StoredSession) throws {
         let changedUser = self.session?.user != session.user
         try storage.write(try JSONCoding.encoder().encode(session), for: Self.storageKey)
         self.session = session
+        latest.set(state, sessionID: session.sessionID)
         if changedUser { broadcast() }
     }
 
     private func broadcast() {
+        latest.set(state, sessionID: session?.sessionID)
         for observer in observers.values { observer.yield(state) }
+    }
+
+    private func publish(_ event: AuthEvent) {
+        for observer in eventObservers.values { observer.yield(event) }
+    }
+
+    private func removeEventObserver(_ id: UUID) {
+        eventObservers[id] = nil
     }
 
     private func removeObserver(_ id: UUID) {
         observers[id] = nil
     }
+}
+
+/// The state as the last change left it, behind a lock, so it can be read without `await`.
+final class LatestState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: (state: AuthState, sessionID: String?)
+
+    init(_ state: AuthState, sessionID: String?) { value = (state, sessionID) }
+
+    var state: AuthState { lock.withLock { value.state } }
+    var sessionID: String? { lock.withLock { value.sessionID } }
+
+    func set(_ state: AuthState, sessionID: String?) { lock.withLock { value = (state, sessionID) } }
 }
