@@ -105,7 +105,7 @@ start_mariadb() {
     die "MariaDB did not start"
 }
 
-# A three-node MariaDB Galera cluster on loopback, for 51_galera.sh and scripts/bench's cluster
+# A three-node MariaDB Galera cluster on loopback, for 50_galera.sh and scripts/bench's cluster
 # runs. Each node has DIR/nodeN (data, mysql.sock, mariadb.pid, mariadb.log) and listens for SQL on
 # 127.0.0.1:$(cat DIR/nodeN/port). The nodes run as the mysql user: rsync state transfer into a
 # joiner fails for root-owned data directories.
@@ -137,7 +137,7 @@ galera_start_node() {
     if [ "$n" = 1 ] && ! pidfile_alive "$dir/node2/mariadb.pid" && ! pidfile_alive "$dir/node3/mariadb.pid"; then
         bootstrap=--wsrep-new-cluster
     fi
-    # In a subshell, so that the caller's shell does not report the node's end (51_galera kills one).
+    # In a subshell, so that the caller's shell does not report the node's end (50_galera kills one).
     (mariadbd --no-defaults --datadir="$dir/node$n/data" --socket="$dir/node$n/mysql.sock" \
         --port="$(cat "$dir/node$n/port")" --bind-address=127.0.0.1 --pid-file="$dir/node$n/mariadb.pid" \
         --log-error="$dir/node$n/mariadb.log" --user=mysql --character-set-server=utf8mb4 \

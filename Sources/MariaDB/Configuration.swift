@@ -24,7 +24,7 @@ package struct Configuration: Sendable {
     package var endpoints: [Endpoint]
     /// `wsrep_sync_wait` of every session (0: off). On a Galera cluster, 15 makes every statement
     /// (reads, updates, inserts) wait until the node has applied what the cluster committed before
-    /// it. With 1 (reads only), 51_galera.sh lost one of 50 concurrent syncs of one user answered 200
+    /// it. With 1 (reads only), 50_galera.sh lost one of 50 concurrent syncs of one user answered 200
     /// through two nodes, and sessions just opened on another node were not found: a write that ran
     /// on a node's stale rows.
     package var syncWait = 0

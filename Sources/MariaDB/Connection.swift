@@ -343,7 +343,7 @@ package final class Connection {
 
     /// Checks that the server still has this connection's transaction open. On a Galera cluster a
     /// replicated write can abort a local transaction between its statements (a brute-force
-    /// abort); 51_galera.sh saw such a transaction's later statements and its COMMIT answered OK,
+    /// abort); 50_galera.sh saw such a transaction's later statements and its COMMIT answered OK,
     /// with nothing of it kept. The server's status flags tell: its transaction is gone.
     /// - Throws: `MariaDBError(.deadlock)`, which callers retry like any conflict.
     private func requireOpenTransaction() throws {

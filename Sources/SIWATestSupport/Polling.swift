@@ -21,3 +21,15 @@ package func eventually(within seconds: Double, _ condition: () async throws -> 
     }
     return try await condition()
 }
+
+/// `eventually(within:_:)` for a condition on the main actor (a view model's state): polls it every
+/// 10 ms for at most `seconds`, letting the main actor's other work run between.
+@MainActor
+package func eventuallyOnMain(within seconds: Double, _ condition: @MainActor () -> Bool) async -> Bool {
+    let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
+    while DispatchTime.now().uptimeNanoseconds < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
+    }
+    return condition()
+}

@@ -14,6 +14,7 @@ struct Keys: ParsableCommand {
         var algorithm: String?
 
         func keyAlgorithm() throws -> AccessTokenAlgorithm {
+            try OperatorEnvironment.adopt()
             let name = algorithm ?? ProcessInfo.processInfo.environment["SIWA_ACCESS_TOKEN_ALGORITHM"] ?? "ES256"
             guard let algorithm = AccessTokenAlgorithm(rawValue: name.uppercased()) else {
                 throw ValidationError("the algorithm is ES256 or RS256, not \(name)")
@@ -21,7 +22,9 @@ struct Keys: ParsableCommand {
             return algorithm
         }
 
+        /// The key directory; `sudo siwa keys …` reads /etc/siwa/siwa.env and writes as the service user.
         func directory() throws -> String {
+            try OperatorEnvironment.adopt()
             guard let dir = dir ?? ProcessInfo.processInfo.environment["SIWA_ACCESS_KEYS_DIR"], !dir.isEmpty else {
                 throw ValidationError("set SIWA_ACCESS_KEYS_DIR or pass --dir")
             }

@@ -87,7 +87,7 @@ expect_status 413 "webhook body over its 64k limit"
 pass "bodies over the limits get a JSON 413"
 
 # No domain-association file is configured (Apple's current registration needs none): no
-# placeholder is served. 50_package.sh serves one that setup placed.
+# placeholder is served. 51_package.sh serves one that setup placed.
 request GET /.well-known/apple-developer-domain-association.txt
 expect_status 404 "the domain-association file when none is configured"
 grep -q "\"error\":\"not_found\"" <<<"$BODY" || fail "the domain-association 404: $BODY"

@@ -1,4 +1,4 @@
-"""The concurrency checks of 51_galera.sh, through one nginx in front of two siwa hosts.
+"""The concurrency checks of 50_galera.sh, through one nginx in front of two siwa hosts.
 
     galera_checks.py SIWA_URL APPLE_URL ADMIN_SECRET_FILE OUT_DIR CHECK [ARGS]
 

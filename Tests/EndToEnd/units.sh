@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A stand-in for systemd for 50_package.sh, which runs where systemd is not PID 1: starts, stops and
+# A stand-in for systemd for 51_package.sh, which runs where systemd is not PID 1: starts, stops and
 # restarts the package's units as systemd would run them, from the unit files as installed
 # (/lib/systemd/system/NAME.service): as User= and Group= (with SupplementaryGroups=), in
 # WorkingDirectory=, with the EnvironmentFile= and only it, ExecStartPre= to completion first, then

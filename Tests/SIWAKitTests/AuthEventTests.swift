@@ -71,27 +71,16 @@ import Testing
             let following = Task { await model.follow() }
             defer { following.cancel() }
             try await harness.signIn()
-            let signedIn = await Self.eventually { model.user?.firstName == "Jane" }
+            let signedIn = await eventuallyOnMain(within: 5) { model.user?.firstName == "Jane" }
             #expect(signedIn)
             _ = try await harness.client.me()
             _ = try await harness.client.me()
-            let renamed = await Self.eventually { model.user?.firstName == "Janet" }
+            let renamed = await eventuallyOnMain(within: 5) { model.user?.firstName == "Janet" }
             #expect(renamed)
             #expect(model.lastEvent == .userUpdated(try #require(model.user)))
             await harness.client.signOut()
-            let signedOut = await Self.eventually { model.state == .signedOut(.signedOut) }
+            let signedOut = await eventuallyOnMain(within: 5) { model.state == .signedOut(.signedOut) }
             #expect(signedOut)
-        }
-
-        /// `eventually` for a condition on the main actor, where the model changes.
-        @MainActor
-        static func eventually(_ condition: @MainActor () -> Bool) async -> Bool {
-            let deadline = Date().addingTimeInterval(5)
-            while !condition() {
-                guard Date() < deadline else { return false }
-                await Task.yield()
-            }
-            return true
         }
     #endif
 }

@@ -177,7 +177,7 @@ struct MigrationLease {
             do {
                 // Created once, not on each attempt: on a Galera cluster even a CREATE TABLE IF NOT
                 // EXISTS is replicated in total order and aborts another node's statements on the
-                // table, such as the running migration's renewal of its lease (51_galera.sh saw it).
+                // table, such as the running migration's renewal of its lease (50_galera.sh saw it).
                 if !tableExists {
                     try createTable(on: connection)
                     tableExists = true
