@@ -1,3 +1,22 @@
+/// What `AccountModel` and `AccountObject` share: a client, the state and the last event it
+/// follows, written only by `follow()`.
+@MainActor
+protocol SessionFollower: AnyObject {
+    var client: SIWAClient { get }
+    var state: AuthState { get set }
+    var lastEvent: AuthEvent? { get set }
+}
+
+extension SessionFollower {
+    /// Follows `client`'s session until the calling task is cancelled.
+    func followSession() async {
+        await client.session.follow { event, state in
+            self.lastEvent = event ?? self.lastEvent
+            self.state = state
+        }
+    }
+}
+
 #if canImport(Observation)
     public import Observation
 
@@ -9,13 +28,13 @@
     /// is cancelled. For iOS 15 and 16, `AccountObject` is the same as an `ObservableObject`.
     @available(iOS 17, macOS 14, tvOS 17, watchOS 10, *)
     @MainActor @Observable
-    public final class AccountModel {
+    public final class AccountModel: SessionFollower {
         /// The client whose session this follows; call it for everything else.
         public let client: SIWAClient
         /// Signed in (with the user) or signed out (with why).
-        public private(set) var state: AuthState
+        public internal(set) var state: AuthState
         /// The last change of the session, nil until one happens while following.
-        public private(set) var lastEvent: AuthEvent?
+        public internal(set) var lastEvent: AuthEvent?
 
         /// A model of `client`'s session, starting from its current state.
         public init(client: SIWAClient) {
@@ -27,12 +46,7 @@
         public var user: User? { state.user }
 
         /// Follows the session until the calling task is cancelled.
-        public func follow() async {
-            await client.session.follow { event, state in
-                self.lastEvent = event ?? self.lastEvent
-                self.state = state
-            }
-        }
+        public func follow() async { await followSession() }
     }
 #endif
 
@@ -43,13 +57,13 @@
     /// `AccountModel`. Combine exists only on Apple's platforms, so this type is not compiled by the
     /// Linux test suite.
     @MainActor
-    public final class AccountObject: ObservableObject {
+    public final class AccountObject: ObservableObject, SessionFollower {
         /// The client whose session this follows; call it for everything else.
         public let client: SIWAClient
         /// Signed in (with the user) or signed out (with why).
-        @Published public private(set) var state: AuthState
+        @Published public internal(set) var state: AuthState
         /// The last change of the session, nil until one happens while following.
-        @Published public private(set) var lastEvent: AuthEvent?
+        @Published public internal(set) var lastEvent: AuthEvent?
 
         /// A model of `client`'s session, starting from its current state.
         public init(client: SIWAClient) {
@@ -61,11 +75,6 @@
         public var user: User? { state.user }
 
         /// Follows the session until the calling task is cancelled.
-        public func follow() async {
-            await client.session.follow { event, state in
-                self.lastEvent = event ?? self.lastEvent
-                self.state = state
-            }
-        }
+        public func follow() async { await followSession() }
     }
 #endif

@@ -106,6 +106,21 @@ public final class SIWAClient: Sendable {
         try await send(request, replayable: nil)
     }
 
+    /// Sends `request` as `send(_:)` does and decodes its 2xx JSON answer as `T` with `decoder`
+    /// (Foundation's default unless given): the typed call for the app's own API.
+    /// - Throws: as `send(_:)`; `SIWAError.server` for an answer that is not 2xx (its status, code
+    ///   and message, when the body is the contract's JSON error); `.invalidResponse` for a 2xx
+    ///   answer that is not a `T`.
+    public func send<T: Decodable>(_ request: URLRequest, decoding type: T.Type, decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        let (data, response) = try await send(request)
+        try ServerAPI.check(data, response)
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch {
+            throw SIWAError.invalidResponse("\(request.httpMethod ?? "GET") \(request.url?.path ?? ""): \(error)")
+        }
+    }
+
     /// `send(_:)`, with the request sent again after a broken connection when `replayable` (nil: when
     /// its method is idempotent).
     func send(_ request: URLRequest, replayable: Bool?) async throws -> (Data, HTTPURLResponse) {

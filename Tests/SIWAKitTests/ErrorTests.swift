@@ -1,5 +1,6 @@
 import Foundation
 import SIWAKit
+import SIWATestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -41,5 +42,40 @@ import Testing
         let refused = SIWAError.server(ServerError(status: 401, code: .invalidToken, message: "The refresh token is not valid"))
         #expect("\(refused)" == "HTTP 401 invalid_token: The refresh token is not valid")
         #expect(SIWAError.network(URLError(.serverCertificateUntrusted)).description.contains("certificate is not trusted"))
+    }
+}
+
+/// The typed call for the app's own API.
+@Suite(.timeLimit(.minutes(1))) struct TypedCallTests {
+    struct WhoAmI: Decodable, Equatable {
+        var userId: String
+    }
+
+    @Test("send(_:decoding:) decodes a 2xx answer, throws the server's typed error for another, and invalidResponse for a wrong body")
+    func typedCall() async throws {
+        let harness = try ClientHarness { request in
+            switch request.path {
+            case "/auth/apple": return Answers.signIn(1)
+            case "/example/whoami": return Answers.json(200, #"{"userId":"7"}"#)
+            case "/example/admin": return Answers.error(403, "forbidden")
+            default: return Answers.json(200, #"{"unexpected":true}"#)
+            }
+        }
+        try await harness.signIn()
+        let base = harness.server.baseURL
+        let whoami = try await harness.client.send(URLRequest(url: URL(string: base + "/example/whoami")!), decoding: WhoAmI.self)
+        #expect(whoami == WhoAmI(userId: "7"))
+        #expect(harness.server.receivedRequests.last?.headers["authorization"] == "Bearer access-1")
+        await #expect {
+            _ = try await harness.client.send(URLRequest(url: URL(string: base + "/example/admin")!), decoding: WhoAmI.self)
+        } throws: { error in
+            guard case SIWAError.server(let server) = error else { return false }
+            return server.status == 403 && server.code == .forbidden
+        }
+        await #expect {
+            _ = try await harness.client.send(URLRequest(url: URL(string: base + "/example/other")!), decoding: WhoAmI.self)
+        } throws: { error in
+            if case SIWAError.invalidResponse = error { true } else { false }
+        }
     }
 }
