@@ -130,7 +130,17 @@ struct Admin: ParsableCommand {
             // Opened first, with the caller's rights and in the caller's directory, before a
             // `sudo siwa` takes the service user's.
             let file = try output.map { try OutputFile(creating: $0) }
-            guard let export = try withAdminUseCases({ try $0.export(userID: user) }) else { throw CommandFailure("no user \(user)") }
+            let found: AccountExport?
+            do {
+                found = try withAdminUseCases { try $0.export(userID: user) }
+            } catch {
+                file?.discard()
+                throw error
+            }
+            guard let export = found else {
+                file?.discard()
+                throw CommandFailure("no user \(user)")
+            }
             let json = AccountExportJSON.json(export) + "\n"
             guard let file else { return print(json, terminator: "") }
             try file.write(json)

@@ -24,8 +24,10 @@ struct Keys: ParsableCommand {
 
         /// The key directory; `sudo siwa keys …` reads /etc/siwa/siwa.env and writes as the service user.
         func directory() throws -> String {
+            // A --dir relative to the caller's directory, before a `sudo siwa` moves to the units'.
+            let given = dir.map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }
             try OperatorEnvironment.adopt()
-            guard let dir = dir ?? ProcessInfo.processInfo.environment["SIWA_ACCESS_KEYS_DIR"], !dir.isEmpty else {
+            guard let dir = given ?? ProcessInfo.processInfo.environment["SIWA_ACCESS_KEYS_DIR"], !dir.isEmpty else {
                 throw ValidationError("set SIWA_ACCESS_KEYS_DIR or pass --dir")
             }
             return dir

@@ -16,6 +16,8 @@ enum OperatorEnvironment {
     static let file = "/etc/siwa/siwa.env"
     /// The user the units run as.
     static let serviceUser = "siwa"
+    /// The units' working directory.
+    static let workingDirectory = "/usr/share/siwa"
 
     /// Adopts /etc/siwa/siwa.env and the service user's rights when run as root without a
     /// configuration; otherwise does nothing. Call before the configuration is read, after opening
@@ -33,16 +35,22 @@ enum OperatorEnvironment {
         try dropToServiceUser()
     }
 
-    /// Gives up root for the service user's uid, group and supplementary groups, for good.
+    /// Gives up root for the service user's uid, group and supplementary groups, for good, and
+    /// takes the units' working directory and umask.
     private static func dropToServiceUser() throws {
         guard let entry = getpwnam(serviceUser) else {
             throw CommandFailure("no user \(serviceUser): is the siwa package installed? (run as the service user instead)")
         }
         let uid = entry.pointee.pw_uid
         let gid = entry.pointee.pw_gid
-        guard initgroups(serviceUser, gid) == 0, setgid(gid) == 0, setuid(uid) == 0, setuid(0) != 0 else {
+        guard initgroups(serviceUser, gid) == 0, setgid(gid) == 0, setuid(uid) == 0 else {
             throw CommandFailure("cannot take the rights of \(serviceUser): \(String(cString: strerror(errno)))")
         }
+        guard setuid(0) != 0 else { throw CommandFailure("could regain root after taking the rights of \(serviceUser)") }
+        // As the units run (WorkingDirectory=/usr/share/siwa, UMask=0027): relative paths of the
+        // configuration, such as the default migrations directory, mean the same.
+        umask(0o027)
+        _ = chdir(workingDirectory)
     }
 
     /// The person an audit event names: the one who ran sudo, or whose login this is, and the
@@ -68,9 +76,11 @@ enum OperatorEnvironment {
     }
 }
 
-/// A file an operator asked a command to write (`-o`): created at once, mode 0600, in the caller's
-/// directory and with the caller's rights, and given to the person who ran sudo, so that every
-/// failure is known before any work and names the path, the cause and the fix.
+/// A file an operator asked a command to write (`-o`): a new file, created at once, mode 0600, in
+/// the caller's directory and given to the person who ran sudo, so that every failure is known
+/// before any work and names the path, the cause and the fix. An existing file is never
+/// overwritten (a root-run command must not truncate or take over a file it was pointed at), and
+/// the file is removed again if the command fails.
 struct OutputFile {
     /// The absolute path.
     let path: String
@@ -78,29 +88,48 @@ struct OutputFile {
 
     init(creating name: String) throws {
         path = name.hasPrefix("/") ? name : FileManager.default.currentDirectoryPath + "/" + name
-        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
             let cause = String(cString: strerror(errno))
-            throw CommandFailure(
-                "cannot write \(path): \(cause) (the command runs as \(OperatorEnvironment.operatorName()); "
-                    + "name a file in a directory it can write, or leave out -o for standard output)")
+            let fix =
+                errno == EEXIST
+                ? "an existing file is not overwritten: remove it or name another"
+                : "the command runs as \(OperatorEnvironment.operatorName()); name a file in a directory it can write, or leave out -o for standard output"
+            throw CommandFailure("cannot write \(path): \(cause) (\(fix))")
         }
         let environment = ProcessInfo.processInfo.environment
-        if geteuid() == 0, let uid = environment["SUDO_UID"].flatMap(uid_t.init), let gid = environment["SUDO_GID"].flatMap(gid_t.init) {
-            _ = fchown(descriptor, uid, gid)
+        if geteuid() == 0, let uid = environment["SUDO_UID"].flatMap(uid_t.init), let gid = environment["SUDO_GID"].flatMap(gid_t.init),
+            fchown(descriptor, uid, gid) != 0
+        {
+            let cause = String(cString: strerror(errno))
+            discard()
+            throw CommandFailure("cannot give \(path) to uid \(uid): \(cause)")
         }
-        _ = fchmod(descriptor, 0o600)
     }
 
-    /// Writes `text` and closes the file.
+    /// Writes `text` and closes the file; on a failure the file is removed.
     func write(_ text: String) throws {
-        defer { close(descriptor) }
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
             if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
+            guard written > 0 else {
+                let cause = String(cString: strerror(errno))
+                discard()
+                throw CommandFailure("cannot write \(path): \(cause)")
+            }
             bytes = bytes.dropFirst(written)
         }
+        guard fsync(descriptor) == 0, close(descriptor) == 0 else {
+            let cause = String(cString: strerror(errno))
+            unlink(path)
+            throw CommandFailure("cannot write \(path): \(cause)")
+        }
+    }
+
+    /// Closes and removes the file (the command failed before writing it).
+    func discard() {
+        close(descriptor)
+        unlink(path)
     }
 }
