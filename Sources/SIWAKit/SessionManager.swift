@@ -161,6 +161,7 @@ public actor SessionManager {
         session = nil
         endReason = reason
         try? storage.delete(Self.storageKey)
+        latest.set(state, sessionID: nil)
         broadcast()
         publish(.signedOut(reason))
     }
@@ -174,7 +175,6 @@ public actor SessionManager {
     }
 
     private func broadcast() {
-        latest.set(state, sessionID: session?.sessionID)
         for observer in observers.values { observer.yield(state) }
     }
 

@@ -176,7 +176,7 @@ struct Doctor: ParsableCommand {
             return
         }
         guard let url = config.sessions?.publicURL else { return }
-        let http = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, timeout: 10, caFile: publicCAFile))
+        let http = publicClient()
         do {
             let response = try http.send(HTTPRequest(method: "GET", url: url + DomainAssociation.urlPath))
             if response.status == 200 && response.body == association.contents {
@@ -191,12 +191,17 @@ struct Doctor: ParsableCommand {
         }
     }
 
+    /// A client of the public URL, trusting `--public-ca-file` (or the system's CAs).
+    func publicClient() -> HTTPClient {
+        HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, timeout: 10, caFile: publicCAFile))
+    }
+
     func checkPublicURL(_ config: AppConfig, _ report: inout DoctorReport) {
         guard let url = config.sessions?.publicURL else {
             report.fail("public URL", "SIWA_PUBLIC_URL is not set", fix: "siwa setup --public-url https://...")
             return
         }
-        let http = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, timeout: 10, caFile: publicCAFile))
+        let http = publicClient()
         do {
             let response = try http.send(HTTPRequest(method: "GET", url: url + "/health"))
             if response.status == 200 {
