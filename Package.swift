@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 /// One set of compiler settings for every Swift target.
@@ -7,6 +7,13 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
+
+/// A product of another package that only the server's targets use. With the `Server` trait off (an
+/// app that depends on this package for SIWAKit: `traits: []`), SwiftPM neither fetches nor builds
+/// the packages these come from.
+func serverProduct(_ name: String, _ package: String) -> Target.Dependency {
+    .product(name: name, package: package, condition: .when(traits: ["Server"]))
+}
 
 let package = Package(
     name: "siwa",
@@ -19,19 +26,33 @@ let package = Package(
         // The app's half: sign-in, the session, authenticated requests, sync. Needs none of the server's modules.
         .library(name: "SIWAKit", type: .static, targets: ["SIWAKit"]),
     ],
+    // On by default: `swift build` here builds everything. An app turns it off to get SIWAKit alone:
+    // `.package(url: ..., from: ..., traits: [])`.
+    traits: [
+        .trait(name: "Server", description: "The server, the emulator and their tests (their dependencies on other packages)."),
+        .default(enabledTraits: ["Server"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `swift package generate-documentation --target SIWAKit`; used by no target.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Sync's merge rules, shared by the server and the app: no dependencies.
         .target(name: "SyncRules", swiftSettings: swiftSettings),
         // The app's half. Foundation, the merge rules, and SHA-256 for the nonce: CryptoKit on Apple's
-        // platforms, OpenSSL on Linux (where the tests run it).
+        // platforms, OpenSSL on Linux (where the tests run it), and libcurl on Linux for
+        // DevelopmentTransport.
         .target(
-            name: "SIWAKit", dependencies: ["SyncRules", .target(name: "COpenSSL", condition: .when(platforms: [.linux]))],
+            name: "SIWAKit",
+            dependencies: [
+                "SyncRules", .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                // DevelopmentTransport on Linux, where URLSession cannot be told to trust one more CA.
+                .target(name: "HTTPClient", condition: .when(platforms: [.linux])),
+            ],
             swiftSettings: swiftSettings),
 
         // C libraries of the platform, one module map each.
@@ -51,7 +72,7 @@ let package = Package(
         .target(name: "StrictJSON", swiftSettings: swiftSettings),
         .target(name: "JOSE", dependencies: ["COpenSSL", "StrictJSON"], swiftSettings: swiftSettings),
         .target(
-            name: "MariaDB", dependencies: ["CMariaDB", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
+            name: "MariaDB", dependencies: ["CMariaDB", "Threads", serverProduct("CoreMetrics", "swift-metrics")],
             swiftSettings: swiftSettings),
         .target(name: "HTTPClient", dependencies: ["CCurl", "WebForms"], swiftSettings: swiftSettings),
 
@@ -59,14 +80,14 @@ let package = Package(
         .target(
             name: "Telemetry",
             dependencies: [
-                .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+                serverProduct("CoreMetrics", "swift-metrics"), serverProduct("Prometheus", "swift-prometheus"),
             ],
             swiftSettings: swiftSettings),
 
         // Domain: Apple's protocol, without FastCGI or SQL.
         .target(
             name: "AppleID",
-            dependencies: ["JOSE", "StrictJSON", "HTTPClient", "WebForms", "Telemetry", "Threads", .product(name: "CoreMetrics", package: "swift-metrics")],
+            dependencies: ["JOSE", "StrictJSON", "HTTPClient", "WebForms", "Telemetry", "Threads", serverProduct("CoreMetrics", "swift-metrics")],
             swiftSettings: swiftSettings),
 
         // An account's data as values, without SQL: what the use cases hand to the HTTP layer.
@@ -77,7 +98,7 @@ let package = Package(
             name: "Accounts",
             dependencies: [
                 "AccountData", "MariaDB", "Threads", "JOSE", "StrictJSON", "SyncRules", "Telemetry",
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                serverProduct("CoreMetrics", "swift-metrics"),
             ],
             swiftSettings: swiftSettings),
 
@@ -86,8 +107,8 @@ let package = Package(
             name: "Identity",
             dependencies: [
                 "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "SyncRules", "Telemetry", "Threads",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                serverProduct("Logging", "swift-log"),
+                serverProduct("CoreMetrics", "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -97,8 +118,8 @@ let package = Package(
         .target(
             name: "SiwaConfig",
             dependencies: [
-                "Identity", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "Telemetry", .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                "Identity", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "Telemetry", serverProduct("Logging", "swift-log"),
+                serverProduct("CoreMetrics", "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -108,7 +129,7 @@ let package = Package(
             name: "Server",
             dependencies: [
                 "FastCGI", "JOSE", "StrictJSON", "AppleID", "AccountData", "Identity", "SiwaConfig", "WebForms", "SyncRules", "Telemetry",
-                .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+                serverProduct("Logging", "swift-log"), serverProduct("CoreMetrics", "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -117,9 +138,9 @@ let package = Package(
             dependencies: [
                 "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "StrictJSON", "AppleID", "HTTPClient", "WebForms",
                 "Telemetry",
-                "SyncRules", "Threads", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Logging", package: "swift-log"),
+                "SyncRules", "Threads", serverProduct("ArgumentParser", "swift-argument-parser"),
+                serverProduct("CoreMetrics", "swift-metrics"),
+                serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -130,14 +151,10 @@ let package = Package(
             name: "appleid-emulator",
             dependencies: [
                 "AppleIDEmulator", "FastCGI", "HTTPClient", "WebForms", "Threads",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                serverProduct("ArgumentParser", "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
-
-        // One device of the SIWAKit end-to-end check (Tests/EndToEnd/36_siwakit.sh).
-        .executableTarget(
-            name: "siwakit-e2e", dependencies: ["SIWAKit", "SyncRules"], path: "Tests/SIWAKitEndToEnd", swiftSettings: swiftSettings),
 
         // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
         .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity", "SyncRules", "Threads"], swiftSettings: swiftSettings),
@@ -160,7 +177,7 @@ let package = Package(
             dependencies: [
                 "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "WebForms", "MariaDB", "JOSE", "StrictJSON",
                 "SIWATestSupport", "Threads",
-                .product(name: "Logging", package: "swift-log"),
+                serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
@@ -174,7 +191,7 @@ let package = Package(
             name: "SiwaConfigTests",
             dependencies: [
                 "SiwaConfig", "Identity", "HTTPClient", "WebForms", "JOSE", "StrictJSON", "MariaDB", "SIWATestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "AccountsTests", dependencies: ["AccountData", "Accounts"], swiftSettings: swiftSettings),
@@ -186,8 +203,8 @@ let package = Package(
             dependencies: [
                 "MariaDB", "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "FastCGI", "HTTPClient", "WebForms",
                 "SIWATestSupport", "SyncRules",
-                "SIWAFixtures", "Telemetry", .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                "SIWAFixtures", "Telemetry", serverProduct("Logging", "swift-log"),
+                serverProduct("CoreMetrics", "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),

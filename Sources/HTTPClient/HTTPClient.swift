@@ -9,13 +9,17 @@ package struct HTTPClientConfiguration: Sendable {
     package var timeout: Double = 10
     /// A PEM file of trusted CA certificates instead of the system's (for the emulator's certificate).
     package var caFile: String?
+    /// A directory of trusted CA certificates (OpenSSL's hashed layout, such as `/etc/ssl/certs`),
+    /// trusted as well as `caFile`.
+    package var caDirectory: String?
     /// Responses larger than this are refused.
     package var maximumResponseBytes = 1 << 20
 
-    package init(connectTimeout: Double = 3, timeout: Double = 10, caFile: String? = nil) {
+    package init(connectTimeout: Double = 3, timeout: Double = 10, caFile: String? = nil, caDirectory: String? = nil) {
         self.connectTimeout = connectTimeout
         self.timeout = timeout
         self.caFile = caFile
+        self.caDirectory = caDirectory
     }
 }
 
@@ -150,6 +154,9 @@ package final class HTTPClient {
         ]
         if let caFile = configuration.caFile {
             options.append(CCurl_setopt_string(handle, CURLOPT_CAINFO, caFile))
+        }
+        if let caDirectory = configuration.caDirectory {
+            options.append(CCurl_setopt_string(handle, CURLOPT_CAPATH, caDirectory))
         }
         switch request.method {
         case "GET": options.append(CCurl_setopt_long(handle, CURLOPT_HTTPGET, 1))

@@ -37,6 +37,7 @@ extension SessionFollower {
         public internal(set) var lastEvent: AuthEvent?
 
         /// A model of `client`'s session, starting from its current state.
+        /// - Parameter client: the client whose session the model follows.
         public init(client: SIWAClient) {
             self.client = client
             self.state = client.session.currentState
@@ -66,6 +67,7 @@ extension SessionFollower {
         @Published public internal(set) var lastEvent: AuthEvent?
 
         /// A model of `client`'s session, starting from its current state.
+        /// - Parameter client: the client whose session the model follows.
         public init(client: SIWAClient) {
             self.client = client
             self.state = client.session.currentState

@@ -7,10 +7,18 @@ public struct AppleSignInCredential: Sendable, Equatable {
     public var authorizationCode: String?
     /// Apple's stable identifier of the person for this team (the token's `sub`).
     public var user: String
-    /// Given on the first authorization only.
+    /// The person's given name; Apple gives it on the first authorization only.
     public var givenName: String?
+    /// The person's family name; Apple gives it on the first authorization only.
     public var familyName: String?
 
+    /// A credential from its parts, for an app that reads Apple's credential itself, or a test.
+    /// - Parameters:
+    ///   - identityToken: the identity token (a JWS), as UTF-8 text.
+    ///   - authorizationCode: the one-time authorization code, as UTF-8 text, when Apple gave one.
+    ///   - user: Apple's identifier of the person (the credential's `user`).
+    ///   - givenName: the given name, when Apple gave it (the first authorization).
+    ///   - familyName: the family name, when Apple gave it (the first authorization).
     public init(identityToken: String, authorizationCode: String?, user: String, givenName: String? = nil, familyName: String? = nil) {
         self.identityToken = identityToken
         self.authorizationCode = authorizationCode
@@ -25,9 +33,11 @@ public struct AppleSignInCredential: Sendable, Equatable {
 
 /// Apple's answer to `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)`.
 public enum AppleCredentialState: Sendable, Equatable {
+    /// The credential is valid: the person still uses Sign in with Apple with the app.
     case authorized
     /// The person stopped using Sign in with Apple with the app.
     case revoked
+    /// Apple knows no credential of this user id for the app.
     case notFound
     /// The app moved to another developer team: the kept Apple user id is the old team's. The
     /// server's session goes on; signing in with Apple again gets the new team's id, and the
@@ -52,6 +62,7 @@ public enum CredentialStateOutcome: Sendable, Equatable {
 
     extension AppleSignInCredential {
         /// The parts of Apple's credential the server needs; nil when Apple gave no identity token.
+        /// - Parameter credential: the credential of Apple's authorization.
         public init?(_ credential: ASAuthorizationAppleIDCredential) {
             guard let token = credential.identityToken.flatMap({ String(data: $0, encoding: .utf8) }) else { return nil }
             self.init(
@@ -61,6 +72,8 @@ public enum CredentialStateOutcome: Sendable, Equatable {
     }
 
     extension AppleCredentialState {
+        /// The state Apple reported; a state this version of `SIWAKit` does not know counts as `notFound`.
+        /// - Parameter state: what `getCredentialState(forUserID:)` answered.
         public init(_ state: ASAuthorizationAppleIDProvider.CredentialState) {
             switch state {
             case .authorized: self = .authorized

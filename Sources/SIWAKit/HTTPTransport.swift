@@ -6,18 +6,29 @@ public import Foundation
 
 /// Sends one HTTP request. `URLSessionTransport` in apps; tests may put their own in its place.
 public protocol HTTPTransport: Sendable {
-    /// - Throws: `URLError` when no answer arrived.
+    /// Sends `request` and returns the answer, whatever its status.
+    /// - Parameter request: the request, complete with its headers and body.
+    /// - Returns: the answer's body and its HTTP response.
+    /// - Throws: `URLError` when no answer arrived (`SIWAKit` reports it as `SIWAError.network`).
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
 }
 
 /// Requests through a `URLSession` (the shared one unless given).
 public struct URLSessionTransport: HTTPTransport {
+    /// The session that sends the requests.
     public let session: URLSession
 
+    /// A transport that sends through `session`.
+    /// - Parameter session: the session to send with; the shared one by default.
     public init(session: URLSession = .shared) {
         self.session = session
     }
 
+    /// Sends `request` through `session` and returns the answer, whatever its status.
+    /// - Parameter request: the request, complete with its headers and body.
+    /// - Returns: the answer's body and its HTTP response.
+    /// - Throws: the session's `URLError` when no answer arrived; `URLError(.badServerResponse)` for an
+    ///   answer that is not HTTP.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }

@@ -13,27 +13,49 @@ public import Foundation
 ///
 /// `KeychainStorage` on Apple platforms; `FileStorage` and `MemoryStorage` everywhere.
 public protocol KeyValueStorage: Sendable {
+    /// The value stored for `key`.
+    /// - Parameter key: the value's name.
+    /// - Returns: the value, or nil when none is stored for `key`.
+    /// - Throws: when the value cannot be read (`SIWAError.storage` for the storages of `SIWAKit`).
     func read(_ key: String) throws -> Data?
+    /// Stores `data` for `key`, replacing the value stored for it whole.
+    /// - Parameters:
+    ///   - data: the value.
+    ///   - key: the value's name.
+    /// - Throws: when the value cannot be stored; the old value, if any, is then kept.
     func write(_ data: Data, for key: String) throws
+    /// Removes the value of `key`; nothing happens when none is stored.
+    /// - Parameter key: the value's name.
+    /// - Throws: when the value cannot be removed.
     func delete(_ key: String) throws
 }
 
-/// Values in memory only: gone when the process ends (tests, previews).
 // `@unchecked Sendable`: `values` is only touched with `lock` held.
+/// Values in memory only: gone when the process ends (tests, previews).
 public final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: Data] = [:]
 
+    /// An empty storage.
     public init() {}
 
+    /// The value stored for `key`. Never throws.
+    /// - Parameter key: the value's name.
+    /// - Returns: the value, or nil when none is stored for `key`.
     public func read(_ key: String) throws -> Data? {
         locked { values[key] }
     }
 
+    /// Stores `data` for `key`, replacing the value stored for it. Never throws.
+    /// - Parameters:
+    ///   - data: the value.
+    ///   - key: the value's name.
     public func write(_ data: Data, for key: String) throws {
         locked { values[key] = data }
     }
 
+    /// Removes the value of `key`, if any. Never throws.
+    /// - Parameter key: the value's name.
     public func delete(_ key: String) throws {
         locked { values[key] = nil }
     }
@@ -50,12 +72,20 @@ public final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
 /// A write goes to a new file that is synced and then renamed over the old one, so a crash
 /// leaves the old value or the new one, never a mix.
 public struct FileStorage: KeyValueStorage {
+    /// The directory of the files. The first write creates it (and its parents) if it does not exist.
     public let directory: URL
 
+    /// A storage of files in `directory`, which need not exist yet.
+    /// - Parameter directory: a directory of the app's own, such as one in Application Support.
     public init(directory: URL) {
         self.directory = directory
     }
 
+    /// The contents of the file of `key`.
+    /// - Parameter key: the value's name, which is also the file's: 1 to 128 characters of
+    ///   `[A-Za-z0-9._-]`, not starting with a dot.
+    /// - Returns: the value, or nil when the file does not exist.
+    /// - Throws: `SIWAError.storage` when `key` is not such a name or the file cannot be read.
     public func read(_ key: String) throws -> Data? {
         let path = try self.path(key)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
@@ -66,6 +96,13 @@ public struct FileStorage: KeyValueStorage {
         }
     }
 
+    /// Writes `data` to the file of `key`: to a new file (mode 0600), synced, then renamed over the
+    /// old one, so that a crash leaves the old value or the new one.
+    /// - Parameters:
+    ///   - data: the value.
+    ///   - key: the value's name, as in `read(_:)`.
+    /// - Throws: `SIWAError.storage` when `key` is not such a name or the file cannot be written (the
+    ///   old value is kept); `FileManager`'s error when `directory` cannot be created.
     public func write(_ data: Data, for key: String) throws {
         let path = try self.path(key)
         try FileManager.default.createDirectory(
@@ -84,6 +121,9 @@ public struct FileStorage: KeyValueStorage {
         syncDirectory()
     }
 
+    /// Deletes the file of `key`, if any.
+    /// - Parameter key: the value's name, as in `read(_:)`.
+    /// - Throws: `SIWAError.storage` when `key` is not such a name or the file cannot be deleted.
     public func delete(_ key: String) throws {
         let path = try self.path(key)
         guard unlink(path) == 0 || errno == ENOENT else { throw SIWAError.storage("cannot delete \(path): errno \(errno)") }

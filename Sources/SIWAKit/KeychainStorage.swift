@@ -6,9 +6,12 @@
     /// unlock (so a background refresh works while the device is locked), kept on this device only.
     /// With an access group, app extensions of the same team that share the group share the session.
     public struct KeychainStorage: KeyValueStorage {
+        /// The Keychain service of the items: one item per key, the key as the item's account.
         public let service: String
+        /// The Keychain access group of the items; nil for the app's default group.
         public let accessGroup: String?
 
+        /// A storage of the generic passwords of `service`, in `accessGroup` when given.
         /// - Parameters:
         ///   - service: the Keychain service, for example the app's bundle id.
         ///   - accessGroup: a Keychain access group of the app's entitlements, to share with extensions.
@@ -17,6 +20,11 @@
             self.accessGroup = accessGroup
         }
 
+        /// The value of `key`'s item.
+        /// - Parameter key: the value's name (the item's account).
+        /// - Returns: the value, or nil when there is no such item.
+        /// - Throws: `SIWAError.storage` with the Keychain's message when the Keychain refuses the read
+        ///   (for example before the device's first unlock).
         public func read(_ key: String) throws -> Data? {
             var query = baseQuery(key)
             query[kSecReturnData as String] = true
@@ -28,6 +36,12 @@
             return result as? Data
         }
 
+        /// Stores `data` as the value of `key`'s item: updates the item, or adds it (readable after the
+        /// device's first unlock, on this device only).
+        /// - Parameters:
+        ///   - data: the value.
+        ///   - key: the value's name (the item's account).
+        /// - Throws: `SIWAError.storage` with the Keychain's message when the Keychain refuses the write.
         public func write(_ data: Data, for key: String) throws {
             let update = [kSecValueData as String: data]
             let status = SecItemUpdate(baseQuery(key) as CFDictionary, update as CFDictionary)
@@ -40,6 +54,9 @@
             guard added == errSecSuccess else { throw failure("add", key, added) }
         }
 
+        /// Deletes `key`'s item, if any.
+        /// - Parameter key: the value's name (the item's account).
+        /// - Throws: `SIWAError.storage` with the Keychain's message when the Keychain refuses the deletion.
         public func delete(_ key: String) throws {
             let status = SecItemDelete(baseQuery(key) as CFDictionary)
             guard status == errSecSuccess || status == errSecItemNotFound else { throw failure("delete", key, status) }

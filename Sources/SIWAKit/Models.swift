@@ -4,9 +4,13 @@ public import Foundation
 public struct User: Sendable, Equatable, Codable {
     /// The server's id of the user (not Apple's `sub`).
     public var id: String
+    /// The person's given name, when known (Apple gives it on the first authorization only).
     public var firstName: String?
+    /// The person's family name, when known (Apple gives it on the first authorization only).
     public var lastName: String?
+    /// When the account was created.
     public var createdAt: Date
+    /// The email addresses Apple gave for the person; a private relay address when they hid theirs.
     public var emails: [Email]
     /// True for a guest account (`SIWAClient.continueAsGuest`): no Apple ID yet. Absent (nil) in
     /// answers of servers before guest accounts.
@@ -17,18 +21,22 @@ public struct User: Sendable, Equatable, Codable {
     /// Whether this is a guest account, which a sign-in with Apple upgrades.
     public var isGuest: Bool { guest ?? false }
 
+    /// An email address of the user, as Apple's identity token gave it.
     public struct Email: Sendable, Equatable, Codable {
+        /// The address.
         public var address: String
         /// An address of Apple's private relay (`@privaterelay.appleid.com`).
         public var isPrivateRelay: Bool
         /// Whether Apple forwards mail to the relay address (the person can turn it off).
         public var forwardingEnabled: Bool
+        /// Whether Apple said the address is verified.
         public var verified: Bool
     }
 }
 
 /// One session of the user, as `GET /auth/sessions` lists it.
 public struct DeviceSession: Sendable, Equatable, Codable, Identifiable {
+    /// The server's id of the session: what `SIWAClient.revokeSession(id:)` takes.
     public var id: String
     /// The device label given at sign-in.
     public var device: String?
@@ -36,16 +44,23 @@ public struct DeviceSession: Sendable, Equatable, Codable, Identifiable {
     public var kind: String
     /// The session this client is using.
     public var current: Bool
+    /// When the session began (its sign-in).
     public var createdAt: Date
+    /// When the session was last used: its sign-in or its latest token refresh.
     public var lastUsedAt: Date
+    /// When the session ends unless it is used before; each token refresh moves this later, up to
+    /// the longest lifetime the server allows a session.
     public var expiresAt: Date
 }
 
 /// Whether someone is signed in on this device.
 public enum AuthState: Sendable, Equatable {
+    /// Nobody is signed in, and why.
     case signedOut(SignOutReason)
+    /// Someone is signed in: the user as the server last answered it.
     case signedIn(User)
 
+    /// The signed-in user; nil when signed out.
     public var user: User? {
         if case .signedIn(let user) = self { user } else { nil }
     }

@@ -20,6 +20,8 @@ public final class SIWAClient: Sendable {
     /// The hosts `send` gives the access token to: the server's, and those the app named.
     private let tokenHosts: Set<String>
 
+    /// A client of the server at `baseURL`, with its session kept in `storage`: signed in at once
+    /// when `storage` holds a session from an earlier launch.
     /// - Parameters:
     ///   - baseURL: the server's origin (and path prefix, if any), ending with `/`.
     ///   - storage: where the session is kept; `KeychainStorage` in an app.
@@ -52,10 +54,15 @@ public final class SIWAClient: Sendable {
     /// account, the server refuses with 409 `identity_in_use` (`SIWAError.server`) and the guest
     /// session stays as it was.
     /// - Parameters:
+    ///   - credential: what Apple's authorization gave the app.
     ///   - nonce: the nonce whose `hashed` value was given to Apple's request.
     ///   - device: a label for the session list, such as "Jane's iPhone".
     ///   - linkToken: a link token the app's older backend minted for the person's account there
     ///     (`POST /internal/link-tokens`): the Apple ID goes to that account.
+    /// - Returns: the signed-in user.
+    /// - Throws: `SIWAError.server` when the server refuses the sign-in (such as `nonce_reused`,
+    ///   `invalid_grant` or `identity_in_use`); `.network`; `.invalidResponse`; `.storage` when the
+    ///   session cannot be stored. Signed in as a guest, also what `SessionManager.accessToken()` throws.
     @discardableResult
     public func signIn(
         with credential: AppleSignInCredential, nonce: SignInNonce, device: String? = nil, linkToken: String? = nil
@@ -84,7 +91,10 @@ public final class SIWAClient: Sendable {
     /// Starts as a guest (`POST /auth/guest`), when the server has guest accounts turned on: a user
     /// without an Apple ID, with a session, who syncs like anyone. A later `signIn(with:nonce:)`
     /// upgrades the guest, keeping their progress.
-    /// - Throws: `SIWAError.server` with 403 `guests_disabled` when the server does not offer them.
+    /// - Parameter device: a label for the session list, such as "Jane's iPhone".
+    /// - Returns: the guest user, now signed in.
+    /// - Throws: `SIWAError.server` with 403 `guests_disabled` when the server does not offer them;
+    ///   `.network`; `.invalidResponse`; `.storage` when the session cannot be stored.
     @discardableResult
     public func continueAsGuest(device: String? = nil) async throws -> User {
         struct GuestBody: Encodable { var device: String? }
@@ -100,6 +110,8 @@ public final class SIWAClient: Sendable {
     /// sends once more; after a broken connection it sends an idempotent request once more. The
     /// answer is returned whatever its status. The token goes only to the server's host and the
     /// `apiHosts` given at init, over HTTPS (or to a loopback host).
+    /// - Parameter request: the request, without an `Authorization` header (the client sets it).
+    /// - Returns: the answer's body and its HTTP response, whatever the status.
     /// - Throws: `SIWAError.signedOut` when there is no session or it ended; `.network`;
     ///   `.untrustedHost` for any other destination, before anything is sent.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
@@ -108,6 +120,11 @@ public final class SIWAClient: Sendable {
 
     /// Sends `request` as `send(_:)` does and decodes its 2xx JSON answer as `T` with `decoder`
     /// (Foundation's default unless given): the typed call for the app's own API.
+    /// - Parameters:
+    ///   - request: the request, without an `Authorization` header (the client sets it).
+    ///   - type: the type of the answer's JSON.
+    ///   - decoder: the decoder of the answer.
+    /// - Returns: the decoded answer.
     /// - Throws: as `send(_:)`; `SIWAError.server` for an answer that is not 2xx (its status, code
     ///   and message, when the body is the contract's JSON error); `.invalidResponse` for a 2xx
     ///   answer that is not a `T`.
@@ -151,7 +168,11 @@ public final class SIWAClient: Sendable {
 
     // MARK: Account
 
-    /// The signed-in user, fresh from the server (`GET /auth/me`).
+    /// The signed-in user, fresh from the server (`GET /auth/me`). When it differs from the user
+    /// kept, the session keeps the new one and `SessionManager.events()` tells `.userUpdated`.
+    /// - Returns: the user.
+    /// - Throws: as `send(_:)`; `SIWAError.server` for an error answer; `.invalidResponse`;
+    ///   `.storage` when the new user cannot be stored.
     public func me() async throws -> User {
         struct Me: Decodable { var user: User }
         let me: Me = try await authorizedCall("GET", "auth/me")
@@ -160,6 +181,8 @@ public final class SIWAClient: Sendable {
     }
 
     /// The user's sessions, this one marked `current` (`GET /auth/sessions`).
+    /// - Returns: the sessions that are neither revoked nor expired, most recently used first.
+    /// - Throws: as `send(_:)`; `SIWAError.server` for an error answer; `.invalidResponse`.
     public func sessions() async throws -> [DeviceSession] {
         struct List: Decodable { var sessions: [DeviceSession] }
         let list: List = try await authorizedCall("GET", "auth/sessions")
@@ -168,6 +191,9 @@ public final class SIWAClient: Sendable {
 
     /// Ends one of the user's sessions (`DELETE /auth/sessions/{id}`); ending this device's own
     /// session signs it out.
+    /// - Parameter id: the session's `DeviceSession.id`.
+    /// - Throws: as `send(_:)`; `SIWAError.server` for an error answer (404 `not_found` for a
+    ///   session that is not the user's, or already revoked).
     public func revokeSession(id: String) async throws {
         let (data, response) = try await send(api.request("DELETE", "auth/sessions/\(id)"))
         try ServerAPI.check(data, response)
@@ -184,7 +210,8 @@ public final class SIWAClient: Sendable {
     /// Deletes the account and everything of it on the server (`DELETE /auth/account`), which
     /// also revokes the app's Apple tokens; then signs out. The App Store requires apps that offer
     /// sign-up to offer this.
-    /// - Throws: when the server did not delete it; the session is kept.
+    /// - Throws: as `send(_:)`, or `SIWAError.server` for an error answer, when the server did not
+    ///   delete it; the session is kept.
     public func deleteAccount() async throws {
         let (data, response) = try await send(api.request("DELETE", "auth/account"))
         try ServerAPI.check(data, response)
@@ -199,6 +226,10 @@ public final class SIWAClient: Sendable {
     /// convenient, sign in with Apple again: the new credential's token carries `transfer_sub`,
     /// which the server matches to the same account (see the server's docs on team transfer), and
     /// the app then keeps the new user id.
+    ///
+    /// Nothing happens for a guest or when nobody is signed in.
+    /// - Parameter state: the credential state Apple reported for `SessionManager.appleUserID`.
+    /// - Returns: what was done.
     public func handleCredentialState(_ state: AppleCredentialState) async -> CredentialStateOutcome {
         guard case .signedIn(let user) = await session.state, !user.isGuest else { return .unchanged }
         switch state {

@@ -32,6 +32,11 @@ public struct ServerError: Error, Sendable, Equatable {
     public var retryAfter: Int?
 
     /// An error answer with `status`, `code`, `message` and `Retry-After`.
+    /// - Parameters:
+    ///   - status: the HTTP status.
+    ///   - code: the server's error code.
+    ///   - message: the server's explanation.
+    ///   - retryAfter: `Retry-After` in seconds, when the answer had it.
     public init(status: Int, code: Code, message: String, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
@@ -50,9 +55,11 @@ public struct ServerError: Error, Sendable, Equatable {
         public let rawValue: String
 
         /// The code `rawValue`.
+        /// - Parameter rawValue: the code as the server sends it, such as `invalid_token`.
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// The code written as a string literal.
+        /// - Parameter value: the code as the server sends it, such as `invalid_token`.
         public init(stringLiteral value: String) { self.rawValue = value }
 
         /// The code as the server sent it.

@@ -50,6 +50,8 @@ public actor SessionManager {
     }
 
     /// The state now and at every change, until the stream is dropped.
+    /// - Returns: a stream that starts with the current state; it keeps the newest 8 states when
+    ///   read slowly.
     public func states() -> AsyncStream<AuthState> {
         let (stream, continuation) = AsyncStream.makeStream(of: AuthState.self, bufferingPolicy: .bufferingNewest(8))
         let id = UUID()
@@ -64,6 +66,8 @@ public actor SessionManager {
     /// What happened to the session from now on, one event per change and only on a change: a
     /// sign-in, a token refresh, a changed user (as the server answered it), a sign-out with its
     /// reason. Unlike `states()`, it starts with nothing: read `currentState` for where things stand.
+    /// - Returns: a stream of the events from now on, until it is dropped; it keeps the newest 32
+    ///   events when read slowly.
     public func events() -> AsyncStream<AuthEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: AuthEvent.self, bufferingPolicy: .bufferingNewest(32))
         let id = UUID()
@@ -76,6 +80,7 @@ public actor SessionManager {
 
     /// Calls `apply` on the main actor with the state now (and no event), then with each event and
     /// the state it left, until the calling task is cancelled: what a view model does.
+    /// - Parameter apply: called with the event (nil the first time) and the state after it.
     public func follow(_ apply: @MainActor @Sendable (AuthEvent?, AuthState) -> Void) async {
         let events = events()
         await apply(nil, state)

@@ -26,6 +26,7 @@ public struct SignInNonce: Sendable, Equatable {
     }
 
     /// A nonce of the app's own making.
+    /// - Parameter value: the raw nonce; use it for one sign-in only, and make it hard to guess.
     public init(value: String) {
         self.value = value
     }

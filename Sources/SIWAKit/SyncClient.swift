@@ -21,7 +21,10 @@ public actor SyncClient {
     /// The server's limit on lessons and on achievements per request.
     static let batchLimit = SyncLimits.maximumItems
 
+    /// A sync client of `client`'s session, with the state kept in `storage` (read from it now,
+    /// when it holds one).
     /// - Parameters:
+    ///   - client: the client whose session authenticates the syncs.
     ///   - storage: where the state is kept (a `FileStorage` in the app's Application Support
     ///     directory, typically; the Keychain is for secrets).
     ///   - storageKey: the state's key in `storage`.
@@ -48,6 +51,8 @@ public actor SyncClient {
     public var hasPendingChanges: Bool { state.hasPending }
 
     /// The local view now and after every change, local or from the server.
+    /// - Returns: a stream that starts with the current view and keeps only the newest one when
+    ///   read slowly, until it is dropped.
     public func snapshots() -> AsyncStream<SyncSnapshot> {
         let (stream, continuation) = AsyncStream.makeStream(of: SyncSnapshot.self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
@@ -59,7 +64,8 @@ public actor SyncClient {
 
     // MARK: Local changes
 
-    /// Records a change of the profile.
+    /// Records a change of the profile: merged into the local view and queued for the server.
+    /// - Parameter profile: the profile's new values, merged with the current ones by the merge rules.
     /// - Throws: `SIWAError.invalidChange` for a value the server would refuse (nothing is
     ///   recorded: a refused change would hold up every change queued after it); `.storage`.
     public func record(profile: SyncProfile) throws {
@@ -67,19 +73,27 @@ public actor SyncClient {
         try change { $0.record(profile: profile) }
     }
 
-    /// Records a lesson's progress. Throws like `record(profile:)`.
+    /// Records a lesson's progress: merged into the local view and queued for the server.
+    /// - Parameter lesson: the lesson's progress, merged with what the view holds for the same lesson.
+    /// - Throws: `SIWAError.invalidChange` for a value the server would refuse (nothing is recorded);
+    ///   `.storage`.
     public func record(_ lesson: LessonProgress) throws {
         if let problem = SyncLimits.problem(in: lesson) { throw SIWAError.invalidChange(problem) }
         try change { $0.record(lesson) }
     }
 
-    /// Records an achievement's state. Throws like `record(profile:)`.
+    /// Records an achievement's state: merged into the local view and queued for the server.
+    /// - Parameter achievement: the achievement's state, merged with what the view holds for the
+    ///   same achievement.
+    /// - Throws: `SIWAError.invalidChange` for a value the server would refuse (nothing is recorded);
+    ///   `.storage`.
     public func record(_ achievement: AchievementProgress) throws {
         if let problem = SyncLimits.problem(in: achievement) { throw SIWAError.invalidChange(problem) }
         try change { $0.record(achievement) }
     }
 
     /// Forgets the local state and queue, for another person signing in on this device.
+    /// - Throws: `SIWAError.storage` when the emptied state cannot be stored; the old one is then kept.
     public func reset() throws {
         try change { $0 = SyncState() }
     }
@@ -96,7 +110,8 @@ public actor SyncClient {
     /// Pushes every queued change and pulls what changed on the server, in as many requests as
     /// the queue needs (at least one).
     /// - Throws: `SIWAError.network` or a temporary `.server` error when the server cannot be
-    ///   reached (the queue is kept); `.signedOut`.
+    ///   reached (the queue is kept); `.signedOut`; another `.server` error or `.invalidResponse`
+    ///   when the server refuses the request or answers what the API does not promise; `.storage`.
     public func sync() async throws {
         repeat {
             let batch = state.batch(limit: Self.batchLimit)
@@ -111,6 +126,10 @@ public actor SyncClient {
     /// cancelled. After a failure it waits `initialDelay`, then twice that, and so on up to
     /// `maximumDelay` seconds (each with 20 % jitter) before trying again. Returns when the device
     /// is signed out.
+    /// - Parameters:
+    ///   - interval: the most seconds between two syncs when nothing changes locally.
+    ///   - initialDelay: the seconds to wait after the first failure.
+    ///   - maximumDelay: the most seconds to wait after a failure.
     public func run(every interval: TimeInterval = 60, initialDelay: TimeInterval = 1, maximumDelay: TimeInterval = 300) async {
         let (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         wake = continuation

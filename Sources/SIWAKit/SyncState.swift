@@ -61,10 +61,18 @@ struct SyncState: Codable, Equatable {
 /// The local view of the synced state, for the app's UI: lessons sorted by (belief system,
 /// lesson), achievements by id.
 public struct SyncSnapshot: Sendable, Equatable, Codable {
+    /// The profile; nil until one was recorded or synced.
     public var profile: SyncProfile?
+    /// The progress of each lesson, sorted by (belief system, lesson).
     public var lessons: [LessonProgress] = []
+    /// The state of each achievement, sorted by id.
     public var achievements: [AchievementProgress] = []
 
+    /// A view with the given contents (empty by default), for previews and tests.
+    /// - Parameters:
+    ///   - profile: the profile, if any.
+    ///   - lessons: the lessons' progress, sorted by (belief system, lesson).
+    ///   - achievements: the achievements' state, sorted by id.
     public init(profile: SyncProfile? = nil, lessons: [LessonProgress] = [], achievements: [AchievementProgress] = []) {
         self.profile = profile
         self.lessons = lessons

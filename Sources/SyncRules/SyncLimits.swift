@@ -7,11 +7,16 @@ public enum SyncLimits {
     public static let maximumCount: Int64 = 1_000_000
     /// Completion times: Unix milliseconds before 2100.
     public static let latestTime: Int64 = 4_102_444_800_000
+    /// The profile's total XP: 0 to this.
     public static let maximumTotalXP: Int64 = 1_000_000_000_000
+    /// The profile's level: 0 to this.
     public static let maximumLevel: Int64 = 100_000
+    /// The profile's streak: 0 to this many days.
     public static let maximumStreakDays: Int64 = 100_000
 
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`: belief system, lesson and achievement ids.
+    /// - Parameter value: the id to check.
+    /// - Returns: whether the server accepts `value` as an id.
     @inlinable public static func isIdentifier(_ value: String) -> Bool {
         var value = value
         // Over the UTF-8 in place: iterating `utf8` costs several times more.
@@ -30,6 +35,8 @@ public enum SyncLimits {
     }
 
     /// `YYYY-MM-DD`, a real calendar date from 2000 to 2099.
+    /// - Parameter value: the date to check.
+    /// - Returns: whether the server accepts `value` as a date.
     @inlinable public static func isDate(_ value: String) -> Bool {
         let parts = value.split(separator: "-", omittingEmptySubsequences: false)
         guard value.utf8.count == 10, parts.count == 3, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
@@ -41,6 +48,8 @@ public enum SyncLimits {
     }
 
     /// What the server would refuse in `lesson`, or nil.
+    /// - Parameter lesson: the lesson's progress to check.
+    /// - Returns: the first problem, in a sentence that names the field; nil when the server accepts it.
     public static func problem(in lesson: LessonProgress) -> String? {
         if !isIdentifier(lesson.beliefSystemID) { return "beliefSystemId must be 1 to 128 characters of A-Z a-z 0-9 . _ : -" }
         if !isIdentifier(lesson.lessonID) { return "lessonId must be 1 to 128 characters of A-Z a-z 0-9 . _ : -" }
@@ -51,6 +60,8 @@ public enum SyncLimits {
     }
 
     /// What the server would refuse in `achievement`, or nil.
+    /// - Parameter achievement: the achievement's state to check.
+    /// - Returns: the first problem, in a sentence that names the field; nil when the server accepts it.
     public static func problem(in achievement: AchievementProgress) -> String? {
         if !isIdentifier(achievement.achievementID) { return "achievementId must be 1 to 128 characters of A-Z a-z 0-9 . _ : -" }
         if !(0...maximumCount).contains(achievement.progress) { return "progress must be from 0 to \(maximumCount)" }
@@ -61,6 +72,8 @@ public enum SyncLimits {
     }
 
     /// What the server would refuse in `profile`, or nil.
+    /// - Parameter profile: the profile to check.
+    /// - Returns: the first problem, in a sentence that names the field; nil when the server accepts it.
     public static func problem(in profile: SyncProfile) -> String? {
         if !(0...maximumTotalXP).contains(profile.totalXP) { return "totalXp must be from 0 to \(maximumTotalXP)" }
         if !(0...maximumLevel).contains(profile.currentLevel) { return "currentLevel must be from 0 to \(maximumLevel)" }

@@ -1,5 +1,7 @@
-// One device of the SIWAKit end-to-end check (Tests/EndToEnd/36_siwakit.sh): each run is one
+// One device of the SIWAKit end-to-end checks (Tests/EndToEnd/36_siwakit.sh): each run is one
 // launch of the "app", with its session and sync state kept in a directory as the app keeps them.
+// It is built as an app builds SIWAKit: by a package of its own that depends on this one by path,
+// with the server's trait off (Tests/SIWAKitConsumer/prepare.py), and it imports SIWAKit alone.
 //
 //   siwakit-e2e DIR sign-in APPLE_USER DEVICE     sign in through the emulator; prints the user id
 //   siwakit-e2e DIR lesson BS ID STATUS SCORE XP [COMPLETED_AT_MS]
@@ -11,15 +13,19 @@
 //   siwakit-e2e DIR me                            prints the user id, or "signed-out REASON"
 //   siwakit-e2e DIR sessions                      "ID current|other DEVICE" per session
 //   siwakit-e2e DIR revoke ID | delete-account
+//   siwakit-e2e DIR walkthrough APPLE_USER DEVICE  in one launch: sign-in, the typed call
+//                                                 GET /example/whoami, a sync, a refresh, sign-out;
+//                                                 prints one line per step and the session's events
 //   siwakit-e2e DIR loop STOP_FILE               until STOP_FILE exists: a change and a sync, back
 //                                                 to back, and every 200 ms a refresh and me first;
 //                                                 prints "ok N" per round, every error to stderr,
 //                                                 and exits 1 after any
 //
-// Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID.
+// Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID; and
+// E2E_TRUST_CERTIFICATE, a PEM certificate that DevelopmentTransport trusts (without it, requests
+// go through URLSession, which trusts the system's CA bundle only).
 import Foundation
 import SIWAKit
-import SyncRules
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -55,8 +61,8 @@ func appleCredential(for appleUser: String, nonce: SignInNonce) async throws -> 
     request.httpBody = try JSONSerialization.data(withJSONObject: [
         "userId": appleUser, "clientId": environment("E2E_CLIENT_ID"), "nonce": nonce.value,
     ])
-    let (data, response) = try await URLSession.shared.data(for: request)
-    guard (response as? HTTPURLResponse)?.statusCode == 200 else { fail("emulator sign-in: \(String(decoding: data, as: UTF8.self))") }
+    let (data, response) = try await transport.send(request)
+    guard response.statusCode == 200 else { fail("emulator sign-in: \(String(decoding: data, as: UTF8.self))") }
     let answer = try JSONDecoder().decode(EmulatorSignIn.self, from: data)
     var credential = AppleSignInCredential(
         identityToken: answer.identityToken, authorizationCode: answer.authorizationCode, user: answer.sub)
@@ -80,6 +86,44 @@ func signedOutReason(_ client: SIWAClient) async -> String {
     return "signed-in"
 }
 
+/// What the example upstream behind `/example/whoami` answers: the ids nginx passed it.
+struct WhoAmI: Decodable {
+    var userId: String
+    var sessionId: String
+}
+
+/// One launch that does what an app does in a day, the session's events collected as they come.
+@MainActor func walkthrough(appleUser: String, device: String) async throws {
+    let stream = await client.session.events()
+    let events = Task {
+        var seen: [String] = []
+        for await event in stream {
+            switch event {
+            case .signedIn: seen.append("signedIn")
+            case .tokenRefreshed: seen.append("tokenRefreshed")
+            case .userUpdated: seen.append("userUpdated")
+            case .signedOut(let reason): seen.append("signedOut(\(reason))")
+            }
+            if case .signedOut = event { break }
+        }
+        return seen
+    }
+    let nonce = SignInNonce()
+    let user = try await client.signIn(with: try await appleCredential(for: appleUser, nonce: nonce), nonce: nonce, device: device)
+    print("signed-in \(user.id)")
+    let whoami = try await client.send(URLRequest(url: URL(string: environment("E2E_URL") + "/example/whoami")!), decoding: WhoAmI.self)
+    print("whoami \(whoami.userId) \(whoami.sessionId == client.session.currentSessionID ? "this-session" : "another-session")")
+    try await sync.record(
+        LessonProgress(
+            beliefSystemID: "walkthrough", lessonID: "w1", status: .completed, score: 70, earnedXP: 30, completedAt: 1_795_000_000_000))
+    try await sync.sync()
+    print("synced \(await sync.snapshot.lessons.count) lesson(s)")
+    clock.skipAnHour()  // the access token now looks expired: the next call refreshes it first
+    print("after-refresh \(try await client.me().id)")
+    await client.signOut()
+    print("events \(await events.value.joined(separator: " "))")
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else { fail("usage: siwakit-e2e DIR COMMAND [ARGS]") }
 let storage = FileStorage(directory: URL(fileURLWithPath: arguments[1]))
@@ -91,7 +135,12 @@ final class DeviceClock: @unchecked Sendable {  // `offset` is only touched with
     func skipAnHour() { lock.withLock { offset += 3600 } }
 }
 let clock = DeviceClock()
-let client = SIWAClient(baseURL: URL(string: environment("E2E_URL") + "/")!, storage: storage, now: { clock.now })
+let transport: any HTTPTransport =
+    try ProcessInfo.processInfo.environment["E2E_TRUST_CERTIFICATE"].map {
+        try DevelopmentTransport(trustingCertificateAt: URL(fileURLWithPath: $0))
+    }
+    ?? URLSessionTransport()
+let client = SIWAClient(baseURL: URL(string: environment("E2E_URL") + "/")!, storage: storage, transport: transport, now: { clock.now })
 let sync = try SyncClient(client: client, storage: storage)
 let rest = Array(arguments.dropFirst(3))
 
@@ -144,6 +193,8 @@ do {
     case "delete-account":
         try await client.deleteAccount()
         print(await signedOutReason(client))
+    case "walkthrough":
+        try await walkthrough(appleUser: rest[0], device: rest[1])
     case "loop":
         var rounds = 0
         var errors = 0
