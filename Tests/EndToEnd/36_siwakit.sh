@@ -3,13 +3,16 @@
 # one person (each run of siwakit-e2e is one launch of the app, its session and sync state in its
 # own directory) sign in; both change progress while siwa is stopped, and converge to the server's
 # merged state once it is back; revoking one device's session from the other signs it out at its
-# next call; deleting the account from one signs the other out.
+# next call; deleting the account from one signs the other out. And an app that trusts the stack's
+# certificate through DevelopmentTransport, in one launch without any namespace: sign-in, a typed
+# call to the app's backend, a sync, a refresh and sign-out.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
 
-KIT=$(dirname "$E2E_BIN")/siwakit-e2e
-[ -x "$KIT" ] || fail "siwakit-e2e is not built"
+# Built by scripts/test as an app builds SIWAKit (Tests/SIWAKitConsumer).
+KIT=${E2E_KIT:-}
+[ -x "$KIT" ] || fail "siwakit-e2e is not built (E2E_KIT: $KIT)"
 export E2E_CLIENT_ID=com.example.siwa
 PHONE=$E2E_TMP/siwakit/phone IPAD=$E2E_TMP/siwakit/ipad
 # URLSession on Linux trusts the system's CA bundle only. Each launch runs in its own mount
@@ -112,3 +115,28 @@ pass "revoking the phone's session from the iPad signs the phone out at its next
 [ "$(kit "$IPAD" me)" = "signed-out sessionEnded" ] || fail "the iPad is still signed in after the account was deleted"
 [ "$(sql "SELECT COUNT(*) FROM users WHERE id = $phone_user")" = 0 ] || fail "the user is still stored"
 pass "deleting the account from the phone signs the iPad out at its next call; the user is gone"
+
+# --- DevelopmentTransport: the documented way to trust the stack's certificate, no namespace. One
+# launch signs in, calls the example backend with the typed call, syncs, refreshes and signs out.
+new_apple_user "kit.walk@example.com" Walk Through
+out=$(E2E_TRUST_CERTIFICATE=$E2E_TMP/tls/cert.pem "$KIT" "$E2E_TMP/siwakit/walk" walkthrough "$APPLE_USER" "Walk's iPhone" 2>"$E2E_TMP/siwakit.err") \
+    || fail "the walkthrough through DevelopmentTransport failed: $(cat "$E2E_TMP/siwakit.err")"
+walk_user=$(sed -n 's/^signed-in //p' <<<"$out")
+expected="signed-in $walk_user
+whoami $walk_user this-session
+synced 1 lesson(s)
+after-refresh $walk_user
+events signedIn tokenRefreshed signedOut(signedOut)"
+[ -n "$walk_user" ] && [ "$out" = "$expected" ] || fail "the walkthrough printed
+$out
+instead of
+$expected"
+[ "$(sql "SELECT COUNT(*) FROM sessions WHERE user_id = $walk_user AND revoked_at IS NULL")" = 0 ] \
+    || fail "the walkthrough's session is still valid after sign-out"
+pass "DevelopmentTransport trusts the stack's certificate: sign-in, GET /example/whoami decoded, a sync, a refresh and sign-out in one launch, the events exactly signedIn, tokenRefreshed, signedOut"
+
+# --- Without it, URLSession refuses the self-signed certificate: the trust came from the option.
+if out=$("$KIT" "$E2E_TMP/siwakit/untrusted" sign-in "$APPLE_USER" "Untrusted" 2>&1); then
+    fail "a sign-in through URLSession trusted the self-signed certificate: $out"
+fi
+pass "without DevelopmentTransport (and outside the namespace), the self-signed certificate is refused"

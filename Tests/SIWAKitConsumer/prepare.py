@@ -13,7 +13,8 @@ The snippets are the ```swift blocks of README.md, docs/*.md, the DocC catalog
   project's (deploy/debian/copyright), the version this release's, and every such block the same.
 - A block that starts with `import` is a whole source file.
 - Any other block is the body of `@MainActor func ...(client: SIWAClient) async throws` in a file
-  that imports Foundation and SIWAKit: `client` is in scope, everything else the block declares.
+  that imports Foundation and SIWAKit (and FoundationNetworking, where it exists): `client` is in
+  scope, everything else the block declares.
 
 A block that needs a module of Apple's platforms (it imports one, or names one of SIWAKit's
 Apple-only declarations) is compiled under `#if canImport(...)`: type-checked on a Mac, skipped
@@ -29,8 +30,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# Modules every snippet may use without importing them (the statement blocks import them).
-ALWAYS = {"Foundation", "SIWAKit"}
+# Modules every snippet may use (the statement blocks import the first and last; the second is
+# imported under `#if canImport(FoundationNetworking)`, as on Linux URLRequest needs it).
+ALWAYS = {"Foundation", "FoundationNetworking", "SIWAKit"}
 # SIWAKit's declarations that exist on Apple's platforms only, and the module each needs.
 APPLE_ONLY_NAMES = {
     "KeychainStorage": "Security",
@@ -82,20 +84,26 @@ def dedent(lines):
     return [line[cut:] for line in lines]
 
 
-def manifest_line(path, number, lines, version):
-    """The app's dependency line, checked and pointed at this tree; and its target dependency."""
+def manifest_parts(path, number, lines, version):
+    """The app's dependency line, checked and pointed at this tree, and its target dependency: each
+    (kind, Swift) of the block, kind "package" or "product"."""
     text = " ".join(line.strip() for line in lines if not line.strip().startswith("//"))
+    parts = []
     package = re.search(r'\.package\(url: "([^"]+)", from: "([^"]+)"(.*?)\),', text)
+    if package:
+        url, since, rest = package.groups()
+        source = re.search(r"^Source: (\S+)", open(os.path.join(ROOT, "deploy/debian/copyright")).read(), re.M).group(1)
+        if url != source:
+            sys.exit(f"{path}:{number}: the package's URL is {source} (deploy/debian/copyright), not {url}")
+        if since != version:
+            sys.exit(f'{path}:{number}: from: "{since}", but this release is {version} (Sources/siwa/Version.swift)')
+        parts.append(("package", f'.package(name: "{url.rstrip("/").split("/")[-1]}", path: "{ROOT}"{rest})'))
     product = re.search(r'\.product\(name: "SIWAKit", package: "([^"]+)"\)', text)
-    if not package or not product:
-        sys.exit(f"{path}:{number}: the manifest block needs .package(url:from:...) and .product(name: \"SIWAKit\", ...)")
-    url, since, rest = package.groups()
-    source = re.search(r"^Source: (\S+)", open(os.path.join(ROOT, "deploy/debian/copyright")).read(), re.M).group(1)
-    if url != source:
-        sys.exit(f"{path}:{number}: the package's URL is {source} (deploy/debian/copyright), not {url}")
-    if since != version:
-        sys.exit(f"{path}:{number}: from: \"{since}\", but this release is {version} (Sources/siwa/Version.swift)")
-    return f'.package(name: "{product.group(1)}", path: "{ROOT}"{rest})', product.group(0)
+    if product:
+        parts.append(("product", product.group(0)))
+    if not parts:
+        sys.exit(f'{path}:{number}: a manifest block needs .package(url:from:...) or .product(name: "SIWAKit", ...)')
+    return parts
 
 
 def needs(lines):
@@ -116,17 +124,17 @@ def main():
     os.makedirs(snippets_dir)
     shutil.copytree(os.path.join(HERE, "Sources", "siwakit-e2e"), os.path.join(out, "Sources", "siwakit-e2e"))
 
-    dependency = None
+    manifest = {}  # kind: (Swift, where)
     compiled, apple_only = 0, []
     for path in documents():
         for number, lines in blocks(path):
             lines = dedent(lines)
             where = f"{path}:{number}"
             if any(line.lstrip().startswith((".package(", ".product(")) for line in lines):
-                line = (*manifest_line(path, number, lines, version), where)
-                if dependency and line[:2] != dependency[:2]:
-                    sys.exit(f"{where}: this manifest block differs from the one of {dependency[2]}")
-                dependency = dependency or line
+                for kind, swift in manifest_parts(path, number, lines, version):
+                    if kind in manifest and manifest[kind][0] != swift:
+                        sys.exit(f"{where}: this .{kind} line differs from the one of {manifest[kind][1]}")
+                    manifest.setdefault(kind, (swift, where))
                 continue
             modules = needs(lines)
             first = next((line for line in lines if line.strip() and not line.strip().startswith("//")), "")
@@ -137,6 +145,9 @@ def main():
                 source = [
                     "import Foundation",
                     "import SIWAKit",
+                    "#if canImport(FoundationNetworking)",
+                    "    import FoundationNetworking  // URLRequest and URLSession, on Linux",
+                    "#endif",
                     "",
                     f"@MainActor func snippet_{name}(client: SIWAClient) async throws {{",
                     *source,
@@ -148,8 +159,9 @@ def main():
             compiled += 1
             with open(os.path.join(snippets_dir, f"{name}.swift"), "w") as file:
                 file.write(f"// From {where}; written by Tests/SIWAKitConsumer/prepare.py.\n" + "\n".join(source) + "\n")
-    if not dependency:
-        sys.exit("no document has the app's manifest block (.package(url:from:...) and .product(name: \"SIWAKit\"...))")
+    if set(manifest) != {"package", "product"}:
+        sys.exit("the docs need the app's manifest lines: .package(url:from:...) and .product(name: \"SIWAKit\", ...)")
+    dependency = (manifest["package"][0], manifest["product"][0], manifest["package"][1])
 
     with open(os.path.join(out, "Package.swift"), "w") as file:
         file.write(f"""// swift-tools-version:6.1
