@@ -1,5 +1,5 @@
 public import Foundation
-// The sync types an app records (`LessonProgress`, `AchievementProgress`, `ProfileChange`, `SyncLimits`)
+// The sync types an app records (`LessonProgress`, `AchievementProgress`, `SyncProfile`, `SyncLimits`)
 // come with `import SIWAKit` alone.
 @_exported public import SyncRules
 
