@@ -191,10 +191,15 @@ create_database() {
 # Creates a self-signed certificate for localhost once: make_certificate DIR -> DIR/cert.pem, DIR/key.pem
 make_certificate() {
     local dir=$1
+    # A certificate without the serverAuth extended key usage (made before it was added) is made
+    # again: Apple's platforms refuse a server certificate without it when it is an app's anchor.
+    [ -s "$dir/cert.pem" ] && ! openssl x509 -in "$dir/cert.pem" -noout -ext extendedKeyUsage 2>/dev/null | grep -q "Server Authentication" \
+        && rm -f "$dir/cert.pem" "$dir/key.pem"
     [ -s "$dir/cert.pem" ] && [ -s "$dir/key.pem" ] && return 0
     mkdir -p "$dir"
     (umask 077; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 -subj "/CN=localhost" \
-        -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -addext "extendedKeyUsage=serverAuth" \
+        -addext "keyUsage=critical,digitalSignature,keyCertSign" \
         -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null) || die "openssl req failed"
 }
 

@@ -72,14 +72,16 @@ public enum CredentialStateOutcome: Sendable, Equatable {
     }
 
     extension AppleCredentialState {
-        /// The state Apple reported; a state this version of `SIWAKit` does not know counts as `notFound`.
+        /// The state Apple reported; a state this version of `SIWAKit` does not know counts as
+        /// `authorized`, so that it never signs anyone out.
         /// - Parameter state: what `getCredentialState(forUserID:)` answered.
         public init(_ state: ASAuthorizationAppleIDProvider.CredentialState) {
             switch state {
             case .authorized: self = .authorized
             case .revoked: self = .revoked
             case .transferred: self = .transferred
-            default: self = .notFound
+            case .notFound: self = .notFound
+            @unknown default: self = .authorized
             }
         }
     }

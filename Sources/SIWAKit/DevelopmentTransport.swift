@@ -34,7 +34,7 @@ public import Foundation
 /// request.
 public struct DevelopmentTransport: HTTPTransport {
     #if canImport(Security)
-        private let transport: URLSessionTransport
+        private let owner: SessionOwner
     #else
         private let certificateFile: String
     #endif
@@ -52,7 +52,7 @@ public struct DevelopmentTransport: HTTPTransport {
                 throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: file.path])
             }
             let delegate = AnchorDelegate(anchor: certificate)
-            transport = URLSessionTransport(session: URLSession(configuration: .default, delegate: delegate, delegateQueue: nil))
+            owner = SessionOwner(session: URLSession(configuration: .default, delegate: delegate, delegateQueue: nil))
         #else
             _ = der
             certificateFile = file.path
@@ -60,11 +60,11 @@ public struct DevelopmentTransport: HTTPTransport {
     }
 
     /// Sends `request`, trusting the certificate as well as the system's roots.
-    /// - Throws: `URLError` when no answer arrived (`.serverCertificateUntrusted` for a server
+    /// - Throws: `URLError` when no answer arrived (`.serverCertificateUntrusted`, or the system's TLS error on Apple's platforms, for a server
     ///   whose certificate is neither this one nor one the system trusts).
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         #if canImport(Security)
-            return try await transport.send(request)
+            return try await URLSessionTransport(session: owner.session).send(request)
         #else
             return try await CurlExchange.send(request, caFile: certificateFile)
         #endif
@@ -82,6 +82,20 @@ public struct DevelopmentTransport: HTTPTransport {
 }
 
 #if canImport(Security)
+    /// The transport's session, invalidated with the last copy of the transport: a session keeps
+    /// its delegate until it is invalidated.
+    private final class SessionOwner: Sendable {
+        let session: URLSession
+
+        init(session: URLSession) {
+            self.session = session
+        }
+
+        deinit {
+            session.finishTasksAndInvalidate()
+        }
+    }
+
     /// Evaluates the server's trust with one more anchor, the system's roots still trusted.
     private final class AnchorDelegate: NSObject, URLSessionDelegate, @unchecked Sendable {
         // Immutable after init; SecCertificate is an immutable CF object.
@@ -106,7 +120,8 @@ public struct DevelopmentTransport: HTTPTransport {
             if SecTrustEvaluateWithError(trust, nil) {
                 completionHandler(.useCredential, URLCredential(trust: trust))
             } else {
-                completionHandler(.cancelAuthenticationChallenge, nil)
+                // The system's own evaluation then fails the request with its usual TLS error.
+                completionHandler(.performDefaultHandling, nil)
             }
         }
     }

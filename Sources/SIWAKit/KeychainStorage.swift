@@ -5,6 +5,11 @@
     /// Values in the Keychain as generic passwords of one service, readable after the device's first
     /// unlock (so a background refresh works while the device is locked), kept on this device only.
     /// With an access group, app extensions of the same team that share the group share the session.
+    ///
+    /// It uses the data protection keychain (`kSecUseDataProtectionKeychain`) on every platform. On
+    /// macOS that keychain needs a signed app with a keychain access group or application identifier
+    /// entitlement: an unsigned build (a command-line tool, `swift test`) gets
+    /// `errSecMissingEntitlement` (-34018); use `FileStorage` there.
     public struct KeychainStorage: KeyValueStorage {
         /// The Keychain service of the items: one item per key, the key as the item's account.
         public let service: String
