@@ -69,6 +69,9 @@ public struct ServerError: Error, Sendable, Equatable {
         public static let invalidRequest: Code = "invalid_request"
         /// `invalid_grant`: Apple refused the authorization code (expired, used, or for another client).
         public static let invalidGrant: Code = "invalid_grant"
+        /// `invalid_redirect_uri`: A Services ID's credential came without the redirect URI of its
+        /// authorization, or with one that is not registered for it.
+        public static let invalidRedirectURI: Code = "invalid_redirect_uri"
         /// `invalid_token`: A token was refused: the access token or the refresh token is not valid, or the session ended.
         public static let invalidToken: Code = "invalid_token"
         /// `token_reused`: A refresh token was used twice; the session was revoked for safety.
@@ -134,7 +137,8 @@ public struct ServerError: Error, Sendable, Equatable {
 
         /// Every code the HTTP contract documents, in its order.
         public static let documented: [Code] = [
-            .invalidRequest, .invalidGrant, .invalidToken, .tokenReused, .nonceReused, .userMismatch, .codeMismatch, .originMismatch,
+            .invalidRequest, .invalidGrant, .invalidRedirectURI, .invalidToken, .tokenReused, .nonceReused, .userMismatch, .codeMismatch,
+            .originMismatch,
             .notFound, .methodNotAllowed, .alreadyCompleted, .payloadTooLarge, .unsupportedMediaType, .rateLimited, .appleError,
             .appleUnavailable, .notConfigured, .unavailable, .internalError, .userDisabled, .exportLimited, .identityInUse,
             .externalUserLinked, .guestLinked, .invalidLinkToken, .linkTokenExpired, .linkTokenUsed, .guestsDisabled, .invalidLinkSecret,

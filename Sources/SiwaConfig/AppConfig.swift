@@ -162,6 +162,13 @@ package struct AppConfig: Sendable {
             name: "SIWA_APPLE_SERVICES_ID", type: "id", defaultValue: nil, shownDefault: "none", required: "one client id for `serve`",
             summary: "Services ID accepted as `aud` (web sign-in)"),
         Key(
+            name: "SIWA_APPLE_REDIRECT_URIS", type: "comma-separated `SERVICES_ID=URL`", defaultValue: nil, shownDefault: "none",
+            required: "no",
+            summary:
+                "the Return URLs registered at Apple for the Services IDs whose credentials apps post to `POST /auth/apple` "
+                + "(Android, Flutter, Sign in with Apple JS): each Services ID named is accepted as `aud`, and its codes are "
+                + "exchanged with the `redirectUri` of the request only when it is one of its URLs, exactly"),
+        Key(
             name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com", required: "no",
             summary: "Apple's endpoints; `http` only to a loopback address (the emulator)"),
         Key(
@@ -430,7 +437,8 @@ extension EnvironmentReader {
         let bundleIDs = (optionalString("SIWA_APPLE_BUNDLE_IDS") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let servicesID = optionalString("SIWA_APPLE_SERVICES_ID")
-        if bundleIDs.isEmpty && servicesID == nil {
+        let redirectURIs = servicesRedirectURIs(bundleIDs: bundleIDs)
+        if bundleIDs.isEmpty && servicesID == nil && redirectURIs.isEmpty {
             problem("SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID: at least one client id is required")
         }
         let baseURL = string("SIWA_APPLE_BASE_URL")
@@ -475,10 +483,38 @@ extension EnvironmentReader {
         // Problems are recorded and stop the start.
         guard let privateKey else { return nil }
         return AppleSettings(
-            teamID: teamID, keyID: keyID, privateKey: privateKey, bundleIDs: bundleIDs, servicesID: servicesID, baseURL: baseURL,
+            teamID: teamID, keyID: keyID, privateKey: privateKey, bundleIDs: bundleIDs, servicesID: servicesID,
+            redirectURIs: redirectURIs, baseURL: baseURL,
             http: http, leeway: leeway, requireNonce: requireNonce, keysCooldown: keysCooldown,
             clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise, relayDomains: relayDomains,
             maximumCallsInFlight: maximumCalls, maximumCallsWaiting: waitingCalls, unreachableCooldown: cooldown)
+    }
+
+    /// `SIWA_APPLE_REDIRECT_URIS`: each Services ID's Return URLs, as registered at Apple (https,
+    /// no fragment); a bundle id there is a problem, as Apple never redirects for one.
+    mutating func servicesRedirectURIs(bundleIDs: [String]) -> [String: [String]] {
+        var uris: [String: [String]] = [:]
+        let pairs = (optionalString("SIWA_APPLE_REDIRECT_URIS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for pair in pairs {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                problem("SIWA_APPLE_REDIRECT_URIS: expected SERVICES_ID=https://..., got \(pair)")
+                continue
+            }
+            let clientID = String(pair[..<equals]).trimmingCharacters(in: .whitespaces)
+            let uri = String(pair[pair.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+            let url = URL(string: uri)
+            guard url?.scheme == "https", url?.host?.isEmpty == false, url?.fragment == nil else {
+                problem("SIWA_APPLE_REDIRECT_URIS: \(clientID)'s URL must be https, with a host and no fragment, as Apple requires: \(uri)")
+                continue
+            }
+            if bundleIDs.contains(clientID) {
+                problem("SIWA_APPLE_REDIRECT_URIS: \(clientID) is a bundle id; Return URLs belong to Services IDs")
+                continue
+            }
+            if !(uris[clientID] ?? []).contains(uri) { uris[clientID, default: []].append(uri) }
+        }
+        return uris
     }
 
     static let sessionKeys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]

@@ -10,9 +10,16 @@ set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
 
-# Built by scripts/test as an app builds SIWAKit (Tests/SIWAKitConsumer).
+# Built by scripts/test in the background as an app builds SIWAKit (Tests/SIWAKitConsumer); waited
+# for here (30 min at most).
 KIT=${E2E_KIT:-}
-[ -x "$KIT" ] || fail "siwakit-e2e is not built (E2E_KIT: $KIT)"
+[ -n "${E2E_SDK:-}" ] || fail "run through scripts/test, which builds the app"
+deadline=$((SECONDS + 1800))
+until [ -s "$E2E_SDK/consumer" ]; do
+    [ $SECONDS -lt $deadline ] || fail "the app's build did not finish: $(tail -5 "$E2E_SDK/log")"
+    sleep 1
+done
+[ "$(cat "$E2E_SDK/consumer")" = ok ] && [ -x "$KIT" ] || fail "the app's package did not build: $(tail -30 "$E2E_SDK/log")"
 export E2E_CLIENT_ID=com.example.siwa
 PHONE=$E2E_TMP/siwakit/phone IPAD=$E2E_TMP/siwakit/ipad
 # URLSession on Linux trusts the system's CA bundle only. Each launch runs in its own mount

@@ -14,6 +14,9 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         case codeRefused
         /// The authorization code was issued with another identity token (another `sub` or `aud`).
         case codeMismatch
+        /// The `redirect_uri` a Services ID's code would be exchanged with is missing, not
+        /// registered for it, or sent with a bundle id's credential.
+        case redirectURIRefused
         /// Apple could not be reached, or answered what it never answers.
         case appleUnavailable
         /// Apple refused our own credentials (client secret, client id).

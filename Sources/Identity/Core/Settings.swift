@@ -10,7 +10,11 @@ package struct AppleSettings: Sendable {
     /// The `.p8` key, loaded and checked at start.
     package var privateKey: P256PrivateKey
     package var bundleIDs: [String]
+    /// The Services ID of siwa's own web pages.
     package var servicesID: String?
+    /// The Services IDs whose credentials apps post to `POST /auth/apple`, each with the Return
+    /// URLs registered for it at Apple: a code of theirs is exchanged with one of these only.
+    package var redirectURIs: [String: [String]]
     package var baseURL: String
     package var http: HTTPClientConfiguration
     package var leeway: Int
@@ -35,7 +39,8 @@ package struct AppleSettings: Sendable {
 
     package init(
         teamID: String, keyID: String, privateKey: P256PrivateKey, bundleIDs: [String], servicesID: String?,
-        baseURL: String = "https://appleid.apple.com", http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
+        redirectURIs: [String: [String]] = [:], baseURL: String = "https://appleid.apple.com",
+        http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
         requireNonce: Bool = true, keysCooldown: Double = 10, clientSecretLifetime: Int = 86_400,
         anonymiseOnAccountDelete: Bool = false, relayDomains: [String] = defaultRelayDomains, maximumCallsInFlight: Int = 8,
         maximumCallsWaiting: Int = 2, callWait: Double = 1, unreachableCooldown: Double = 5
@@ -45,6 +50,7 @@ package struct AppleSettings: Sendable {
         self.privateKey = privateKey
         self.bundleIDs = bundleIDs
         self.servicesID = servicesID
+        self.redirectURIs = redirectURIs
         self.baseURL = baseURL
         self.http = http
         self.leeway = leeway
@@ -66,8 +72,37 @@ package struct AppleSettings: Sendable {
         return relayDomains.contains(email[email.index(after: at)...].lowercased())
     }
 
-    /// Every accepted audience: the bundle ids and the Services ID.
-    package var clientIDs: Set<String> { Set(bundleIDs + (servicesID.map { [$0] } ?? [])) }
+    /// Every accepted audience: the bundle ids, the web pages' Services ID, and the apps' Services IDs.
+    package var clientIDs: Set<String> { Set(bundleIDs + (servicesID.map { [$0] } ?? []) + redirectURIs.keys) }
+
+    /// The `redirect_uri` to exchange a code of `clientID` with, for a credential an app posted
+    /// with `requested`: none for a bundle id (Apple refuses one for native codes); for a Services
+    /// ID, `requested` when it is registered for it exactly. Checked before Apple is called, so a
+    /// refused one costs neither the code nor the nonce.
+    /// - Throws: `IdentityError(.redirectURIRefused)` naming what is wrong.
+    package func appRedirectURI(_ requested: String?, clientID: String, hasCode: Bool) throws -> String? {
+        if bundleIDs.contains(clientID) {
+            guard requested == nil else {
+                throw IdentityError(
+                    .redirectURIRefused, "redirectUri is for a Services ID's credential; this one is for the app \(clientID)")
+            }
+            return nil
+        }
+        let registered = redirectURIs[clientID] ?? []
+        guard let requested else {
+            guard !hasCode else {
+                throw IdentityError(
+                    .redirectURIRefused,
+                    "a code of the Services ID \(clientID) is exchanged with the redirect URI of its authorization: send it as redirectUri")
+            }
+            return nil
+        }
+        guard registered.contains(requested) else {
+            throw IdentityError(
+                .redirectURIRefused, "redirectUri is not a Return URL registered for \(clientID) (SIWA_APPLE_REDIRECT_URIS)")
+        }
+        return requested
+    }
 
     /// The identity-token rules these settings imply.
     package var identityTokenPolicy: IdentityTokenPolicy {

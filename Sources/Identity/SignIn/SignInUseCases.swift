@@ -22,10 +22,13 @@ package struct SignInAttempt: Sendable {
     /// The name, which Apple gives only with the first authorization (never in the token).
     package var firstName: String?
     package var lastName: String?
+    /// The `redirect_uri` of the authorization, for a Services ID's credential (Android, Flutter,
+    /// Sign in with Apple JS): its code is exchanged with it.
+    package var redirectURI: String?
 
     package init(
         identityToken: String, authorizationCode: String? = nil, nonce: String? = nil, claimedUser: String? = nil,
-        firstName: String? = nil, lastName: String? = nil
+        firstName: String? = nil, lastName: String? = nil, redirectURI: String? = nil
     ) {
         self.identityToken = identityToken
         self.authorizationCode = authorizationCode
@@ -33,6 +36,7 @@ package struct SignInAttempt: Sendable {
         self.claimedUser = claimedUser
         self.firstName = firstName
         self.lastName = lastName
+        self.redirectURI = redirectURI
     }
 }
 
@@ -78,7 +82,7 @@ extension SignInUseCases {
     private func signInOnce(_ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink?) throws -> Grant {
         let settings = try requireSessions()
         let checkedLink = try link.map(check)
-        let verified = try verify(attempt, audience: nil, redirectURI: nil)
+        let verified = try verify(attempt, audience: nil, redirectURI: .requested)
         let refreshToken = try OpaqueToken()
         let account: SignedInAccount
         let sessionID: UInt64
@@ -131,7 +135,7 @@ extension SignInUseCases {
     /// issued to, and seals Apple's refresh token.
     /// - Returns: the sign-in, ready to store, and the nonce still to claim in the transaction that
     ///   stores it (when there was no code).
-    func verify(_ attempt: SignInAttempt, audience: String?, redirectURI: String?) throws -> VerifiedSignIn {
+    func verify(_ attempt: SignInAttempt, audience: String?, redirectURI: RedirectURI) throws -> VerifiedSignIn {
         let apple = try requireApple()
         let settings = try requireSessions()
         let code = attempt.authorizationCode.flatMap { $0.isEmpty ? nil : $0 }
@@ -142,6 +146,12 @@ extension SignInUseCases {
         }
         if let user = attempt.claimedUser, user != identity.subject {
             throw IdentityError(.userMismatch, "`user` is not the subject of the identity token")
+        }
+        let exchangeRedirectURI: String?
+        switch redirectURI {
+        case .fixed(let uri): exchangeRedirectURI = uri
+        case .requested:
+            exchangeRedirectURI = try apple.settings.appRedirectURI(attempt.redirectURI, clientID: identity.audience, hasCode: code != nil)
         }
         // Kept until the token can no longer pass `exp` with the leeway.
         let nonce = attempt.nonce.map {
@@ -155,7 +165,7 @@ extension SignInUseCases {
             // then works once Apple is back.
             try nonce?.claim(on: database)
             do {
-                sealed = try exchange(code, for: identity, redirectURI: redirectURI, apple: apple, settings: settings)
+                sealed = try exchange(code, for: identity, redirectURI: exchangeRedirectURI, apple: apple, settings: settings)
             } catch let error as IdentityError where error.code == .appleUnavailable {
                 nonce?.release(on: database, logger: logger)
                 throw error
@@ -170,6 +180,13 @@ extension SignInUseCases {
             realUserStatus: identity.realUserStatus.flatMap { (0...2).contains($0) ? $0 : nil },
             firstName: attempt.firstName, lastName: attempt.lastName, appleRefreshToken: sealed)
         return VerifiedSignIn(signIn: signIn, unclaimedNonce: code == nil ? nonce : nil)
+    }
+
+    /// The `redirect_uri` a code is exchanged with: the flow's own (siwa's web callback), or the one
+    /// the app's request named, checked against the client's registered ones.
+    enum RedirectURI {
+        case fixed(String)
+        case requested
     }
 
     /// A verified sign-in, and its nonce when it is still to be claimed.

@@ -111,7 +111,7 @@ extension SignInUseCases {
                 identityToken: idToken, authorizationCode: code, nonce: pending.nonce,
                 firstName: name.flatMap { try? $0.string("firstName") }, lastName: name.flatMap { try? $0.string("lastName") })
             do {
-                outcome = .success(try verify(attempt, audience: apple.settings.servicesID, redirectURI: settings.callbackURL))
+                outcome = .success(try verify(attempt, audience: apple.settings.servicesID, redirectURI: .fixed(settings.callbackURL)))
             } catch let error as SignInError where error.code != .keysUnavailable {
                 logger.warning("web sign-in: identity token refused", metadata: ["reason": "\(error.code.rawValue)"])
                 outcome = .failure(WebSignInFailure(code: "invalid_token"))

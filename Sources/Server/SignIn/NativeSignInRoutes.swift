@@ -19,6 +19,8 @@ package enum NativeSignInRoutes {
         var device: String?
         /// A link token from the app's older backend: the Apple ID goes to that backend's user.
         var linkToken: String?
+        /// The `redirect_uri` of a Services ID's authorization (Android, Flutter, Sign in with Apple JS).
+        var redirectUri: String?
     }
 
     /// Signs in with Apple's identity token (and code), opening a session for the device.
@@ -29,7 +31,8 @@ package enum NativeSignInRoutes {
             authorizationCode: try limited(body.authorizationCode, "authorizationCode", maximum: 1024),
             nonce: try limited(body.nonce, "nonce", maximum: 256), claimedUser: try limited(body.user, "user", maximum: 255),
             firstName: try limited(body.fullName?.givenName, "fullName.givenName", maximum: 1024),
-            lastName: try limited(body.fullName?.familyName, "fullName.familyName", maximum: 1024))
+            lastName: try limited(body.fullName?.familyName, "fullName.familyName", maximum: 1024),
+            redirectURI: try limited(body.redirectUri, "redirectUri", maximum: 2048))
         let device = try limited(body.device, "device", maximum: 512)
         let grant = try useCases.signIn.signIn(attempt, device: device, remoteAddress: request.remoteAddress, link: try link(request, body))
         return tokenResponse(grant)

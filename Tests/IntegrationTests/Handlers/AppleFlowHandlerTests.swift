@@ -219,10 +219,14 @@ import WebForms
         harness.issued.issue("code-native", subject: native.sub, audience: native.aud)
         harness.issued.issue("code-web", subject: web.sub, audience: web.aud)
         let first = harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock)
-        let second = harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock)
+        let second = harness.signIn(
+            web.token, code: "code-web", at: web.suggested_fixed_clock, extra: HandlerHarness.appRedirectMember)
         #expect(first.status == 200 && second.status == 200, "\(first.text) \(second.text)")
         #expect(
             harness.appleCalls("/auth/token").map { $0["client_id"] } == [native.aud, web.aud], "each code exchanged with its token's aud")
+        #expect(
+            harness.appleCalls("/auth/token").map { $0["redirect_uri"] } == [nil, HandlerHarness.appRedirectURI],
+            "a bundle id's code without redirect_uri, the Services ID's with the app's registered one")
         #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens") == 2)
 
         // The daily validation of both.
@@ -354,7 +358,9 @@ import WebForms
         harness.issued.issue("code-native", subject: native.sub, audience: native.aud)
         harness.issued.issue("code-web", subject: web.sub, audience: web.aud)
         let first = harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock)
-        #expect(harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock).status == 200)
+        #expect(
+            harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock, extra: HandlerHarness.appRedirectMember).status
+                == 200)
         // Three revocations queued (the deleted account's token, twice more), one validation due.
         harness.clock.set(native.suggested_fixed_clock)
         let access = try #require(try first.json().string("accessToken"))

@@ -24,6 +24,10 @@ final class HandlerHarness {
     /// of two real Apple tokens in the fixtures.
     static let bundleID = "com.fullqueuedeveloper.FQAuthSampleiOSApp"
     static let servicesID = "jp.yauth.signin.service2"
+    /// The Return URL registered for the Services ID's credentials that apps post.
+    static let appRedirectURI = "https://app.example.com/apple-callback"
+    /// The `redirectUri` member of such a sign-in.
+    static let appRedirectMember = #""redirectUri":"https://app.example.com/apple-callback""#
     static let publicURL = "https://auth.example.com"
 
     let database: TestDatabase
@@ -68,6 +72,8 @@ final class HandlerHarness {
             "SIWA_DATA_KEYS_FILE": directory + "/data_keys",
         ]
         environment["SIWA_APPLE_SERVICES_ID"] = servicesID
+        // An app's credential for the Services ID (Android, Sign in with Apple JS) names this one.
+        environment["SIWA_APPLE_REDIRECT_URIS"] = servicesID.map { "\($0)=\(HandlerHarness.appRedirectURI)" }
         environment.merge(extra) { $1 }
         var config = try AppConfig(environment: environment, clock: clock)
         let configured = config.database

@@ -84,6 +84,34 @@ import Testing
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 1)
     }
 
+    @Test(
+        "A Services ID's code is exchanged with the registered redirectUri it came with; unregistered, missing, or with a bundle id's token: 400 invalid_redirect_uri, Apple never called"
+    )
+    func servicesIDRedirectURI() throws {
+        let harness = try HandlerHarness()
+        let web = try AppleFixtures.token("nov-apple_id-AIDOPK1-2019")
+        let native = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        harness.issued.issue("code-web", subject: web.sub, audience: web.aud)
+        harness.issued.issue("code-native", subject: native.sub, audience: native.aud)
+        let refusals = [
+            harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock),
+            harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock, extra: #""redirectUri":"https://evil.example/cb""#),
+            harness.signIn(
+                web.token, code: "code-web", at: web.suggested_fixed_clock,
+                extra: #""redirectUri":"https://app.example.com/apple-callback/""#),
+            harness.signIn(native.token, code: "code-native", at: native.suggested_fixed_clock, extra: HandlerHarness.appRedirectMember),
+        ]
+        for refused in refusals {
+            let code = try refused.json().string("error")
+            #expect(refused.status == 400 && code == "invalid_redirect_uri", "\(refused.text)")
+        }
+        #expect(harness.appleCalls("/auth/token").isEmpty, "Apple was called for a refused redirect URI")
+        #expect(try harness.count("SELECT COUNT(*) FROM users") == 0)
+        let signedIn = harness.signIn(web.token, code: "code-web", at: web.suggested_fixed_clock, extra: HandlerHarness.appRedirectMember)
+        #expect(signedIn.status == 200, "\(signedIn.text)")
+        #expect(harness.appleCalls("/auth/token").map { $0["redirect_uri"] } == [HandlerHarness.appRedirectURI])
+    }
+
     @Test("Bad bodies get 400 or 415 and store nothing; a token for an audience not configured is refused")
     func refusedBodies() throws {
         let harness = try HandlerHarness()
@@ -205,7 +233,8 @@ import Testing
         let taken = try harness.connection.execute("INSERT INTO users (id) VALUES (NULL)").lastInsertID
         #expect(taken == firstID + 1)
 
-        let signedIn = harness.signIn(second.token, code: "code-second", at: second.suggested_fixed_clock)
+        let signedIn = harness.signIn(
+            second.token, code: "code-second", at: second.suggested_fixed_clock, extra: HandlerHarness.appRedirectMember)
         #expect(signedIn.status == 200, "\(signedIn.text)")
         let secondID: UInt64 = try harness.connection.query("SELECT user_id FROM apple_identities WHERE sub = ?", second.sub)[0].decode(
             at: 0)

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Apps on other platforms than iOS (Android, Flutter, Sign in with Apple JS) get a credential for a
+# Services ID through Apple's web authorization, and post it to POST /auth/apple with the
+# redirect_uri of that authorization: its code is exchanged with that URI, which must be one the
+# configuration registers for the Services ID (SIWA_APPLE_REDIRECT_URIS), checked before Apple is
+# called.
+set -euo pipefail
+. "$(dirname "$0")/assert.sh"
+. "$(dirname "$0")/apple_helpers.sh"
+
+APP=com.example.siwa.app
+SPA=$E2E_URL/example/spa/
+# authorize USER RAW_NONCE [REDIRECT_URI]: Apple's web authorization for the apps' Services ID, the
+# person consenting at the emulator; sets TOKEN CODE STATE and USER_JSON from Apple's form_post.
+authorize() {
+    local hashed query form
+    hashed=$(printf '%s' "$2" | sha256sum | cut -d' ' -f1)
+    query="response_type=code%20id_token&response_mode=form_post&scope=name%20email&client_id=$APP&redirect_uri=$(
+        python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "${3:-$SPA}")&state=st-$2&nonce=$hashed"
+    form=$(curl -ks -X POST --data "$query&user_id=$1&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
+    eval "$(python3 -c 'import html,re,shlex,sys
+fields=dict((n, html.unescape(v)) for n, v in re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read()))
+for name, var in [("id_token","TOKEN"),("code","CODE"),("state","STATE"),("user","USER_JSON")]:
+    print(var + "=" + shlex.quote(fields.get(name, "")))' <<<"$form")"
+    [ -n "$TOKEN" ] && [ -n "$CODE" ] || fail "the emulator's form_post: $form"
+    remember "$TOKEN" "$CODE" "$2"
+}
+body() { # body RAW_NONCE [REDIRECT_URI]: the app's POST /auth/apple
+    printf '{"identityToken":"%s","authorizationCode":"%s","nonce":"%s"%s}' "$TOKEN" "$CODE" "$1" "${2:+,\"redirectUri\":\"$2\"}"
+}
+
+# --- A Services ID's credential with its code and a registered redirect URI signs in.
+new_apple_user "android.e2e@example.com" Andy Droid
+ANDY=$APPLE_USER
+authorize "$ANDY" nonce-andy-1
+[ "$STATE" = st-nonce-andy-1 ] || fail "the state did not come back: $STATE"
+[ "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["name"]["firstName"])' "$USER_JSON")" = Andy ] \
+    || fail "the first authorization's user JSON: $USER_JSON"
+# Refused before Apple is called: an unregistered URI, none with a code, one for the bundle id.
+for bad in "https://evil.example/cb" "${SPA}x" "${SPA%/}" "$E2E_URL/auth/callback"; do
+    sign_in "$(body nonce-andy-1 "$bad")"
+    expect_status 400 "redirectUri $bad"
+    [ "$(json error <<<"$BODY")" = invalid_redirect_uri ] || fail "the error code for $bad: $BODY"
+done
+sign_in "$(body nonce-andy-1)"
+expect_status 400 "a Services ID's code without redirectUri"
+grep -q 'send it as redirectUri' <<<"$BODY" || fail "the message does not say what to send: $BODY"
+# The same code then works: Apple was never called with it (codes are single use), and the nonce
+# was not spent.
+sign_in "$(body nonce-andy-1 "$SPA")"
+expect_status 200 "the Services ID's credential with its registered redirectUri"
+andy_id=$(json user.id <<<"$BODY")
+[ "$(sql "SELECT t.client_id FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id WHERE i.user_id = $andy_id")" = "$APP" ] \
+    || fail "no Apple token stored for $APP: $(sql 'SELECT identity_id, client_id FROM apple_tokens')"
+[ "$(sql "SELECT apple_client_id FROM sessions WHERE user_id = $andy_id")" = "$APP" ] || fail "the session's client id"
+pass "a Services ID's credential: refused (400 invalid_redirect_uri) for 4 unregistered URIs and without one, before Apple is called; with its registered redirectUri signed in, Apple's token stored for $APP"
+
+sign_in "$(body nonce-andy-1 "$SPA")"
+expect_status 401 "the same credential again"
+[ "$(json error <<<"$BODY")" = nonce_reused ] || fail "a replay: $BODY"
+apple_sign_in "$ANDY" com.example.siwa nonce-andy-native
+sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-andy-native\",\"redirectUri\":\"$SPA\"}"
+expect_status 400 "a bundle id's credential with a redirectUri"
+[ "$(json error <<<"$BODY")" = invalid_redirect_uri ] || fail "a bundle id's credential with a redirectUri: $BODY"
+pass "a replay is refused (nonce_reused); a bundle id's credential with a redirectUri is refused (400)"
+
+# --- Account deletion revokes the Services ID's token at Apple, with its own client id.
+authorize "$ANDY" nonce-andy-2
+sign_in "$(body nonce-andy-2 "$SPA")"
+expect_status 200 "a second sign-in with the Services ID"
+apple GET "/admin/users/$ANDY" -H "$ADMIN"
+python3 -c 'import json,sys; c={x["clientId"]:x for x in json.loads(sys.argv[1])["clients"]}; assert c[sys.argv[2]]["authorized"], c' "$APPLE_BODY" "$APP" \
+    || fail "not authorized for $APP at the emulator: $APPLE_BODY"
+request DELETE /auth/account -H "$(bearer "$ACCESS")"
+expect_status 204 "account deletion"
+out=$(siwa jobs --once)
+grep -q "revocationsFailed=0" <<<"$out" || fail "the revocation job: $out"
+apple GET "/admin/users/$ANDY" -H "$ADMIN"
+python3 -c 'import json,sys; c={x["clientId"]:x for x in json.loads(sys.argv[1])["clients"]}; assert not c[sys.argv[2]]["authorized"] and c[sys.argv[2]]["refreshTokens"] == 0, c' "$APPLE_BODY" "$APP" \
+    || fail "the emulator did not see $APP's token revoked: $APPLE_BODY"
+pass "deleting the account revokes the Services ID's Apple token with its client id (the emulator saw it)"
