@@ -206,7 +206,8 @@ make_certificate() {
 # Prepares the Apple ID emulator for a local stack in DIR and points siwa at it: a P-256 team key
 # as Apple's .p8 would be, an admin secret, the emulator's configuration (clients com.example.siwa
 # and com.example.siwa.web returning to https://localhost:SIWA_PORT/auth/callback, the apps'
-# Services ID com.example.siwa.app returning to the example single-page app, and
+# Services ID com.example.siwa.app returning to the example single-page app and to the app
+# callbacks of an example Flutter app and an App Link, and
 # com.example.other and com.example.moving, which siwa does not accept, for tests; a second team
 # TEAMID0002 to transfer clients to), notifications to /webhook/apple), an nginx server on
 # EMULATOR_PORT for it, and the SIWA_APPLE_* lines:
@@ -225,7 +226,8 @@ apple_emulator() {
  "teamId": "TEAMID0001", "keyId": "KEYID00001", "teamKeyFile": "$dir/apple_key.p8",
  "clients": [{"id": "com.example.siwa"},
              {"id": "com.example.siwa.web", "redirectURIs": ["https://localhost:$siwa_port/auth/callback"]},
-             {"id": "com.example.siwa.app", "redirectURIs": ["https://localhost:$siwa_port/example/spa/"]},
+             {"id": "com.example.siwa.app", "redirectURIs": ["https://localhost:$siwa_port/example/spa/",
+                 "https://localhost:$siwa_port/auth/app-callback/flutter", "https://localhost:$siwa_port/auth/app-callback/links"]},
              {"id": "com.example.other"}, {"id": "com.example.moving"}],
  "otherTeams": [{"teamId": "TEAMID0002", "keyId": "KEYID00002", "teamKeyFile": "$dir/apple_key_b.p8"}],
  "adminSecretFile": "$dir/admin_secret", "notificationURL": "https://localhost:$siwa_port/webhook/apple",
@@ -251,7 +253,8 @@ SIWA_APPLE_KEY_ID=KEYID00001
 SIWA_APPLE_PRIVATE_KEY_FILE=$dir/apple_key.p8
 SIWA_APPLE_BUNDLE_IDS=com.example.siwa
 SIWA_APPLE_SERVICES_ID=com.example.siwa.web
-SIWA_APPLE_REDIRECT_URIS=com.example.siwa.app=https://localhost:$siwa_port/example/spa/
+SIWA_APPLE_REDIRECT_URIS=com.example.siwa.app=https://localhost:$siwa_port/example/spa/,com.example.siwa.app=https://localhost:$siwa_port/auth/app-callback/flutter,com.example.siwa.app=https://localhost:$siwa_port/auth/app-callback/links
+SIWA_APPLE_APP_CALLBACKS=flutter=intent:com.example.siwa.flutter,links=https://app.example.com/apple?from=siwa,desktop=com.example.siwa:/apple
 SIWA_APPLE_BASE_URL=https://localhost:$port
 SIWA_APPLE_CA_FILE=$certs/cert.pem
 ENV

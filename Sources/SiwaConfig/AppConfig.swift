@@ -169,6 +169,14 @@ package struct AppConfig: Sendable {
                 + "(Android, Flutter, Sign in with Apple JS): each Services ID named is accepted as `aud`, and its codes are "
                 + "exchanged with the `redirectUri` of the request only when it is one of its URLs, exactly"),
         Key(
+            name: "SIWA_APPLE_APP_CALLBACKS", type: "comma-separated `NAME=TARGET`", defaultValue: nil, shownDefault: "none",
+            required: "no",
+            summary:
+                "apps that open Apple's web authorization in a browser tab (Android, Flutter) with the Return URL "
+                + "`SIWA_PUBLIC_URL/auth/app-callback/NAME`: Apple's form post there is sent on to TARGET, "
+                + "`intent:PACKAGE` (the intent the `sign_in_with_apple` Flutter plugin waits for), an App Link "
+                + "`https://...`, or a custom scheme `scheme:/path`"),
+        Key(
             name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com", required: "no",
             summary: "Apple's endpoints; `http` only to a loopback address (the emulator)"),
         Key(
@@ -438,6 +446,7 @@ extension EnvironmentReader {
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let servicesID = optionalString("SIWA_APPLE_SERVICES_ID")
         let redirectURIs = servicesRedirectURIs(bundleIDs: bundleIDs)
+        let appCallbacks = self.appCallbacks()
         if bundleIDs.isEmpty && servicesID == nil && redirectURIs.isEmpty {
             problem("SIWA_APPLE_BUNDLE_IDS or SIWA_APPLE_SERVICES_ID: at least one client id is required")
         }
@@ -484,7 +493,7 @@ extension EnvironmentReader {
         guard let privateKey else { return nil }
         return AppleSettings(
             teamID: teamID, keyID: keyID, privateKey: privateKey, bundleIDs: bundleIDs, servicesID: servicesID,
-            redirectURIs: redirectURIs, baseURL: baseURL,
+            redirectURIs: redirectURIs, appCallbacks: appCallbacks, baseURL: baseURL,
             http: http, leeway: leeway, requireNonce: requireNonce, keysCooldown: keysCooldown,
             clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise, relayDomains: relayDomains,
             maximumCallsInFlight: maximumCalls, maximumCallsWaiting: waitingCalls, unreachableCooldown: cooldown)
@@ -515,6 +524,30 @@ extension EnvironmentReader {
             if !(uris[clientID] ?? []).contains(uri) { uris[clientID, default: []].append(uri) }
         }
         return uris
+    }
+
+    /// `SIWA_APPLE_APP_CALLBACKS`: each app's name (in its Return URL) and where Apple's form post
+    /// for it goes.
+    mutating func appCallbacks() -> [String: AppCallbackTarget] {
+        var targets: [String: AppCallbackTarget] = [:]
+        let pairs = (optionalString("SIWA_APPLE_APP_CALLBACKS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for pair in pairs {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, parts[0].range(of: "^[a-z0-9-]{1,64}$", options: .regularExpression) != nil else {
+                problem("SIWA_APPLE_APP_CALLBACKS: expected NAME=TARGET with a NAME of a-z, 0-9 and -, got \(pair)")
+                continue
+            }
+            guard let target = AppCallbackTarget(configured: parts[1]) else {
+                problem(
+                    "SIWA_APPLE_APP_CALLBACKS: \(parts[0])'s target must be intent:PACKAGE, an https:// App Link or scheme:/path "
+                        + "(not http, javascript, data or file), without a fragment: \(parts[1])")
+                continue
+            }
+            if targets[parts[0]] != nil { problem("SIWA_APPLE_APP_CALLBACKS: \(parts[0]) is named twice") }
+            targets[parts[0]] = target
+        }
+        return targets
     }
 
     static let sessionKeys = ["SIWA_PUBLIC_URL", "SIWA_ACCESS_KEYS_DIR", "SIWA_DATA_KEYS_FILE", "SIWA_SESSION_LIFETIME"]

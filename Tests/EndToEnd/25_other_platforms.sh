@@ -3,7 +3,8 @@
 # Services ID through Apple's web authorization, and post it to POST /auth/apple with the
 # redirect_uri of that authorization: its code is exchanged with that URI, which must be one the
 # configuration registers for the Services ID (SIWA_APPLE_REDIRECT_URIS), checked before Apple is
-# called.
+# called. An Android or Flutter app's Return URL is siwa's /auth/app-callback/NAME, which sends
+# Apple's form post on to the app's configured target only (SIWA_APPLE_APP_CALLBACKS).
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -11,17 +12,20 @@ set -euo pipefail
 APP=com.example.siwa.app
 SPA=$E2E_URL/example/spa/
 # authorize USER RAW_NONCE [REDIRECT_URI]: Apple's web authorization for the apps' Services ID, the
-# person consenting at the emulator; sets TOKEN CODE STATE and USER_JSON from Apple's form_post.
+# person consenting at the emulator; sets TOKEN CODE STATE and USER_JSON from Apple's form_post, and
+# FORM, the form as Apple posts it.
 authorize() {
     local hashed query form
     hashed=$(printf '%s' "$2" | sha256sum | cut -d' ' -f1)
     query="response_type=code%20id_token&response_mode=form_post&scope=name%20email&client_id=$APP&redirect_uri=$(
         python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "${3:-$SPA}")&state=st-$2&nonce=$hashed"
     form=$(curl -ks -X POST --data "$query&user_id=$1&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
-    eval "$(python3 -c 'import html,re,shlex,sys
-fields=dict((n, html.unescape(v)) for n, v in re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read()))
+    eval "$(python3 -c 'import html,re,shlex,sys,urllib.parse
+pairs=[(n, html.unescape(v)) for n, v in re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())]
+fields=dict(pairs)
 for name, var in [("id_token","TOKEN"),("code","CODE"),("state","STATE"),("user","USER_JSON")]:
-    print(var + "=" + shlex.quote(fields.get(name, "")))' <<<"$form")"
+    print(var + "=" + shlex.quote(fields.get(name, "")))
+print("FORM=" + shlex.quote(urllib.parse.urlencode(pairs)))' <<<"$form")"
     [ -n "$TOKEN" ] && [ -n "$CODE" ] || fail "the emulator's form_post: $form"
     remember "$TOKEN" "$CODE" "$2"
 }
@@ -79,3 +83,52 @@ apple GET "/admin/users/$ANDY" -H "$ADMIN"
 python3 -c 'import json,sys; c={x["clientId"]:x for x in json.loads(sys.argv[1])["clients"]}; assert not c[sys.argv[2]]["authorized"] and c[sys.argv[2]]["refreshTokens"] == 0, c' "$APPLE_BODY" "$APP" \
     || fail "the emulator did not see $APP's token revoked: $APPLE_BODY"
 pass "deleting the account revokes the Services ID's Apple token with its client id (the emulator saw it)"
+
+# --- The Android / Flutter relay: Apple's form post to /auth/app-callback/flutter is sent on to the
+# exact intent the sign_in_with_apple plugin waits for, in the configured package only.
+RELAY=$E2E_URL/auth/app-callback/flutter
+new_apple_user "flutter.e2e@example.com" Flutter Dash
+FLUTTER=$APPLE_USER
+authorize "$FLUTTER" nonce-flutter-1 "$RELAY"
+location=$(curl -ks -o "$E2E_TMP/relay.html" -w '%{http_code} %header{location}' -X POST --data "$FORM" "$RELAY")
+expected=$(python3 -c 'import sys,urllib.parse
+pairs=[(n, v) for n, v in urllib.parse.parse_qsl(sys.argv[1], keep_blank_values=True) if n in ("code","id_token","state","user","error")]
+print("303 intent://callback?" + urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote, safe="*") + "#Intent;package=com.example.siwa.flutter;scheme=signinwithapple;end")' "$FORM")
+[ "$location" = "$expected" ] || fail "the relay's redirect:
+$location
+expected
+$expected"
+eval "$(python3 -c 'import shlex,sys,urllib.parse
+query=urllib.parse.urlsplit(sys.argv[1].split(" ", 1)[1]).query
+fields=dict(urllib.parse.parse_qsl(query))
+for name, var in [("id_token","TOKEN"),("code","CODE"),("state","STATE"),("user","RELAYED_USER")]:
+    print(var + "=" + shlex.quote(fields.get(name, "")))' "$location")"
+[ "$STATE" = st-nonce-flutter-1 ] && [ "$RELAYED_USER" = "$USER_JSON" ] || fail "state or user changed on the way: $STATE $RELAYED_USER"
+sign_in "$(body nonce-flutter-1 "$RELAY")"
+expect_status 200 "the Flutter app's sign-in with the relayed credential"
+[ "$(json user.firstName <<<"$BODY")" = "" ] || true
+pass "Apple's form post to /auth/app-callback/flutter: 303 to exactly intent://callback?...#Intent;package=com.example.siwa.flutter;scheme=signinwithapple;end, state and user unchanged; the app then signs in with it"
+
+# Other targets: an App Link keeps its own query; the form's extra fields are dropped.
+location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data 'state=s1&code=c1&redirect_uri=https://evil.example/&package=evil.pkg' "$E2E_URL/auth/app-callback/links")
+[ "$location" = "https://app.example.com/apple?from=siwa&state=s1&code=c1" ] || fail "the App Link target: $location"
+# Nothing in the form reaches past the query: a state that tries to end it and name another package.
+location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data-urlencode 'state=x#Intent;package=evil.pkg;scheme=https;end' "$RELAY")
+[ "${location#*#}" = "Intent;package=com.example.siwa.flutter;scheme=signinwithapple;end" ] && [ "$(grep -o '#' <<<"$location" | wc -l)" = 1 ] \
+    || fail "a state that names another package: $location"
+pass "an App Link target keeps its query and gets only Apple's fields; a state naming another package stays inside the query"
+
+# Unknown apps and the 17 open-redirect forms return_to is tested with, as the app's name: a page,
+# never a redirect.
+for name in unknown evil.example %2F%2Fevil.example %2F%5Cevil.example https%3A%2F%2Fevil.example%2F account%0Ab a%20b \
+    a%E3%80%80b a%E2%80%A8b a%C2%A0b a%EF%BB%BFb a%E1%9A%80b a%E2%80%AFb a%09b FLUTTER flutter%00 \
+    "intent:%2F%2Fcallback%23Intent%3Bpackage%3Devil.pkg%3Bend" "$(printf 'a%.0s' $(seq 1 300))"; do
+    out=$(curl -ks -o "$E2E_TMP/relay.html" -w '%{http_code} %header{location}' -H 'Accept: text/html' -X POST --data "state=s&code=c" "$E2E_URL/auth/app-callback/$name")
+    # nginx itself refuses a NUL in the path (400, before any location).
+    [ "$out" = "404 " ] || { [ "$name" = flutter%00 ] && [ "$out" = "400 " ]; } || fail "the app name $name: $out"
+    [ "$name" = flutter%00 ] || grep -q '<link rel="stylesheet" href="/app.css">' "$E2E_TMP/relay.html" || fail "not a styled page for $name"
+done
+request GET /auth/app-callback/flutter -H 'Accept: text/html'
+expect_status 405 "GET of the relay"
+expect_header "allow: POST" "the relay's Allow"
+pass "18 unknown or open-redirect app names get a styled 404 (400 for a NUL) page, never a redirect; GET gets 405 (Allow: POST)"

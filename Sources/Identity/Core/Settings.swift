@@ -15,6 +15,9 @@ package struct AppleSettings: Sendable {
     /// The Services IDs whose credentials apps post to `POST /auth/apple`, each with the Return
     /// URLs registered for it at Apple: a code of theirs is exchanged with one of these only.
     package var redirectURIs: [String: [String]]
+    /// The apps Apple's form post is relayed to, by the name in their Return URL
+    /// (`/auth/app-callback/NAME`).
+    package var appCallbacks: [String: AppCallbackTarget]
     package var baseURL: String
     package var http: HTTPClientConfiguration
     package var leeway: Int
@@ -39,7 +42,8 @@ package struct AppleSettings: Sendable {
 
     package init(
         teamID: String, keyID: String, privateKey: P256PrivateKey, bundleIDs: [String], servicesID: String?,
-        redirectURIs: [String: [String]] = [:], baseURL: String = "https://appleid.apple.com",
+        redirectURIs: [String: [String]] = [:], appCallbacks: [String: AppCallbackTarget] = [:],
+        baseURL: String = "https://appleid.apple.com",
         http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
         requireNonce: Bool = true, keysCooldown: Double = 10, clientSecretLifetime: Int = 86_400,
         anonymiseOnAccountDelete: Bool = false, relayDomains: [String] = defaultRelayDomains, maximumCallsInFlight: Int = 8,
@@ -51,6 +55,7 @@ package struct AppleSettings: Sendable {
         self.bundleIDs = bundleIDs
         self.servicesID = servicesID
         self.redirectURIs = redirectURIs
+        self.appCallbacks = appCallbacks
         self.baseURL = baseURL
         self.http = http
         self.leeway = leeway

@@ -91,7 +91,9 @@ package enum WebSignInRoutes {
 
     /// Whether `path` is one a browser lands on in the web flow: its errors are pages, not JSON.
     /// `/auth/web/settings` is not one: the account page fetches it as JSON.
-    static func isBrowserPath(_ path: String) -> Bool { ["/auth/web/start", "/auth/web/complete", "/auth/callback"].contains(path) }
+    static func isBrowserPath(_ path: String) -> Bool {
+        ["/auth/web/start", "/auth/web/complete", "/auth/callback"].contains(path) || path.hasPrefix("/auth/app-callback/")
+    }
 
     /// An error answer (JSON) as the page a browser is shown, with the same status and its
     /// `Retry-After` or `Allow`.

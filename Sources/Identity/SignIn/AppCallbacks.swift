@@ -1,0 +1,74 @@
+import Foundation
+import WebForms
+
+/// Where Apple's form post for an app is sent on: the app that opened Apple's web authorization in
+/// a browser tab (an Android or Flutter app) with `SIWA_PUBLIC_URL/auth/app-callback/NAME` as its
+/// Return URL. The target is the configuration's (`SIWA_APPLE_APP_CALLBACKS`), never the request's.
+package enum AppCallbackTarget: Sendable, Equatable, CustomStringConvertible {
+    /// `intent://callback?FIELDS#Intent;package=PACKAGE;scheme=signinwithapple;end`: the Android
+    /// intent the `sign_in_with_apple` Flutter plugin waits for, opened in that package only.
+    case androidIntent(package: String)
+    /// An Android App Link (`https://...`) or a custom scheme (`com.example.app:/apple`), the
+    /// fields added to its query.
+    case url(String)
+
+    /// The schemes a custom-scheme target may not have: the web's, and those a browser runs or
+    /// resolves itself.
+    static let refusedSchemes: Set<String> = ["http", "javascript", "data", "file", "blob", "vbscript", "about", "intent", "content"]
+
+    /// Parses the configured form: `intent:PACKAGE`, `https://host/path`, or `scheme:/path`.
+    /// - Returns: nil for anything else (a package that is not a Java package name, a URL with a
+    ///   fragment or without a host, a refused scheme).
+    package init?(configured value: String) {
+        if value.hasPrefix("intent:") {
+            let package = String(value.dropFirst("intent:".count))
+            let segment = #"[A-Za-z][A-Za-z0-9_]*"#
+            guard package.range(of: "^\(segment)(\\.\(segment))+$", options: .regularExpression) != nil else { return nil }
+            self = .androidIntent(package: package)
+            return
+        }
+        guard let colon = value.firstIndex(of: ":"), !value.contains("#"),
+            value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+        else { return nil }
+        let scheme = value[..<colon].lowercased()
+        guard scheme.range(of: "^[a-z][a-z0-9+.-]*$", options: .regularExpression) != nil, !Self.refusedSchemes.contains(scheme)
+        else { return nil }
+        if scheme == "https" {
+            guard let host = URL(string: value)?.host, !host.isEmpty else { return nil }
+        }
+        self = .url(value)
+    }
+
+    /// The redirect that carries `fields` (already chosen) to the app.
+    package func location(carrying fields: [(String, String)]) -> String {
+        let query = fields.map { "\(FormEncoding.encode($0.0))=\(FormEncoding.encode($0.1))" }.joined(separator: "&")
+        switch self {
+        case .androidIntent(let package):
+            return "intent://callback?\(query)#Intent;package=\(package);scheme=signinwithapple;end"
+        case .url(let url):
+            return url + (url.contains("?") ? "&" : "?") + query
+        }
+    }
+
+    package var description: String {
+        switch self {
+        case .androidIntent(let package): "intent:\(package)"
+        case .url(let url): url
+        }
+    }
+}
+
+extension SignInUseCases {
+    /// The fields of Apple's form post an app gets, in the order Apple sent them: the code, the
+    /// identity token, the app's `state`, the first authorization's `user` JSON, or Apple's `error`.
+    package static let relayedFields: Set<String> = ["code", "id_token", "state", "user", "error"]
+
+    /// Relays Apple's form post for the app `name` to it: the redirect to its configured target with
+    /// the fields it needs, unchanged. Nothing is verified or stored here: the app signs in with
+    /// them through `POST /auth/apple`, which checks everything.
+    /// - Returns: nil when no app of that name is configured.
+    package func appCallbackLocation(app name: String, form: [(String, String)]) throws -> String? {
+        guard let target = try requireApple().settings.appCallbacks[name] else { return nil }
+        return target.location(carrying: form.filter { Self.relayedFields.contains($0.0) })
+    }
+}
