@@ -72,6 +72,10 @@ public struct ServerError: Error, Sendable, Equatable {
         /// `invalid_redirect_uri`: A Services ID's credential came without the redirect URI of its
         /// authorization, or with one that is not registered for it.
         public static let invalidRedirectURI: Code = "invalid_redirect_uri"
+        /// `invalid_client`: The client of a token request is not registered with the server.
+        public static let invalidClient: Code = "invalid_client"
+        /// `unsupported_grant_type`: A token request's `grant_type` is not `authorization_code`.
+        public static let unsupportedGrantType: Code = "unsupported_grant_type"
         /// `invalid_token`: A token was refused: the access token or the refresh token is not valid, or the session ended.
         public static let invalidToken: Code = "invalid_token"
         /// `token_reused`: A refresh token was used twice; the session was revoked for safety.
@@ -137,7 +141,8 @@ public struct ServerError: Error, Sendable, Equatable {
 
         /// Every code the HTTP contract documents, in its order.
         public static let documented: [Code] = [
-            .invalidRequest, .invalidGrant, .invalidRedirectURI, .invalidToken, .tokenReused, .nonceReused, .userMismatch, .codeMismatch,
+            .invalidRequest, .invalidGrant, .invalidRedirectURI, .invalidClient, .unsupportedGrantType, .invalidToken, .tokenReused,
+            .nonceReused, .userMismatch, .codeMismatch,
             .originMismatch,
             .notFound, .methodNotAllowed, .alreadyCompleted, .payloadTooLarge, .unsupportedMediaType, .rateLimited, .appleError,
             .appleUnavailable, .notConfigured, .unavailable, .internalError, .userDisabled, .exportLimited, .identityInUse,

@@ -177,6 +177,13 @@ package struct AppConfig: Sendable {
                 + "`intent:PACKAGE` (the intent the `sign_in_with_apple` Flutter plugin waits for), an App Link "
                 + "`https://...`, or a custom scheme `scheme:/path`"),
         Key(
+            name: "SIWA_APP_CLIENTS", type: "comma-separated `CLIENT_ID=REDIRECT_URI`", defaultValue: nil, shownDefault: "none",
+            required: "no",
+            summary:
+                "native apps that sign in through the system browser with PKCE (`GET /auth/app/start`, `POST /auth/token`), "
+                + "each with its redirect URIs: a private-use scheme (`com.example.app:/apple`), `http://127.0.0.1/path` "
+                + "(any port at sign-in) or https; a client id may be named more than once"),
+        Key(
             name: "SIWA_APPLE_BASE_URL", type: "https URL", defaultValue: "https://appleid.apple.com", required: "no",
             summary: "Apple's endpoints; `http` only to a loopback address (the emulator)"),
         Key(
@@ -590,11 +597,35 @@ extension EnvironmentReader {
         let guestRetentionDays = integer("SIWA_GUEST_RETENTION_DAYS", in: 1...3650)
         let linkTokenLifetime = integer("SIWA_LINK_TOKEN_LIFETIME", in: 60...3600)
         let linkSecrets = lineSecrets("SIWA_LINK_SECRET_FILE")
+        let appClients = self.appClients()
         guard let tokens, let keys else { return nil }
         return SessionSettings(
             publicURL: url, accessTokens: tokens, dataKeys: keys, lifetime: lifetime, maximumLifetime: maximumLifetime,
             refreshReuseInterval: reuseInterval, guestAccounts: guestAccounts, guestRetentionDays: guestRetentionDays,
-            linkSecrets: linkSecrets, linkTokenLifetime: linkTokenLifetime)
+            linkSecrets: linkSecrets, linkTokenLifetime: linkTokenLifetime, appClients: appClients)
+    }
+
+    /// `SIWA_APP_CLIENTS`: the native apps that sign in through the browser, with their redirect URIs.
+    mutating func appClients() -> [String: [AppRedirectURI]] {
+        var clients: [String: [AppRedirectURI]] = [:]
+        let pairs = (optionalString("SIWA_APP_CLIENTS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for pair in pairs {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, parts[0].range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
+                problem(
+                    "SIWA_APP_CLIENTS: expected CLIENT_ID=REDIRECT_URI with a client id of A-Z, a-z, 0-9, '.', '_' and '-', got \(pair)")
+                continue
+            }
+            guard let uri = AppRedirectURI(configured: parts[1]) else {
+                problem(
+                    "SIWA_APP_CLIENTS: \(parts[0])'s redirect URI must be a private-use scheme (com.example.app:/apple), "
+                        + "http://127.0.0.1/path or http://[::1]/path without a port, or https, without a fragment: \(parts[1])")
+                continue
+            }
+            clients[parts[0], default: []].append(uri)
+        }
+        return clients
     }
 
     /// The secrets of a `*_SECRET_FILE` key: one per line, at least 32 characters each; none when

@@ -132,3 +132,95 @@ request GET /auth/app-callback/flutter -H 'Accept: text/html'
 expect_status 405 "GET of the relay"
 expect_header "allow: POST" "the relay's Allow"
 pass "18 unknown or open-redirect app names get a styled 404 (400 for a NUL) page, never a redirect; GET gets 405 (Allow: POST)"
+
+# --- Any native app: the system browser and PKCE (RFC 8252, RFC 7636), a loopback redirect.
+urlq() { python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+challenge_of() { python3 -c 'import base64,hashlib,sys; print(base64.urlsafe_b64encode(hashlib.sha256(sys.argv[1].encode()).digest()).rstrip(b"=").decode())' "$1"; }
+ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
+new_apple_user "desktop.e2e@example.com" Desk Top
+DESK=$APPLE_USER
+# app_code CLIENT REDIRECT_URI VERIFIER STATE: the browser's part, as curl; sets APP_LOCATION (where
+# the browser was sent back to the app) and APP_CODE.
+app_code() {
+    local jar=$E2E_TMP/app_jar location form fields
+    rm -f "$jar"
+    location=$(curl -ks -c "$jar" -o /dev/null -w '%header{location}' \
+        "$E2E_URL/auth/app/start?client_id=$1&redirect_uri=$(urlq "$2")&code_challenge=$(challenge_of "$3")&code_challenge_method=S256&state=$4")
+    [[ "$location" == "$E2E_APPLE_URL/auth/authorize?"* ]] || fail "the app's start: $location"
+    form=$(curl -ks -X POST --data "${location#*\?}&user_id=$DESK&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
+    fields=$(python3 -c 'import html,re,sys,urllib.parse
+pairs=re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())
+print(urllib.parse.urlencode([(n, html.unescape(v)) for n, v in pairs]))' <<<"$form")
+    location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data "$fields" "$E2E_URL/auth/callback")
+    APP_LOCATION=$(curl -ks -b "$jar" -o /dev/null -w '%header{location}' "$location")
+    APP_CODE=$(python3 -c 'import sys,urllib.parse; print(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(sys.argv[1]).query)).get("code", ""))' "$APP_LOCATION")
+    remember "$APP_CODE" "$3"
+}
+token() { # token FORM: POST /auth/token
+    request POST /auth/token -H 'Content-Type: application/x-www-form-urlencoded' --data "$1"
+}
+VERIFIER=$(python3 -c 'import secrets; print(secrets.token_urlsafe(48))')
+LOOPBACK=http://127.0.0.1:53682/callback
+app_code desktop "$LOOPBACK" "$VERIFIER" st-desk-1
+[[ "$APP_LOCATION" == "$LOOPBACK?code="*"&state=st-desk-1" ]] && [ -n "$APP_CODE" ] || fail "back to the app: $APP_LOCATION"
+token "grant_type=authorization_code&client_id=desktop&code=$APP_CODE&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
+expect_status 200 "the app's code with its verifier"
+ACCESS=$(json accessToken <<<"$BODY")
+remember "$ACCESS" "$(json refreshToken <<<"$BODY")"
+request GET /auth/me -H "$(bearer "$ACCESS")"
+expect_status 200 "/auth/me with the app's token"
+[ "$(json user.firstName <<<"$BODY")" = Desk ] || fail "the app's user: $BODY"
+token "grant_type=authorization_code&client_id=desktop&code=$APP_CODE&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
+expect_status 400 "the code again"
+[ "$(json error <<<"$BODY")" = invalid_grant ] || fail "a reused code: $BODY"
+pass "the PKCE flow with a loopback redirect (any port): the browser comes back to http://127.0.0.1:53682/callback with a code and the state; the code and its verifier give a session; the code again is invalid_grant"
+
+# Each refusal spends its code; each is the RFC's error.
+refuse() { # refuse DESCRIPTION FORM_SUFFIX: a fresh code, refused with invalid_grant
+    app_code desktop "$LOOPBACK" "$VERIFIER" st-desk-2
+    token "grant_type=authorization_code&code=$APP_CODE&$2"
+    expect_status 400 "$1"
+    [ "$(json error <<<"$BODY")" = invalid_grant ] || fail "$1: $BODY"
+    token "grant_type=authorization_code&code=$APP_CODE&client_id=desktop&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
+    [ "$STATUS" = 400 ] || fail "$1: the code was not spent by the refused attempt ($STATUS)"
+}
+refuse "a wrong verifier" "client_id=desktop&code_verifier=$(python3 -c 'import secrets; print(secrets.token_urlsafe(48))')&redirect_uri=$(urlq "$LOOPBACK")"
+refuse "another client's code" "client_id=cli&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
+refuse "a changed redirect_uri (another port)" "client_id=desktop&code_verifier=$VERIFIER&redirect_uri=$(urlq http://127.0.0.1:53683/callback)"
+app_code desktop "$LOOPBACK" "$VERIFIER" st-desk-3
+sql "UPDATE web_sign_ins SET code_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE code_hash = UNHEX(SHA2('$APP_CODE', 256))"
+token "grant_type=authorization_code&code=$APP_CODE&client_id=desktop&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
+expect_status 400 "a code after its 60 s"
+grep -q 'expired' <<<"$BODY" && [ "$(json error <<<"$BODY")" = invalid_grant ] || fail "an expired code: $BODY"
+token "grant_type=password&username=x"
+expect_status 400 "another grant type"
+[ "$(json error <<<"$BODY")" = unsupported_grant_type ] || fail "grant_type=password: $BODY"
+token "grant_type=authorization_code&code=x&client_id=nobody&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
+expect_status 401 "an unregistered client"
+[ "$(json error <<<"$BODY")" = invalid_client ] || fail "an unregistered client: $BODY"
+token "grant_type=authorization_code&code=x&client_id=desktop"
+expect_status 400 "no verifier"
+[ "$(json error <<<"$BODY")" = invalid_request ] || fail "no verifier: $BODY"
+pass "a wrong verifier, another client's code, a changed redirect_uri and a code past its 60 s are invalid_grant (each spends the code); grant_type=password is unsupported_grant_type, an unregistered client invalid_client, a missing verifier invalid_request"
+
+# The start refuses an unregistered client or redirect URI with a page, never a redirect: the 17
+# open-redirect forms return_to is tested with, and look-alikes of the registered URIs.
+start_status() { curl -ks -o "$E2E_TMP/start.html" -w '%{http_code} %header{location}' -H 'Accept: text/html' \
+    "$E2E_URL/auth/app/start?client_id=$1&redirect_uri=$(urlq "$2")&code_challenge=$(challenge_of "$VERIFIER")&code_challenge_method=S256&state=s"; }
+for bad in "" account //evil.example '/\evil.example' https://evil.example/ $'/a\nb' '/a b' "/$(printf 'a%.0s' $(seq 1 512))" \
+    $'//\u0301evil.example' $'/\\\u0301evil.example' $'/a\u3000b' $'/a\u2028b' $'/a\u00a0b' $'/a\ufeffb' $'/a\u1680b' $'/a\u202fb' $'/a\tb' \
+    http://127.0.0.1:80@evil.example/callback http://127.0.0.1.evil.example/callback http://localhost:53682/callback \
+    http://127.0.0.1:53682/callback/../evil http://127.0.0.1:53682/callbackx "http://127.0.0.1:53682/callback#x" \
+    https://127.0.0.1:53682/callback com.example.siwa.desktop:/apple/x com.example.siwa.desktop://evil.example/apple \
+    "intent://callback#Intent;package=evil.pkg;end"; do
+    refused=$((${refused:-0} + 1))
+    out=$(start_status desktop "$bad")
+    [ "$out" = "400 " ] || fail "the start with redirect_uri $bad: $out"
+    grep -q '<link rel="stylesheet" href="/app.css">' "$E2E_TMP/start.html" || fail "not a styled page for $bad"
+done
+[ "$(start_status nobody "$LOOPBACK")" = "400 " ] || fail "an unregistered client"
+out=$(start_status desktop com.example.siwa.desktop:/apple)
+[[ "$out" == "302 $E2E_APPLE_URL/auth/authorize?"* ]] || fail "the private-use scheme: $out"
+out=$(curl -ks -o /dev/null -w '%header{location}' "$E2E_URL/auth/app/start?client_id=desktop&redirect_uri=$(urlq "$LOOPBACK")&code_challenge=$(challenge_of "$VERIFIER")&code_challenge_method=plain&state=s9")
+[[ "$out" == "$LOOPBACK?error=invalid_request&"*"&state=s9" ]] || fail "code_challenge_method=plain: $out"
+pass "the start: $refused unregistered redirect URIs (the 17 open-redirect forms, loopback look-alikes, another package's intent) and an unregistered client get a styled 400 page, never a redirect; plain PKCE goes back to the app with invalid_request"

@@ -17,6 +17,13 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         /// The `redirect_uri` a Services ID's code would be exchanged with is missing, not
         /// registered for it, or sent with a bundle id's credential.
         case redirectURIRefused
+        /// A native app's token request lacks a parameter or has a malformed one.
+        case appTokenRequestInvalid
+        /// A native app's token request names a client that is not registered.
+        case appClientUnknown
+        /// A native app's code is unknown, spent, expired, another client's, for another redirect
+        /// URI, or its verifier does not match.
+        case appCodeRefused
         /// Apple could not be reached, or answered what it never answers.
         case appleUnavailable
         /// Apple refused our own credentials (client secret, client id).

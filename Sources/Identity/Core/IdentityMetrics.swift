@@ -71,6 +71,7 @@ extension SignInUseCases.WebRedemption {
         case .failed(_, let code): code
         case .otherBrowser: "other_browser"
         case .unknown: "unknown_handle"
+        case .app(_, let signedIn): signedIn ? "app_code" : "app_failed"
         }
     }
 }

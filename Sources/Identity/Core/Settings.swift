@@ -139,12 +139,17 @@ package struct SessionSettings: Sendable {
     package var linkSecrets: [[UInt8]]
     /// Seconds a link token can be used.
     package var linkTokenLifetime: Int
+    /// The native apps that sign in through the browser (`GET /auth/app/start`), each with its
+    /// registered redirect URIs.
+    package var appClients: [String: [AppRedirectURI]]
 
     package init(
         publicURL: String, accessTokens: AccessTokens, dataKeys: DataKeys, lifetime: Int = 7_776_000,
         maximumLifetime: Int = unlimited, refreshReuseInterval: Int = 10, guestAccounts: Bool = false,
-        guestRetentionDays: Int = 30, linkSecrets: [[UInt8]] = [], linkTokenLifetime: Int = 600
+        guestRetentionDays: Int = 30, linkSecrets: [[UInt8]] = [], linkTokenLifetime: Int = 600,
+        appClients: [String: [AppRedirectURI]] = [:]
     ) {
+        self.appClients = appClients
         self.guestAccounts = guestAccounts
         self.guestRetentionDays = guestRetentionDays
         self.linkSecrets = linkSecrets

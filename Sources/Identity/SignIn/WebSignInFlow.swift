@@ -31,6 +31,11 @@ extension SignInUseCases {
 
     /// Starts a web sign-in that returns to `returnTo` (a same-site path, checked by the caller).
     package func startWebSignIn(returnTo: String) throws -> WebSignInStart {
+        try startBrowserSignIn(returnTo: returnTo, app: nil)
+    }
+
+    /// Starts a sign-in in the browser: the web's, or a native app's (`app`, see `AppSignInFlow`).
+    func startBrowserSignIn(returnTo: String, app: WebSignIns.AppRequest?) throws -> WebSignInStart {
         let apple = try requireApple()
         let settings = try requireSessions()
         guard let servicesID = apple.settings.servicesID else {
@@ -40,7 +45,7 @@ extension SignInUseCases {
         let binding = try OpaqueToken()
         let nonce = try OpaqueToken()
         try WebSignIns.start(
-            stateHash: state.hash, bindingHash: binding.hash, nonce: nonce.value, returnTo: returnTo,
+            stateHash: state.hash, bindingHash: binding.hash, nonce: nonce.value, returnTo: returnTo, app: app,
             lifetime: Self.webSignInLifetime, on: database)
         // Apple puts the nonce parameter into the token as is; we send its SHA-256, as the native
         // apps do, so one verifier checks both.
@@ -173,6 +178,8 @@ extension SignInUseCases {
         case failed(returnTo: String, code: String)
         /// A session was opened: `cookie` is its secret.
         case signedIn(returnTo: String, cookie: String)
+        /// A native app's sign-in: back to its redirect URI, with a one-time code or an error.
+        case app(location: String, signedIn: Bool)
     }
 
     /// Redeems a completed web sign-in's handle in the browser whose binding cookie is `binding`,
@@ -206,6 +213,7 @@ extension SignInUseCases {
     ) throws -> WebRedemption {
         guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: connection) else { return .unknown }
         guard constantTimeEquals(bindingHash, completed.bindingHash) else { return .otherBrowser }
+        if let app = completed.app { return try redeemApp(completed, app: app, on: connection) }
         guard completed.error == nil, let userID = completed.userID else {
             return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
         }

@@ -76,6 +76,8 @@ package final class Application: Sendable {
         router.add("GET", "/auth/web/start", WebSignInRoutes.start)
         router.add("POST", "/auth/callback", WebSignInRoutes.callback)
         router.add("POST", "/auth/app-callback/{app}", AppCallbackRoutes.relay)
+        router.add("GET", "/auth/app/start", AppSignInRoutes.start)
+        router.add("POST", "/auth/token", AppSignInRoutes.token)
         router.add("GET", "/auth/web/complete", WebSignInRoutes.complete)
         router.add("GET", "/auth/web/settings", page.handle)
         router.add("GET", DomainAssociation.urlPath, DomainAssociationRoute(domainAssociation).handle)

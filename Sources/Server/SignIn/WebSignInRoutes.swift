@@ -55,6 +55,10 @@ package enum WebSignInRoutes {
             return Response(
                 status: 303,
                 headers: [("Location", returnTo + separator + "sign_in_error=" + FormEncoding.encode(code)), Cookies.clearBinding])
+        case .app(let location, _):
+            return Response(
+                status: 303,
+                headers: [("Location", location), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"), Cookies.clearBinding])
         case .signedIn(let returnTo, let cookie):
             return Response(
                 status: 303,
@@ -92,7 +96,8 @@ package enum WebSignInRoutes {
     /// Whether `path` is one a browser lands on in the web flow: its errors are pages, not JSON.
     /// `/auth/web/settings` is not one: the account page fetches it as JSON.
     static func isBrowserPath(_ path: String) -> Bool {
-        ["/auth/web/start", "/auth/web/complete", "/auth/callback"].contains(path) || path.hasPrefix("/auth/app-callback/")
+        ["/auth/web/start", "/auth/web/complete", "/auth/callback", "/auth/app/start"].contains(path)
+            || path.hasPrefix("/auth/app-callback/")
     }
 
     /// An error answer (JSON) as the page a browser is shown, with the same status and its

@@ -1,0 +1,155 @@
+import AccountData
+import Accounts
+import Foundation
+import JOSE
+import MariaDB
+import StrictJSON
+import WebForms
+
+/// A native app that is neither iOS nor Android (a desktop app, a TV app, a command-line tool) signs
+/// in through the system browser (RFC 8252, with PKCE, RFC 7636):
+///
+/// 1. `startAppSignIn`: the app opens `GET /auth/app/start` with its registered client id and
+///    redirect URI, the S256 `code_challenge` and its `state`; the browser goes through Apple and
+///    the callback as in the web flow (`WebSignInFlow`), in the same row.
+/// 2. `redeemWebSignIn` then sends the browser to the app's redirect URI with a one-time code
+///    (60 s) and the app's `state`, instead of opening a cookie session.
+/// 3. `exchangeAppCode`: the app posts the code with its `code_verifier` to `POST /auth/token`
+///    and gets the grant a native sign-in gets. The code is spent by its first presentation.
+extension SignInUseCases {
+    /// Seconds an app's one-time code can be exchanged.
+    package static let appCodeLifetime = 60
+
+    /// What the start of an app's sign-in leads to.
+    package enum AppSignInStart: Sendable {
+        /// To Apple, with the binding cookie.
+        case authorize(WebSignInStart)
+        /// The client or its redirect URI is not registered: a page, never a redirect to the URI
+        /// (RFC 6749 §4.1.2.1).
+        case refused(String)
+        /// Anything else wrong: back to the app's redirect URI with `error` (and `state`).
+        case redirect(String)
+    }
+
+    /// Starts an app's sign-in (step 1).
+    package func startAppSignIn(
+        clientID: String?, redirectURI: String?, codeChallenge: String?, challengeMethod: String?, state: String?
+    ) throws -> AppSignInStart {
+        let settings = try requireSessions()
+        guard let clientID, let registered = settings.appClients[clientID] else {
+            return .refused("This app is not registered with this server (client_id).")
+        }
+        guard let redirectURI, registered.contains(where: { $0.matches(redirectURI) }) else {
+            return .refused("The app's redirect_uri is not one registered for it.")
+        }
+        func back(_ description: String) -> AppSignInStart {
+            var fields = [("error", "invalid_request"), ("error_description", description)]
+            if let state { fields.append(("state", state)) }
+            return .redirect(Self.adding(fields, to: redirectURI))
+        }
+        guard let state, !state.isEmpty, state.utf8.count <= 512 else { return back("state is required, at most 512 bytes") }
+        guard challengeMethod == "S256" else { return back("code_challenge_method must be S256") }
+        guard let codeChallenge, codeChallenge.utf8.count == 43, let challenge = Base64URL.decode(codeChallenge), challenge.count == 32
+        else { return back("code_challenge must be the base64url SHA-256 of the code_verifier, 43 characters") }
+        let app = WebSignIns.AppRequest(clientID: clientID, redirectURI: redirectURI, state: state, codeChallenge: challenge)
+        return .authorize(try startBrowserSignIn(returnTo: "/", app: app))
+    }
+
+    /// Step 2, in the redemption's transaction: a one-time code for a sign-in that signed someone
+    /// in, Apple's refusal or ours otherwise (`access_denied`, with our code as the description).
+    func redeemApp(_ completed: WebSignIns.Completed, app: WebSignIns.AppRequest, on connection: Connection) throws -> WebRedemption {
+        guard completed.error == nil, completed.userID != nil else {
+            let description = completed.error ?? "sign_in_failed"
+            return .app(
+                location: Self.adding(
+                    [("error", "access_denied"), ("error_description", description), ("state", app.state)], to: app.redirectURI),
+                signedIn: false)
+        }
+        let code = try OpaqueToken()
+        try WebSignIns.issueCode(completed.id, codeHash: code.hash, lifetime: Self.appCodeLifetime, on: connection)
+        return .app(location: Self.adding([("code", code.value), ("state", app.state)], to: app.redirectURI), signedIn: true)
+    }
+
+    /// The app's token request (`POST /auth/token`), as received.
+    package struct AppTokenRequest: Sendable {
+        package var clientID: String?
+        package var code: String?
+        package var codeVerifier: String?
+        package var redirectURI: String?
+
+        package init(clientID: String?, code: String?, codeVerifier: String?, redirectURI: String?) {
+            self.clientID = clientID
+            self.code = code
+            self.codeVerifier = codeVerifier
+            self.redirectURI = redirectURI
+        }
+    }
+
+    /// Step 3: exchanges an app's code for a session. The code is spent by this call whatever its
+    /// outcome, so that a wrong verifier cannot be tried again.
+    /// - Throws: `IdentityError(.appTokenRequestInvalid)` for a missing or malformed parameter,
+    ///   `.appClientUnknown` for a client that is not registered, `.appCodeRefused` for a code that
+    ///   is unknown, spent, expired, another client's, for another redirect URI, or whose verifier
+    ///   does not match; `.userDisabled`.
+    package func exchangeAppCode(_ request: AppTokenRequest, remoteAddress: String?) throws -> Grant {
+        try core.metrics.counting(core.metrics.signIns, ["app"], success: "success") {
+            try exchangeAppCodeOnce(request, remoteAddress: remoteAddress)
+        }
+    }
+
+    private func exchangeAppCodeOnce(_ request: AppTokenRequest, remoteAddress: String?) throws -> Grant {
+        let settings = try requireSessions()
+        let servicesID = try requireApple().settings.servicesID
+        guard let clientID = request.clientID, let code = request.code, let verifier = request.codeVerifier,
+            let redirectURI = request.redirectURI
+        else {
+            throw IdentityError(.appTokenRequestInvalid, "client_id, code, code_verifier and redirect_uri are required")
+        }
+        guard verifier.range(of: "^[A-Za-z0-9._~-]{43,128}$", options: .regularExpression) != nil else {
+            throw IdentityError(.appTokenRequestInvalid, "code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'")
+        }
+        guard settings.appClients[clientID] != nil else { throw IdentityError(.appClientUnknown, "client_id is not registered") }
+        guard let codeHash = OpaqueToken.hash(of: code),
+            let issued = try retryingConflicts({ try transaction { try WebSignIns.useCode(codeHash: codeHash, on: $0) } })
+        else { throw IdentityError(.appCodeRefused, "the code is not valid") }
+        guard !issued.used else { throw IdentityError(.appCodeRefused, "the code was already used") }
+        guard !issued.expired else { throw IdentityError(.appCodeRefused, "the code has expired (it is valid \(Self.appCodeLifetime) s)") }
+        guard issued.app.clientID == clientID else { throw IdentityError(.appCodeRefused, "the code was issued to another client") }
+        guard issued.app.redirectURI == redirectURI else {
+            throw IdentityError(.appCodeRefused, "redirect_uri is not the one of the authorization request")
+        }
+        guard constantTimeEquals(SHA256.hash(Array(verifier.utf8)), issued.app.codeChallenge) else {
+            throw IdentityError(.appCodeRefused, "code_verifier does not match the code_challenge")
+        }
+        let refreshToken = try OpaqueToken()
+        let sessionID: UInt64
+        do {
+            sessionID = try retryingConflicts {
+                try transaction { connection in
+                    let sessionID = try newID(.sessions)
+                    try Sessions.create(
+                        id: sessionID, userID: issued.userID, appleClientID: servicesID, device: clientID,
+                        refreshTokenHash: refreshToken.hash, cookieHash: nil, lifetime: settings.lifetime,
+                        maximumLifetime: settings.maximumLifetime, userIsNew: issued.isNewUser, on: connection)
+                    try AuditLog.record(
+                        "sign_in", userID: issued.userID, sessionID: sessionID, remoteAddress: remoteAddress,
+                        detail: JSONText.object([("flow", .string("app")), ("client", .string(clientID))]), on: connection)
+                    return sessionID
+                }
+            }
+        } catch is AccountDisabled {
+            throw IdentityError(.userDisabled)
+        }
+        guard let profile = try Profile.load(userID: issued.userID, on: database) else { throw IdentityError(.accountGone) }
+        var grant = try issue(userID: issued.userID, sessionID: sessionID, refreshToken: refreshToken.value)
+        grant.profile = profile
+        grant.isNewUser = issued.isNewUser
+        return grant
+    }
+
+    /// `uri` with `fields` added to its query (form-encoded).
+    static func adding(_ fields: [(String, String)], to uri: String) -> String {
+        let query = fields.map { "\(FormEncoding.encode($0.0))=\(FormEncoding.encode($0.1))" }.joined(separator: "&")
+        return uri + (uri.contains("?") ? "&" : "?") + query
+    }
+}
