@@ -16,7 +16,7 @@ public final class SIWAClient: Sendable {
     public let session: SessionManager
     let api: ServerAPI
     private let storage: any KeyValueStorage
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     /// The hosts `send` gives the access token to: the server's, and those the app named.
     private let tokenHosts: Set<String>
 

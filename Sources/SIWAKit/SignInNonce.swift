@@ -19,9 +19,12 @@ public struct SignInNonce: Sendable, Equatable {
     public init() {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        self.value = Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
+        self.value = Self.base64URL(bytes)
+    }
+
+    /// `bytes` in base64url without padding (RFC 4648 §5).
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
@@ -39,7 +42,8 @@ public struct SignInNonce: Sendable, Equatable {
         }.joined()
     }
 
-    private static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    /// The SHA-256 of `bytes`: CryptoKit's on Apple's platforms, OpenSSL's on Linux.
+    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         #if canImport(CryptoKit)
             Array(SHA256.hash(data: bytes))
         #else

@@ -139,20 +139,13 @@ challenge_of() { python3 -c 'import base64,hashlib,sys; print(base64.urlsafe_b64
 ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
 new_apple_user "desktop.e2e@example.com" Desk Top
 DESK=$APPLE_USER
-# app_code CLIENT REDIRECT_URI VERIFIER STATE: the browser's part, as curl; sets APP_LOCATION (where
-# the browser was sent back to the app) and APP_CODE.
+# app_code CLIENT REDIRECT_URI VERIFIER STATE: the browser's part; sets APP_LOCATION (where the
+# browser was sent back to the app) and APP_CODE.
 app_code() {
-    local jar=$E2E_TMP/app_jar location form fields
-    rm -f "$jar"
-    location=$(curl -ks -c "$jar" -o /dev/null -w '%header{location}' \
-        "$E2E_URL/auth/app/start?client_id=$1&redirect_uri=$(urlq "$2")&code_challenge=$(challenge_of "$3")&code_challenge_method=S256&state=$4")
-    [[ "$location" == "$E2E_APPLE_URL/auth/authorize?"* ]] || fail "the app's start: $location"
-    form=$(curl -ks -X POST --data "${location#*\?}&user_id=$DESK&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
-    fields=$(python3 -c 'import html,re,sys,urllib.parse
-pairs=re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())
-print(urllib.parse.urlencode([(n, html.unescape(v)) for n, v in pairs]))' <<<"$form")
-    location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data "$fields" "$E2E_URL/auth/callback")
-    APP_LOCATION=$(curl -ks -b "$jar" -o /dev/null -w '%header{location}' "$location")
+    browser_sign_in \
+        "$E2E_URL/auth/app/start?client_id=$1&redirect_uri=$(urlq "$2")&code_challenge=$(challenge_of "$3")&code_challenge_method=S256&state=$4" \
+        "$DESK"
+    APP_LOCATION=$BROWSER_LOCATION
     APP_CODE=$(python3 -c 'import sys,urllib.parse; print(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(sys.argv[1]).query)).get("code", ""))' "$APP_LOCATION")
     remember "$APP_CODE" "$3"
 }

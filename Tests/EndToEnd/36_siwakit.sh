@@ -147,3 +147,21 @@ if out=$("$KIT" "$E2E_TMP/siwakit/untrusted" sign-in "$APPLE_USER" "Untrusted" 2
     fail "a sign-in through URLSession trusted the self-signed certificate: $out"
 fi
 pass "without DevelopmentTransport (and outside the namespace), the self-signed certificate is refused"
+
+# --- BrowserSignIn: an app that signs in through the browser with PKCE (the browser played by
+# curl), its session kept as a native sign-in's.
+coproc BROWSER_APP { E2E_TRUST_CERTIFICATE=$E2E_TMP/tls/cert.pem "$KIT" "$E2E_TMP/siwakit/desktop" browser-sign-in desktop \
+    http://127.0.0.1:53690/callback 2>"$E2E_TMP/siwakit.err"; }
+read -r -t 30 start <&"${BROWSER_APP[0]}" || fail "siwakit-e2e printed no start URL: $(cat "$E2E_TMP/siwakit.err")"
+[[ "$start" == "$E2E_URL/auth/app/start?client_id=desktop&"*"code_challenge_method=S256"* ]] || fail "the start URL: $start"
+new_apple_user "browser.kit@example.com" Browser Kit
+browser_sign_in "$start" "$APPLE_USER"
+[[ "$BROWSER_LOCATION" == "http://127.0.0.1:53690/callback?code="* ]] || fail "the browser's way back: $BROWSER_LOCATION"
+echo "$BROWSER_LOCATION" >&"${BROWSER_APP[1]}"
+read -r -t 30 desktop_user <&"${BROWSER_APP[0]}" || fail "BrowserSignIn did not complete: $(cat "$E2E_TMP/siwakit.err")"
+wait "$BROWSER_APP_PID" || fail "siwakit-e2e browser-sign-in: $(cat "$E2E_TMP/siwakit.err")"
+[ "$(sql "SELECT first_name FROM users WHERE id = $desktop_user")" = Browser ] || fail "the browser sign-in's user: $desktop_user"
+[ "$(E2E_TRUST_CERTIFICATE=$E2E_TMP/tls/cert.pem "$KIT" "$E2E_TMP/siwakit/desktop" me)" = "$desktop_user" ] \
+    || fail "the browser sign-in's session was not kept"
+pass "BrowserSignIn: the start URL opened in the browser (curl), the code it came back with exchanged with the verifier, the session kept for the next launch"
+

@@ -58,3 +58,22 @@ signed_in_user() { # signed_in_user NAME [EXTRA_JSON]: a new Apple user signed i
     expect_status 200 "signing in $1"
     USER_ID=$(json user.id <<<"$BODY")
 }
+# browser_sign_in START_URL APPLE_USER: a browser, as curl, that opens siwa's START_URL (the web's
+# or an app's start), consents at the emulator as APPLE_USER, posts Apple's answer to siwa's
+# callback and follows the completion with the start's cookie; sets BROWSER_LOCATION, where the
+# completion sent it.
+browser_sign_in() {
+    local jar=$E2E_TMP/browser_jar location form fields
+    rm -f "$jar"
+    location=$(curl -ks -c "$jar" -o /dev/null -w '%header{location}' "$1")
+    [[ "$location" == "$E2E_APPLE_URL/auth/authorize?"* ]] || fail "the start $1: $location"
+    form=$(curl -ks -X POST --data "${location#*\?}&user_id=$2&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
+    fields=$(python3 -c 'import html,re,sys,urllib.parse
+pairs=re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())
+print(urllib.parse.urlencode([(n, html.unescape(v)) for n, v in pairs]))' <<<"$form")
+    grep -q 'id_token=' <<<"$fields" || fail "the emulator's form post: $form"
+    location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data "$fields" "$E2E_URL/auth/callback")
+    [[ "$location" == "$E2E_URL/auth/web/complete?handle="* ]] || fail "the callback's redirect: $location"
+    BROWSER_LOCATION=$(curl -ks -b "$jar" -o /dev/null -w '%header{location}' "$location")
+}
+

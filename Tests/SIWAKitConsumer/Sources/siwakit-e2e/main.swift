@@ -16,6 +16,9 @@
 //   siwakit-e2e DIR walkthrough APPLE_USER DEVICE  in one launch: sign-in, the typed call
 //                                                 GET /example/whoami, a sync, a refresh, sign-out;
 //                                                 prints one line per step and the session's events
+//   siwakit-e2e DIR browser-sign-in CLIENT REDIRECT_URI  a BrowserSignIn: prints the URL to open,
+//                                                 reads the URL the browser came back to from
+//                                                 stdin, and prints the user id
 //   siwakit-e2e DIR loop STOP_FILE               until STOP_FILE exists: a change and a sync, back
 //                                                 to back, and every 200 ms a refresh and me first;
 //                                                 prints "ok N" per round, every error to stderr,
@@ -193,6 +196,12 @@ do {
     case "delete-account":
         try await client.deleteAccount()
         print(await signedOutReason(client))
+    case "browser-sign-in":
+        let signIn = BrowserSignIn(clientID: rest[0], redirectURI: rest[1])
+        FileHandle.standardOutput.write(Data((signIn.url(on: URL(string: environment("E2E_URL") + "/")!).absoluteString + "\n").utf8))
+        guard let line = readLine(), let callback = URL(string: line) else { fail("no callback URL on stdin") }
+        let user = try await client.completeSignIn(signIn, callback: callback)
+        print(user.id)
     case "walkthrough":
         try await walkthrough(appleUser: rest[0], device: rest[1])
     case "loop":
