@@ -247,6 +247,22 @@ server {
     }
 }
 CONF
+    # The example single-page app (examples/spa) on siwa's site, with Apple's script from the
+    # emulator: its page may load scripts from there (and nothing else from anywhere else).
+    cat >"$(dirname "$extra")/example-spa.conf" <<CONF
+location = /example/spa/config.js {
+    default_type application/javascript;
+    add_header Cache-Control no-store always;
+    return 200 'window.SPA_CONFIG = {"appleScript": "https://localhost:$port/appleauth/static/jsapi/appleid/1/en_US/appleid.auth.js", "clientId": "com.example.siwa.app"};';
+}
+location /example/spa/ {
+    alias $SIWA_ROOT/examples/spa/;
+    add_header Strict-Transport-Security "max-age=31536000; includeSubDomains" always;
+    add_header X-Content-Type-Options "nosniff" always;
+    add_header Referrer-Policy "no-referrer" always;
+    add_header Content-Security-Policy "default-src 'self'; script-src 'self' https://localhost:$port; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'" always;
+}
+CONF
     cat >>"$env_file" <<ENV
 SIWA_APPLE_TEAM_ID=TEAMID0001
 SIWA_APPLE_KEY_ID=KEYID00001

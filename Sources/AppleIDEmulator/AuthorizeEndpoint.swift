@@ -1,6 +1,7 @@
 import FastCGI
 import HTTPClient
 import JOSE
+import StrictJSON
 import WebForms
 
 /// `GET /auth/authorize` (the consent page) and `POST /auth/authorize` (the person's decision),
@@ -44,11 +45,12 @@ extension Emulator {
             throw AuthorizeError("invalid_scope", "scope may hold name and email.")
         }
         let responseMode = fields["response_mode"] ?? "query"
-        guard ["query", "fragment", "form_post"].contains(responseMode) else {
-            throw AuthorizeError("invalid_request", "response_mode must be query, fragment or form_post.")
+        // web_message: Sign in with Apple JS's popup, which answers its opener (SignInWithAppleJS).
+        guard ["query", "fragment", "form_post", "web_message"].contains(responseMode) else {
+            throw AuthorizeError("invalid_request", "response_mode must be query, fragment, form_post or web_message.")
         }
-        if !scopes.filter({ $0 != "openid" }).isEmpty, responseMode != "form_post" {
-            throw AuthorizeError("invalid_request", "response_mode must be form_post when scopes are requested.")
+        if !scopes.filter({ $0 != "openid" }).isEmpty, !["form_post", "web_message"].contains(responseMode) {
+            throw AuthorizeError("invalid_request", "response_mode must be form_post or web_message when scopes are requested.")
         }
         if responseType.contains("id_token"), responseMode == "query" {
             throw AuthorizeError("invalid_request", "response_mode must be fragment or form_post when id_token is requested.")
@@ -100,6 +102,12 @@ extension Emulator {
             response.append(("id_token", try currentKey.sign(claims: claims.json)))
         }
         if let state = authorizeRequest.state { response.append(("state", state)) }
+        if authorizeRequest.responseMode == "web_message" {
+            // SignInResponseI: the authorization, and the user on the first authorization only.
+            var members: [(String, JSONText.Value?)] = [("authorization", .raw(JSONText.object(response.map { ($0.0, .string($0.1)) })))]
+            if let userJSON = grant.userJSON { members.append(("user", .raw(userJSON))) }
+            return SignInWithAppleJS.webMessage(to: authorizeRequest.redirectURI, JSONText.object(members))
+        }
         if let userJSON = grant.userJSON, authorizeRequest.responseMode == "form_post" { response.append(("user", userJSON)) }
         return deliver(authorizeRequest, response)
     }
@@ -108,6 +116,10 @@ extension Emulator {
     private func deliver(_ request: AuthorizeRequest, _ fields: [(String, String)]) -> Response {
         let encoded = fields.map { FormEncoding.encode($0.0) + "=" + FormEncoding.encode($0.1) }.joined(separator: "&")
         switch request.responseMode {
+        case "web_message":
+            // SignInErrorI.
+            return SignInWithAppleJS.webMessage(
+                to: request.redirectURI, JSONText.object([("error", .string(fields.first { $0.0 == "error" }?.1 ?? "unknown"))]))
         case "form_post":
             return ConsentPage.formPost(to: request.redirectURI, fields)
         case "fragment":

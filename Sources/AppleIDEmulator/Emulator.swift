@@ -82,6 +82,7 @@ package final class Emulator: Sendable {
             switch (request.method, request.path) {
             case ("GET", "/"): return index()
             case ("GET", "/auth/keys"): return keySet()
+            case ("GET", SignInWithAppleJS.path): return SignInWithAppleJS.script()
             case ("GET", "/auth/authorize"): return try authorize(request)
             case ("POST", "/auth/authorize"): return try decide(request)
             case ("POST", "/auth/token"): return try behaving { try token(request) }

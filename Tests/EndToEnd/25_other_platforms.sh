@@ -217,3 +217,6 @@ out=$(start_status desktop com.example.siwa.desktop:/apple)
 out=$(curl -ks -o /dev/null -w '%header{location}' "$E2E_URL/auth/app/start?client_id=desktop&redirect_uri=$(urlq "$LOOPBACK")&code_challenge=$(challenge_of "$VERIFIER")&code_challenge_method=plain&state=s9")
 [[ "$out" == "$LOOPBACK?error=invalid_request&"*"&state=s9" ]] || fail "code_challenge_method=plain: $out"
 pass "the start: $refused unregistered redirect URIs (the 17 open-redirect forms, loopback look-alikes, another package's intent) and an unregistered client get a styled 400 page, never a redirect; plain PKCE goes back to the app with invalid_request"
+
+# --- Sign in with Apple JS in a single-page app, in headless Chromium (spa_sign_in.py).
+python3 "$(dirname "$0")/spa_sign_in.py" || fail "the single-page app"

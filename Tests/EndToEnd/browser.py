@@ -101,10 +101,11 @@ class Browser:
                 return answer.get("result", {})
             self.events.append(answer)
 
-    def evaluate(self, expression):
-        """The value of a JavaScript expression in the page (promises awaited)."""
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
-                           session=True)
+    def evaluate(self, expression, gesture=False):
+        """The value of a JavaScript expression in the page (promises awaited); with `gesture`, run as
+        if the person had clicked (a page may open a window only then)."""
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True,
+                                                "userGesture": gesture}, session=True)
         if "exceptionDetails" in result:
             raise BrowserError(f"{expression}: {result['exceptionDetails'].get('text')} "
                                f"{result['exceptionDetails'].get('exception', {}).get('description', '')}")
@@ -126,6 +127,36 @@ class Browser:
                 last = error  # the page is being replaced
             time.sleep(0.1)
         raise BrowserError(f"timed out waiting for {what or expression} (at {self.url()}; {last})")
+
+    def popup(self):
+        """Attaches to the window the page opened last (window.open) and makes it the one the other
+        methods act on, until `back()`. Call `watch_popups()` before the page opens it."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            for event in self.events:
+                if event.get("method") == "Target.targetCreated":
+                    info = event["params"]["targetInfo"]
+                    if info.get("type") == "page" and info.get("openerId") and info["targetId"] not in self.seen_popups:
+                        self.seen_popups.add(info["targetId"])
+                        self.opener_session = self.session
+                        self.session = self.send("Target.attachToTarget", {"targetId": info["targetId"], "flatten": True})["sessionId"]
+                        self.send("Runtime.enable", session=True)
+                        return info["targetId"]
+            if time.monotonic() > deadline:
+                raise BrowserError("no popup opened")
+            try:
+                self.events.append(self._read_message(time.monotonic() + 0.2))
+            except BrowserError:
+                pass
+
+    def watch_popups(self):
+        """Reports the windows pages open (window.open), for `popup()`."""
+        self.seen_popups = set()
+        self.send("Target.setDiscoverTargets", {"discover": True})
+
+    def back(self):
+        """Acts on the page that opened the popup again."""
+        self.session = self.opener_session
 
     def url(self):
         try:
