@@ -81,7 +81,7 @@ enum SignInWithAppleJS {
               return new Promise(function () {});
             }
             return new Promise(function (resolve, reject) {
-              var popup = window.open(authorizeURL(c, "web_message"), "AppleAuthentication", "width=700,height=700");
+              var popup = window.open(authorizeURL(c, "web_message"), "AppleAuthentication" + Date.now(), "width=700,height=700");
               var done = false, timer = null;
               function finish(ok, value) {
                 if (done) { return; }

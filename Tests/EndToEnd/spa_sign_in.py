@@ -50,6 +50,14 @@ def main():
             fail(f"the page's user after /auth/me: {shown}")
         ok("Sign in with Apple JS in a popup (the emulator's script, response_mode=web_message): the page gets code, id_token, "
            "state and the name, signs in at POST /auth/apple with its redirectUri, and calls /auth/me with the token")
+        if any(cookie["name"] == "__Host-siwa_session" for cookie in browser.cookies()):
+            fail("the token sign-in set a session cookie")
+        status = sign_in(browser, "?session=cookie", email="spa.e2e@example.com")
+        cookie = [c for c in browser.cookies() if c["name"] == "__Host-siwa_session"]
+        if status != "signed-in" or not cookie or not cookie[0]["httpOnly"] or not cookie[0]["secure"]:
+            fail(f"the cookie sign-in: {status} {cookie}")
+        ok("with ?session=cookie the same credential signs the page into the account pages' cookie session "
+           "(POST /auth/web/apple: an HttpOnly, Secure __Host- cookie; /auth/me with it)")
         status = sign_in(browser, "?forge=state", email="spa.e2e@example.com")
         if status != "refused: the answer is not for this sign-in (state)":
             fail(f"a forged state: {status}")

@@ -1,12 +1,14 @@
 // A single-page app that signs in with Sign in with Apple JS in a popup and siwa's API. The page's
 // own origin hosts it; its path (with the trailing slash) is the redirect URI registered for the
 // Services ID at Apple and in SIWA_APPLE_REDIRECT_URIS. `?forge=state` or `?forge=nonce` make it
-// misbehave on purpose, for the tests: it must then be refused.
+// misbehave on purpose, for the tests: it must then be refused. With `?session=cookie` it signs in
+// to the account pages' cookie session (POST /auth/web/apple) instead of keeping tokens.
 (function () {
   "use strict";
   var config = window.SPA_CONFIG;
   var redirectURI = location.origin + location.pathname;
   var forge = new URLSearchParams(location.search).get("forge");
+  var cookieSession = new URLSearchParams(location.search).get("session") === "cookie";
   var status = document.getElementById("status");
   function say(text) { status.textContent = text; }
   function random() {
@@ -29,7 +31,7 @@
       var expected = forge === "state" ? random() : state;
       if (authorization.state !== expected) { throw new Error("the answer is not for this sign-in (state)"); }
       var name = response.user && response.user.name;
-      return fetch("/auth/apple", {
+      return fetch(cookieSession ? "/auth/web/apple" : "/auth/apple", {
         method: "POST", headers: { "Content-Type": "application/json" },
         body: JSON.stringify({
           identityToken: authorization.id_token, authorizationCode: authorization.code,
@@ -41,7 +43,8 @@
       return answer.json().then(function (body) {
         if (!answer.ok) { throw new Error("siwa refused the sign-in: " + body.error); }
         session = body;
-        return fetch("/auth/me", { headers: { Authorization: "Bearer " + session.accessToken } });
+        // The cookie comes with the same-origin request by itself; tokens go in the header.
+        return fetch("/auth/me", cookieSession ? {} : { headers: { Authorization: "Bearer " + session.accessToken } });
       });
     }).then(function (answer) {
       return answer.json();

@@ -80,10 +80,48 @@ extension SignInUseCases {
     }
 
     private func signInOnce(_ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink?) throws -> Grant {
+        let refreshToken = try OpaqueToken()
+        let (account, sessionID) = try openSession(
+            attempt, device: device, remoteAddress: remoteAddress, link: link, refreshTokenHash: refreshToken.hash, cookieHash: nil,
+            flow: "native")
+        guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
+            throw IdentityError(.accountGone)
+        }
+        var grant = try issue(userID: account.userID, sessionID: sessionID, refreshToken: refreshToken.value)
+        grant.profile = profile
+        grant.isNewUser = account.isNewUser
+        return grant
+    }
+
+    /// A sign-in of a page of this site with Apple's credential from Sign in with Apple JS (its
+    /// popup), into the cookie session the account pages use rather than tokens: as `signIn`, the
+    /// session authenticated by the returned cookie secret.
+    /// - Returns: the user, whether they are new, and the session cookie's value.
+    package func signInWithCookie(_ attempt: SignInAttempt, device: String?, remoteAddress: String?) throws -> (
+        profile: Profile, isNewUser: Bool, cookie: String
+    ) {
+        try core.metrics.counting(core.metrics.signIns, ["web"], success: "success") {
+            let cookie = try OpaqueToken()
+            let (account, _) = try openSession(
+                attempt, device: device, remoteAddress: remoteAddress, link: nil, refreshTokenHash: nil, cookieHash: cookie.hash,
+                flow: "web")
+            guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
+                throw IdentityError(.accountGone)
+            }
+            return (profile, account.isNewUser, cookie.value)
+        }
+    }
+
+    /// The one sign-in with Apple's credential: verifies it, finds or creates the user, and opens
+    /// a session authenticated by a refresh token or a cookie, in one transaction retried on a
+    /// conflict.
+    private func openSession(
+        _ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink?, refreshTokenHash: [UInt8]?,
+        cookieHash: [UInt8]?, flow: String
+    ) throws -> (SignedInAccount, UInt64) {
         let settings = try requireSessions()
         let checkedLink = try link.map(check)
         let verified = try verify(attempt, audience: nil, redirectURI: .requested)
-        let refreshToken = try OpaqueToken()
         let account: SignedInAccount
         let sessionID: UInt64
         do {
@@ -97,14 +135,14 @@ extension SignInUseCases {
                         let sessionID = try newID(.sessions)
                         try Sessions.create(
                             id: sessionID, userID: account.userID, appleClientID: verified.signIn.audience, device: device,
-                            refreshTokenHash: refreshToken.hash,
-                            cookieHash: nil,
+                            refreshTokenHash: refreshTokenHash,
+                            cookieHash: cookieHash,
                             lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, userIsNew: account.isNewUser,
                             on: connection)
                         try AuditLog.record(
                             "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                            detail: JSONText.object([("flow", .string("native")), ("newUser", .bool(account.isNewUser))]), on: connection)
-                        try reportIfCreated(account, verified.signIn, flow: "native", on: connection)
+                            detail: JSONText.object([("flow", .string(flow)), ("newUser", .bool(account.isNewUser))]), on: connection)
+                        try reportIfCreated(account, verified.signIn, flow: flow, on: connection)
                         try reportIfLinked(account, link: checkedLink, on: connection)
                         return (account, sessionID)
                     }
@@ -119,13 +157,7 @@ extension SignInUseCases {
             verified.signIn.appleRefreshToken.map { revokeUnkept($0, subject: verified.signIn.sub) }
             throw error
         }
-        guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
-            throw IdentityError(.accountGone)
-        }
-        var grant = try issue(userID: account.userID, sessionID: sessionID, refreshToken: refreshToken.value)
-        grant.profile = profile
-        grant.isNewUser = account.isNewUser
-        return grant
+        return (account, sessionID)
     }
 
     /// The one check of every sign-in, native and web: verifies the identity token (signature,

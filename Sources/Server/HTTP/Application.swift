@@ -79,6 +79,7 @@ package final class Application: Sendable {
         router.add("GET", "/auth/app/start", AppSignInRoutes.start)
         router.add("POST", "/auth/token", AppSignInRoutes.token)
         router.add("GET", "/auth/web/complete", WebSignInRoutes.complete)
+        router.add("POST", "/auth/web/apple", NativeSignInRoutes.signInWithCookie)
         router.add("GET", "/auth/web/settings", page.handle)
         router.add("GET", DomainAssociation.urlPath, DomainAssociationRoute(domainAssociation).handle)
         router.add("POST", "/webhook/apple", AppleNotificationRoutes.handle)

@@ -26,16 +26,38 @@ package enum NativeSignInRoutes {
     /// Signs in with Apple's identity token (and code), opening a session for the device.
     package static func signIn(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         let body = try request.decodeJSON(SignInBody.self)
-        let attempt = SignInAttempt(
+        let grant = try useCases.signIn.signIn(
+            try attempt(body), device: try limited(body.device, "device", maximum: 512), remoteAddress: request.remoteAddress,
+            link: try link(request, body))
+        return tokenResponse(grant)
+    }
+
+    /// `POST /auth/web/apple`: a page of this site signs in with Sign in with Apple JS's credential
+    /// into the account pages' cookie session: 200 `{user, isNewUser}` with the session cookie. Like
+    /// every cookie write it must come from this site (`Origin`).
+    package static func signInWithCookie(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+        try Caller.checkOrigin(request, publicURL: useCases.sessions.publicURL)
+        let body = try request.decodeJSON(SignInBody.self)
+        let signedIn = try useCases.signIn.signInWithCookie(
+            try attempt(body), device: BrowserLabel.label(userAgent: request.headers["user-agent"]), remoteAddress: request.remoteAddress)
+        let answer = JSONText.object([("user", .raw(AccountRoutes.json(signedIn.profile))), ("isNewUser", .bool(signedIn.isNewUser))])
+        return Response(
+            status: 200,
+            headers: [
+                ("Cache-Control", "no-store"), Cookies.set(Cookies.session, signedIn.cookie, maxAge: useCases.sessions.sessionLifetime),
+            ],
+            body: Array(answer.utf8))
+    }
+
+    /// What a sign-in body says of Apple's credential.
+    static func attempt(_ body: SignInBody) throws -> SignInAttempt {
+        SignInAttempt(
             identityToken: try limited(body.identityToken, "identityToken", maximum: 16_384) ?? "",
             authorizationCode: try limited(body.authorizationCode, "authorizationCode", maximum: 1024),
             nonce: try limited(body.nonce, "nonce", maximum: 256), claimedUser: try limited(body.user, "user", maximum: 255),
             firstName: try limited(body.fullName?.givenName, "fullName.givenName", maximum: 1024),
             lastName: try limited(body.fullName?.familyName, "fullName.familyName", maximum: 1024),
             redirectURI: try limited(body.redirectUri, "redirectUri", maximum: 2048))
-        let device = try limited(body.device, "device", maximum: 512)
-        let grant = try useCases.signIn.signIn(attempt, device: device, remoteAddress: request.remoteAddress, link: try link(request, body))
-        return tokenResponse(grant)
     }
 
     /// The account the Apple ID is to go to: the older backend's user of a link token, or else a
