@@ -21,18 +21,8 @@ jar=$E2E_TMP/web_jar
 ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
 user=$(curl -ks -X POST -H "$ADMIN" -d '{"email":"curl.e2e@example.com"}' "$E2E_APPLE_URL/admin/users" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 web_handle() { # start, consent at the emulator as $user, post Apple's answer to the callback: sets COMPLETE
-    rm -f "$jar"
-    local location form fields
-    location=$(curl -ks -c "$jar" -o /dev/null -w '%{redirect_url}' "$E2E_URL/auth/web/start?return_to=/account")
-    [[ "$location" == "$E2E_APPLE_URL/auth/authorize?"* ]] || fail "start: $location"
+    browser_callback "$E2E_URL/auth/web/start?return_to=/account" "$user" "$jar"
     grep -q '__Host-siwa_signin' "$jar" || fail "no binding cookie"
-    form=$(curl -ks -X POST --data "${location#*\?}&user_id=$user&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
-    fields=$(python3 -c 'import html,re,sys,urllib.parse
-pairs=re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())
-print(urllib.parse.urlencode([(n, html.unescape(v)) for n, v in pairs]))' <<<"$form")
-    grep -q 'id_token=' <<<"$fields" || fail "the emulator's form post: $form"
-    COMPLETE=$(curl -ks -o /dev/null -w '%{redirect_url}' -X POST --data "$fields" "$E2E_URL/auth/callback")
-    [[ "$COMPLETE" == "$E2E_URL/auth/web/complete?handle="* ]] || fail "the callback's redirect: $COMPLETE"
     ! grep -qE 'code=|id_token=|state=' <<<"$COMPLETE" || fail "a token in the redirect URL: $COMPLETE"
 }
 web_handle

@@ -60,12 +60,10 @@ andy_id=$(json user.id <<<"$BODY")
 pass "a Services ID's credential: refused (400 invalid_redirect_uri) for 4 unregistered URIs and without one, before Apple is called; with its registered redirectUri signed in, Apple's token stored for $APP"
 
 sign_in "$(body nonce-andy-1 "$SPA")"
-expect_status 401 "the same credential again"
-[ "$(json error <<<"$BODY")" = nonce_reused ] || fail "a replay: $BODY"
+expect_error 401 nonce_reused "the same credential again"
 apple_sign_in "$ANDY" com.example.siwa nonce-andy-native
 sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-andy-native\",\"redirectUri\":\"$SPA\"}"
-expect_status 400 "a bundle id's credential with a redirectUri"
-[ "$(json error <<<"$BODY")" = invalid_redirect_uri ] || fail "a bundle id's credential with a redirectUri: $BODY"
+expect_error 400 invalid_redirect_uri "a bundle id's credential with a redirectUri"
 pass "a replay is refused (nonce_reused); a bundle id's credential with a redirectUri is refused (400)"
 
 # --- Account deletion revokes the Services ID's token at Apple, with its own client id.
@@ -164,16 +162,14 @@ request GET /auth/me -H "$(bearer "$ACCESS")"
 expect_status 200 "/auth/me with the app's token"
 [ "$(json user.firstName <<<"$BODY")" = Desk ] || fail "the app's user: $BODY"
 token "grant_type=authorization_code&client_id=desktop&code=$APP_CODE&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
-expect_status 400 "the code again"
-[ "$(json error <<<"$BODY")" = invalid_grant ] || fail "a reused code: $BODY"
+expect_error 400 invalid_grant "the code again"
 pass "the PKCE flow with a loopback redirect (any port): the browser comes back to http://127.0.0.1:53682/callback with a code and the state; the code and its verifier give a session; the code again is invalid_grant"
 
 # Each refusal spends its code; each is the RFC's error.
 refuse() { # refuse DESCRIPTION FORM_SUFFIX: a fresh code, refused with invalid_grant
     app_code desktop "$LOOPBACK" "$VERIFIER" st-desk-2
     token "grant_type=authorization_code&code=$APP_CODE&$2"
-    expect_status 400 "$1"
-    [ "$(json error <<<"$BODY")" = invalid_grant ] || fail "$1: $BODY"
+    expect_error 400 invalid_grant "$1"
     token "grant_type=authorization_code&code=$APP_CODE&client_id=desktop&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
     [ "$STATUS" = 400 ] || fail "$1: the code was not spent by the refused attempt ($STATUS)"
 }
@@ -186,14 +182,11 @@ token "grant_type=authorization_code&code=$APP_CODE&client_id=desktop&code_verif
 expect_status 400 "a code after its 60 s"
 grep -q 'expired' <<<"$BODY" && [ "$(json error <<<"$BODY")" = invalid_grant ] || fail "an expired code: $BODY"
 token "grant_type=password&username=x"
-expect_status 400 "another grant type"
-[ "$(json error <<<"$BODY")" = unsupported_grant_type ] || fail "grant_type=password: $BODY"
+expect_error 400 unsupported_grant_type "another grant type"
 token "grant_type=authorization_code&code=x&client_id=nobody&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
-expect_status 401 "an unregistered client"
-[ "$(json error <<<"$BODY")" = invalid_client ] || fail "an unregistered client: $BODY"
+expect_error 401 invalid_client "an unregistered client"
 token "grant_type=authorization_code&code=x&client_id=desktop"
-expect_status 400 "no verifier"
-[ "$(json error <<<"$BODY")" = invalid_request ] || fail "no verifier: $BODY"
+expect_error 400 invalid_request "no verifier"
 pass "a wrong verifier, another client's code, a changed redirect_uri and a code past its 60 s are invalid_grant (each spends the code); grant_type=password is unsupported_grant_type, an unregistered client invalid_client, a missing verifier invalid_request"
 
 # The start refuses an unregistered client or redirect URI with a page, never a redirect: the 17

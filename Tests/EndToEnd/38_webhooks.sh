@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lifecycle webhooks end to end: siwa restarted with two endpoints, a receiver holding the right
-# secret that answers 500 for its first 15 s (an outage) and one holding a wrong secret. A
+# secret that answers 500 for 15 s from the first delivery (an outage) and one holding a wrong secret. A
 # scripted sequence (a new user, a session revoked, Apple's consent-revoked, Apple's account-delete;
 # a second user whose relay forwarding Apple turns off and who signs out; a third deleted by an operator) is delivered by `siwa jobs`: after the
 # outage every event arrives at the right receiver exactly once, in order per user, signed; the wrong
@@ -124,7 +124,7 @@ if any(l["verified"] or l["status"] != 400 for l in wrong): fail("the wrong rece
 print(f"  ok: after a {len([l for l in good if l['status'] == 500])}-attempt outage every event arrived once, in order per user, "
       f"each signature verified; the wrong secret's receiver rejected all {len(wrong)} deliveries it got")
 PY
-pass "the $EVENTS events were delivered $took s after the jobs started (the receiver was down for its first $OUTAGE s)"
+pass "the $EVENTS events were delivered $took s after the jobs started (the receiver was down for $OUTAGE s from the first delivery)"
 
 # --- The operator's view: status, the log, a redelivery.
 status=$(webhooks status)

@@ -58,12 +58,11 @@ signed_in_user() { # signed_in_user NAME [EXTRA_JSON]: a new Apple user signed i
     expect_status 200 "signing in $1"
     USER_ID=$(json user.id <<<"$BODY")
 }
-# browser_sign_in START_URL APPLE_USER: a browser, as curl, that opens siwa's START_URL (the web's
-# or an app's start), consents at the emulator as APPLE_USER, posts Apple's answer to siwa's
-# callback and follows the completion with the start's cookie; sets BROWSER_LOCATION, where the
-# completion sent it.
-browser_sign_in() {
-    local jar=$E2E_TMP/browser_jar location form fields
+# browser_callback START_URL APPLE_USER [JAR]: a browser, as curl, that opens siwa's START_URL (the
+# web's or an app's start; its cookies in JAR), consents at the emulator as APPLE_USER and posts
+# Apple's answer to siwa's callback; sets COMPLETE, where the callback sent it.
+browser_callback() {
+    local jar=${3:-$E2E_TMP/browser_jar} location form fields
     rm -f "$jar"
     location=$(curl -ks -c "$jar" -o /dev/null -w '%header{location}' "$1")
     [[ "$location" == "$E2E_APPLE_URL/auth/authorize?"* ]] || fail "the start $1: $location"
@@ -72,8 +71,13 @@ browser_sign_in() {
 pairs=re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())
 print(urllib.parse.urlencode([(n, html.unescape(v)) for n, v in pairs]))' <<<"$form")
     grep -q 'id_token=' <<<"$fields" || fail "the emulator's form post: $form"
-    location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data "$fields" "$E2E_URL/auth/callback")
-    [[ "$location" == "$E2E_URL/auth/web/complete?handle="* ]] || fail "the callback's redirect: $location"
-    BROWSER_LOCATION=$(curl -ks -b "$jar" -o /dev/null -w '%header{location}' "$location")
+    COMPLETE=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data "$fields" "$E2E_URL/auth/callback")
+    [[ "$COMPLETE" == "$E2E_URL/auth/web/complete?handle="* ]] || fail "the callback's redirect: $COMPLETE"
 }
 
+# browser_sign_in START_URL APPLE_USER: browser_callback, then the completion with the start's
+# cookie; sets BROWSER_LOCATION, where the completion sent the browser.
+browser_sign_in() {
+    browser_callback "$1" "$2"
+    BROWSER_LOCATION=$(curl -ks -b "$E2E_TMP/browser_jar" -o /dev/null -w '%header{location}' "$COMPLETE")
+}

@@ -28,6 +28,12 @@ wait_for_health() {
 }
 
 expect_status() { [ "$STATUS" = "$1" ] || fail "$2: expected status $1, got $STATUS ($BODY)"; }
+# expect_error STATUS CODE DESCRIPTION: the last answer is STATUS with the JSON error CODE.
+expect_error() {
+    expect_status "$1" "$3"
+    [ "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("error", ""))' "$BODY" 2>/dev/null)" = "$2" ] \
+        || fail "$3: expected the error $2, got $BODY"
+}
 expect_body() { [ "$BODY" = "$1" ] || fail "$2: expected body $1, got $BODY"; }
 expect_header() { grep -qi "^$1" <<<"$HEADERS" || fail "$2: missing header $1 in: $HEADERS"; }
 

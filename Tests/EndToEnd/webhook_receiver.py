@@ -5,7 +5,9 @@ Usage: webhook_receiver.py PORT SECRET_FILE FAIL_SECONDS LOG_FILE
 Listens on 127.0.0.1:PORT. Every POST is checked the documented way: the `Siwa-Signature` header
 `t=<unix time>,v1=<hex>[,v1=<hex>...]`, one `v1` of which must be the HMAC-SHA256 of
 "<t>.<raw body>" under the secret, with `t` within five minutes of now. A bad signature gets 400.
-For its first FAIL_SECONDS the receiver answers 500 to every signed delivery (an outage); then 200.
+For FAIL_SECONDS from the first signed delivery it receives, the receiver answers 500 to every signed
+delivery (an outage); then 200. Counted from the first delivery, not from its start, so that the
+outage is met however long the sender takes to begin.
 Each attempt is appended to LOG_FILE as one JSON line: the event id, type, user, the answer and
 whether the signature verified. The first verified delivery is also kept whole, its signature header
 and raw body, in LOG_FILE.sample.json (to check the snippets of docs/WEBHOOKS.md against).
@@ -17,12 +19,15 @@ import hmac
 import json
 import os
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PORT = int(sys.argv[1])
 SECRET = open(sys.argv[2], "rb").read().splitlines()[0].strip()
-FAIL_UNTIL = time.time() + float(sys.argv[3])
+FAIL_SECONDS = float(sys.argv[3])
+FAIL_UNTIL = None  # set by the first signed delivery
+LOCK = threading.Lock()
 LOG = sys.argv[4]
 TOLERANCE = 300
 
@@ -41,7 +46,11 @@ class Receiver(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         ok = verified(self.headers.get("Siwa-Signature"), body)
-        status = 400 if not ok else (500 if time.time() < FAIL_UNTIL else 200)
+        global FAIL_UNTIL
+        with LOCK:
+            if ok and FAIL_UNTIL is None:
+                FAIL_UNTIL = time.time() + FAIL_SECONDS
+            status = 400 if not ok else (500 if time.time() < FAIL_UNTIL else 200)
         event = json.loads(body) if ok else {}
         sample = LOG + ".sample.json"
         if ok and not os.path.exists(sample):
