@@ -64,8 +64,27 @@ import WebForms
         #expect(status(replace("response_type", "token")).0 == 400)
         #expect(status(replace("response_mode", "query")).1.contains("form_post"), "scopes need form_post")
         #expect(status(replace("scope", "name phone")).1.contains("invalid_scope"))
-        #expect(status(replace("response_mode", "web_message")).0 == 400)
+        #expect(status(replace("response_mode", "web_post")).0 == 400)
+        #expect(status(replace("response_mode", "web_message")).0 == 200, "Sign in with Apple JS's popup")
         #expect(status { _ in }.0 == 200)
+    }
+
+    @Test("The popup of Sign in with Apple JS (web_message) posts SignInResponseI to its opener, for the redirect URI's origin only")
+    func webMessage() throws {
+        let harness = try EmulatorHarness()
+        let answer = try Self.consent(harness, request: Self.webRequest(mode: "web_message"))
+        #expect(answer.status == 200 && answer.header("Location") == nil)
+        let redirect = try #require(URL(string: EmulatorHarness.redirectURI))
+        let origin = "\(redirect.scheme ?? "")://\(redirect.host ?? "")" + (redirect.port.map { ":\($0)" } ?? "")
+        #expect(answer.text.contains("window.opener.postMessage(") && answer.text.contains(#", "\#(origin)")"#), "\(answer.text)")
+        for member in [#""method":"oauthDone""#, #""authorization":{"code":""#, #""id_token":""#, #""state":"state-1""#, #""user":{"#] {
+            #expect(answer.text.contains(member), "\(member)")
+        }
+        let cancelled = try Self.consent(harness, action: "cancel", request: Self.webRequest(mode: "web_message"))
+        #expect(cancelled.text.contains(#""data":{"error":"user_cancelled_authorize"}"#), "\(cancelled.text)")
+        let script = harness.request("GET", "/appleauth/static/jsapi/appleid/1/en_US/appleid.auth.js")
+        #expect(script.status == 200 && script.contentType.hasPrefix("application/javascript"))
+        #expect(script.text.contains("AppleIDSignInOnSuccess") && script.text.contains("window.AppleID"))
     }
 
     @Test("Continue form-posts code, id_token, state and, the first time only, the user JSON shaped like Apple's")

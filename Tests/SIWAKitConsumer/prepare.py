@@ -10,7 +10,8 @@ The snippets are the ```swift blocks of README.md, docs/*.md, the DocC catalog
 - A block whose lines start with `.package(` or `.product(` is the app's manifest: the package's
   dependency line (the URL and version replaced by this tree's path, every other argument, such as
   `traits: []`, kept) and its target dependency make OUT_DIR/Package.swift. The URL must be the
-  project's (deploy/debian/copyright), the version this release's, and every such block the same.
+  project's (deploy/debian/copyright), the version the latest release tag's, and every such block
+  the same.
 - A block that starts with `import` is a whole source file.
 - Any other block is the body of `@MainActor func ...(client: SIWAClient) async throws` in a file
   that imports Foundation and SIWAKit (and FoundationNetworking, where it exists): `client` is in
@@ -25,6 +26,7 @@ document's line. The app target `siwakit-e2e` (Sources/siwakit-e2e) is copied be
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,6 +86,16 @@ def dedent(lines):
     return [line[cut:] for line in lines]
 
 
+def latest_release():
+    """The version of the newest release tag (vX.Y.Z) in this tree's history: what an app can depend on."""
+    try:
+        tag = subprocess.run(["git", "-C", ROOT, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "HEAD"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as error:
+        sys.exit(f"no release tag (v*) in this clone's history, which the docs' dependency line names: {error}")
+    return tag[1:]
+
+
 def manifest_parts(path, number, lines, version):
     """The app's dependency line, checked and pointed at this tree, and its target dependency: each
     (kind, Swift) of the block, kind "package" or "product"."""
@@ -96,7 +108,7 @@ def manifest_parts(path, number, lines, version):
         if url != source:
             sys.exit(f"{path}:{number}: the package's URL is {source} (deploy/debian/copyright), not {url}")
         if since != version:
-            sys.exit(f'{path}:{number}: from: "{since}", but this release is {version} (Sources/siwa/Version.swift)')
+            sys.exit(f'{path}:{number}: from: "{since}", but the latest release is {version} (its tag v{version})')
         parts.append(("package", f'.package(name: "{url.rstrip("/").split("/")[-1]}", path: "{ROOT}"{rest})'))
     product = re.search(r'\.product\(name: "SIWAKit", package: "([^"]+)"\)', text)
     if product:
@@ -118,7 +130,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = os.path.abspath(sys.argv[1])
-    version = re.search(r'"(\d+\.\d+\.\d+)"', open(os.path.join(ROOT, "Sources/siwa/Version.swift")).read()).group(1)
+    version = latest_release()
     snippets_dir = os.path.join(out, "Sources", "Snippets")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(snippets_dir)
