@@ -12,7 +12,7 @@ import StrictJSON
 /// first authorization only) or rejects with a `SignInErrorI` (`{error}`), and the
 /// `AppleIDSignInOnSuccess` (`detail.data`) and `AppleIDSignInOnFailure` (`detail.error`) events.
 /// Without `usePopup` the page itself goes to the authorization, which form-posts to
-/// `redirectURI`. Between the script and its popup, the popup posts
+/// `redirectURI` (with a scope; without one, Apple's answer comes in the fragment). Between the script and its popup, the popup posts
 /// `{"method":"oauthDone","data":...}` to its opener, for the redirect URI's origin only.
 enum SignInWithAppleJS {
     /// Where Apple's CDN serves the script; the emulator serves it at the same path.
@@ -77,7 +77,7 @@ enum SignInWithAppleJS {
             var c = Object.assign({}, config || fromMeta(), options || {});
             if (!c.clientId || !c.redirectURI) { return Promise.reject({ error: "invalid_request" }); }
             if (!c.usePopup) {
-              window.location.assign(authorizeURL(c, c.scope ? "form_post" : "query"));
+              window.location.assign(authorizeURL(c, c.scope ? "form_post" : "fragment"));
               return new Promise(function () {});
             }
             return new Promise(function (resolve, reject) {

@@ -227,11 +227,15 @@ public final class SIWAClient: Sendable {
     /// which the server matches to the same account (see the server's docs on team transfer), and
     /// the app then keeps the new user id.
     ///
-    /// Nothing happens for a guest or when nobody is signed in.
+    /// Nothing happens for a guest, after a browser sign-in (``BrowserSignIn``, which leaves no Apple
+    /// user id on the device), or when nobody is signed in.
     /// - Parameter state: the credential state Apple reported for `SessionManager.appleUserID`.
     /// - Returns: what was done.
     public func handleCredentialState(_ state: AppleCredentialState) async -> CredentialStateOutcome {
-        guard case .signedIn(let user) = await session.state, !user.isGuest else { return .unchanged }
+        // A guest, or a browser sign-in (BrowserSignIn), has no Apple user id on the device to check.
+        guard case .signedIn(let user) = await session.state, !user.isGuest, await session.appleUserID?.isEmpty == false else {
+            return .unchanged
+        }
         switch state {
         case .authorized:
             return .unchanged

@@ -67,7 +67,9 @@ public struct ServerError: Error, Sendable, Equatable {
 
         /// `invalid_request`: The request was malformed: a missing or invalid field, parameter or header.
         public static let invalidRequest: Code = "invalid_request"
-        /// `invalid_grant`: Apple refused the authorization code (expired, used, or for another client).
+        /// `invalid_grant`: Apple refused the authorization code (expired, used, or for another
+        /// client), or a browser sign-in's code was refused (unknown, used, expired, another
+        /// client's or redirect URI's, or the verifier does not match).
         public static let invalidGrant: Code = "invalid_grant"
         /// `invalid_redirect_uri`: A Services ID's credential came without the redirect URI of its
         /// authorization, or with one that is not registered for it.

@@ -180,7 +180,8 @@ package struct AppConfig: Sendable {
             name: "SIWA_APP_CLIENTS", type: "comma-separated `CLIENT_ID=REDIRECT_URI`", defaultValue: nil, shownDefault: "none",
             required: "no",
             summary:
-                "native apps that sign in through the system browser with PKCE (`GET /auth/app/start`, `POST /auth/token`), "
+                "native apps that sign in through the system browser with PKCE (`GET /auth/app/start`, `POST /auth/token`; "
+                + "needs `SIWA_APPLE_SERVICES_ID`), "
                 + "each with its redirect URIs: a private-use scheme (`com.example.app:/apple`), `http://127.0.0.1/path` "
                 + "(any port at sign-in) or https; a client id may be named more than once"),
         Key(
@@ -365,6 +366,15 @@ package struct AppConfig: Sendable {
             ? (endpoints.count > 1 ? 15 : 0) : reader.integer("SIWA_DB_SYNC_WAIT", in: 0...15)
         apple = reader.appleSettings(workerThreads: workerThreads)
         sessions = reader.sessionSettings(clock: clock)
+        if reader.optionalString("SIWA_APP_CLIENTS") != nil, reader.optionalString("SIWA_APPLE_SERVICES_ID") == nil {
+            reader.problem("SIWA_APP_CLIENTS: the apps sign in through Apple's web authorization, which needs SIWA_APPLE_SERVICES_ID")
+        }
+        if reader.optionalString("SIWA_APP_CLIENTS") != nil,
+            !EnvironmentReader.sessionKeys.contains(where: { reader.optionalString($0) != nil })
+        {
+            reader.problem(
+                "SIWA_APP_CLIENTS: the apps get sessions, which need SIWA_PUBLIC_URL, SIWA_ACCESS_KEYS_DIR and SIWA_DATA_KEYS_FILE")
+        }
         accessTokenAlgorithm = reader.accessTokenAlgorithm()
         webhooks = reader.webhookSettings()
         page = reader.pageSettings()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lifecycle webhooks end to end: siwa restarted with two endpoints, a receiver holding the right
-# secret that answers 500 for 15 s from the first delivery (an outage) and one holding a wrong secret. A
+# secret that answers 500 for 5 s from the first delivery (an outage, which the first retry, 10 s later, outlasts) and one holding a wrong secret. A
 # scripted sequence (a new user, a session revoked, Apple's consent-revoked, Apple's account-delete;
 # a second user whose relay forwarding Apple turns off and who signs out; a third deleted by an operator) is delivered by `siwa jobs`: after the
 # outage every event arrives at the right receiver exactly once, in order per user, signed; the wrong
@@ -11,7 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/apple_helpers.sh"
 
 DIR=$E2E_TMP/webhooks
-OUTAGE=15
+OUTAGE=5
 mkdir -p "$DIR"
 rm -f "$DIR"/*.jsonl
 (umask 077; openssl rand -hex 32 >"$DIR/secret"; openssl rand -hex 32 >"$DIR/wrong_secret")

@@ -19,6 +19,29 @@ import Testing
         }
     }
 
+    @Test("An app's redirect URI: a private-use scheme, loopback (any port at sign-in, nothing else) or https; compared exactly")
+    func redirectURIs() throws {
+        for refused in [
+            "http://localhost/cb", "http://127.0.0.1:8000/cb", "http://example.com/cb", "https://example.com/#x", "javascript:x",
+            "data:text/html,x", "intent://callback", "https:///cb", "com.example.app:/a b", "",
+        ] {
+            #expect(AppRedirectURI(configured: refused) == nil, "\(refused)")
+        }
+        let loopback = try #require(AppRedirectURI(configured: "http://127.0.0.1/cb"))
+        for (requested, matches) in [
+            ("http://127.0.0.1/cb", true), ("http://127.0.0.1:53682/cb", true), ("http://127.0.0.1:65535/cb", true),
+            ("http://127.0.0.1:0/cb", false), ("http://127.0.0.1:65536/cb", false), ("http://127.0.0.1:80@evil.example/cb", false),
+            ("http://127.0.0.1.evil.example/cb", false), ("http://127.0.0.1:5/cbx", false), ("http://127.0.0.1:5/cb/../x", false),
+            ("https://127.0.0.1:5/cb", false), ("http://[::1]:5/cb", false),
+        ] {
+            #expect(loopback.matches(requested) == matches, "\(requested)")
+        }
+        let scheme = try #require(AppRedirectURI(configured: "com.example.app:/apple"))
+        #expect(
+            scheme.matches("com.example.app:/apple") && !scheme.matches("com.example.app:/apple/x")
+                && !scheme.matches("COM.example.app:/apple"))
+    }
+
     @Test("The intent carries the fields in its query, percent-encoded: a value cannot end the query or name another package")
     func location() throws {
         let intent = AppCallbackTarget.androidIntent(package: "com.example.app")

@@ -185,6 +185,39 @@ import Testing
         #expect(local.apple?.baseURL == "http://127.0.0.1:9999")
     }
 
+    @Test("Other platforms' settings: each bad redirect URI, app callback and app client is named; valid ones load")
+    func otherPlatforms() throws {
+        let key = try temporaryFile(contents: try P256PrivateKey().pem(), mode: 0o600)
+        let bad = Self.apple(
+            key: key,
+            [
+                "SIWA_APPLE_BUNDLE_IDS": "com.example.ios",
+                "SIWA_APPLE_REDIRECT_URIS": "com.example.app=http://example.com/cb,com.example.ios=https://example.com/cb,nopair",
+                "SIWA_APPLE_APP_CALLBACKS": "flutter=intent:notapackage,web=http://example.com/x,js=javascript:alert(1),Bad=com.example:/a",
+                "SIWA_APP_CLIENTS": "desktop=http://localhost:8000/cb,tv=https://example.com/#x",
+            ])
+        let error = try #require(throws: ConfigurationError.self) { try AppConfig(environment: bad) }
+        for named in [
+            "com.example.app's URL must be https", "com.example.ios is a bundle id", "expected SERVICES_ID=https://..., got nopair",
+            "flutter's target", "web's target", "js's target", "NAME of a-z",
+            "SIWA_APP_CLIENTS: the apps sign in through Apple's web authorization, which needs SIWA_APPLE_SERVICES_ID",
+            "SIWA_APP_CLIENTS: the apps get sessions",
+        ] {
+            #expect(error.description.contains(named), "missing \(named) in \(error.description)")
+        }
+        let good = try AppConfig(
+            environment: Self.apple(
+                key: key,
+                [
+                    "SIWA_APPLE_SERVICES_ID": "com.example.web",
+                    "SIWA_APPLE_REDIRECT_URIS": "com.example.app=https://example.com/spa/,com.example.app=https://example.com/cb",
+                    "SIWA_APPLE_APP_CALLBACKS": "flutter=intent:com.example.app,links=https://app.example.com/apple",
+                ]))
+        #expect(good.apple?.redirectURIs["com.example.app"] == ["https://example.com/spa/", "https://example.com/cb"])
+        #expect(good.apple?.clientIDs == ["com.example.web", "com.example.app"])
+        #expect(good.apple?.appCallbacks["flutter"] == .androidIntent(package: "com.example.app"))
+    }
+
     @Test("Session settings: every problem named at once; a world-readable data key file is refused; valid ones load")
     func sessionSettings() throws {
         #expect(try AppConfig(environment: Self.minimal).sessions == nil)

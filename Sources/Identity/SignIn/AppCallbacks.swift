@@ -1,5 +1,4 @@
 import Foundation
-import WebForms
 
 /// Where Apple's form post for an app is sent on: the app that opened Apple's web authorization in
 /// a browser tab (an Android or Flutter app) with `SIWA_PUBLIC_URL/auth/app-callback/NAME` as its
@@ -12,10 +11,6 @@ package enum AppCallbackTarget: Sendable, Equatable, CustomStringConvertible {
     /// fields added to its query.
     case url(String)
 
-    /// The schemes a custom-scheme target may not have: the web's, and those a browser runs or
-    /// resolves itself.
-    static let refusedSchemes: Set<String> = ["http", "javascript", "data", "file", "blob", "vbscript", "about", "intent", "content"]
-
     /// Parses the configured form: `intent:PACKAGE`, `https://host/path`, or `scheme:/path`.
     /// - Returns: nil for anything else (a package that is not a Java package name, a URL with a
     ///   fragment or without a host, a refused scheme).
@@ -27,26 +22,18 @@ package enum AppCallbackTarget: Sendable, Equatable, CustomStringConvertible {
             self = .androidIntent(package: package)
             return
         }
-        guard let colon = value.firstIndex(of: ":"), !value.contains("#"),
-            value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
-        else { return nil }
-        let scheme = value[..<colon].lowercased()
-        guard scheme.range(of: "^[a-z][a-z0-9+.-]*$", options: .regularExpression) != nil, !Self.refusedSchemes.contains(scheme)
-        else { return nil }
-        if scheme == "https" {
-            guard let host = URL(string: value)?.host, !host.isEmpty else { return nil }
-        }
+        // Not the web's http: an App Link is https, anything else a custom scheme.
+        guard let scheme = AppURIs.scheme(of: value), scheme != "http", scheme != "https" || AppURIs.hasHost(value) else { return nil }
         self = .url(value)
     }
 
     /// The redirect that carries `fields` (already chosen) to the app.
     package func location(carrying fields: [(String, String)]) -> String {
-        let query = fields.map { "\(FormEncoding.encode($0.0))=\(FormEncoding.encode($0.1))" }.joined(separator: "&")
         switch self {
         case .androidIntent(let package):
-            return "intent://callback?\(query)#Intent;package=\(package);scheme=signinwithapple;end"
+            return AppURIs.adding(fields, to: "intent://callback") + "#Intent;package=\(package);scheme=signinwithapple;end"
         case .url(let url):
-            return url + (url.contains("?") ? "&" : "?") + query
+            return AppURIs.adding(fields, to: url)
         }
     }
 

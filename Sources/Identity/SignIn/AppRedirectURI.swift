@@ -9,19 +9,10 @@ package struct AppRedirectURI: Sendable, Equatable, CustomStringConvertible {
     package let value: String
     private let isLoopback: Bool
 
-    /// The schemes a private-use redirect may not have: the web's, and those a browser runs or
-    /// resolves itself.
-    static let refusedSchemes: Set<String> = ["javascript", "data", "file", "blob", "vbscript", "about", "intent", "content"]
-
     /// - Returns: nil for anything else (a fragment, a loopback URI with a port or a host name,
     ///   http to anything but loopback, a refused scheme).
     package init?(configured value: String) {
-        guard !value.contains("#"), value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
-            let colon = value.firstIndex(of: ":")
-        else { return nil }
-        let scheme = value[..<colon].lowercased()
-        guard scheme.range(of: "^[a-z][a-z0-9+.-]*$", options: .regularExpression) != nil, !Self.refusedSchemes.contains(scheme)
-        else { return nil }
+        guard let scheme = AppURIs.scheme(of: value) else { return nil }
         switch scheme {
         case "http":
             guard value.range(of: #"^http://(127\.0\.0\.1|\[::1\])(/[^?]*)?(\?.*)?$"#, options: .regularExpression) != nil else {
@@ -29,7 +20,7 @@ package struct AppRedirectURI: Sendable, Equatable, CustomStringConvertible {
             }
             isLoopback = true
         case "https":
-            guard let host = URL(string: value)?.host, !host.isEmpty else { return nil }
+            guard AppURIs.hasHost(value) else { return nil }
             isLoopback = false
         default:
             isLoopback = false

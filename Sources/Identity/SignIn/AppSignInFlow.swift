@@ -4,7 +4,6 @@ import Foundation
 import JOSE
 import MariaDB
 import StrictJSON
-import WebForms
 
 /// A native app that is neither iOS nor Android (a desktop app, a TV app, a command-line tool) signs
 /// in through the system browser (RFC 8252, with PKCE, RFC 7636):
@@ -15,7 +14,8 @@ import WebForms
 /// 2. `redeemWebSignIn` then sends the browser to the app's redirect URI with a one-time code
 ///    (60 s) and the app's `state`, instead of opening a cookie session.
 /// 3. `exchangeAppCode`: the app posts the code with its `code_verifier` to `POST /auth/token`
-///    and gets the grant a native sign-in gets. The code is spent by its first presentation.
+///    and gets the grant a native sign-in gets. The code is spent by its first presentation with a
+///    registered client and a well-formed verifier.
 extension SignInUseCases {
     /// Seconds an app's one-time code can be exchanged.
     package static let appCodeLifetime = 60
@@ -45,7 +45,7 @@ extension SignInUseCases {
         func back(_ description: String) -> AppSignInStart {
             var fields = [("error", "invalid_request"), ("error_description", description)]
             if let state { fields.append(("state", state)) }
-            return .redirect(Self.adding(fields, to: redirectURI))
+            return .redirect(AppURIs.adding(fields, to: redirectURI))
         }
         guard let state, !state.isEmpty, state.utf8.count <= 512 else { return back("state is required, at most 512 bytes") }
         guard challengeMethod == "S256" else { return back("code_challenge_method must be S256") }
@@ -61,13 +61,13 @@ extension SignInUseCases {
         guard completed.error == nil, completed.userID != nil else {
             let description = completed.error ?? "sign_in_failed"
             return .app(
-                location: Self.adding(
+                location: AppURIs.adding(
                     [("error", "access_denied"), ("error_description", description), ("state", app.state)], to: app.redirectURI),
                 signedIn: false)
         }
         let code = try OpaqueToken()
         try WebSignIns.issueCode(completed.id, codeHash: code.hash, lifetime: Self.appCodeLifetime, on: connection)
-        return .app(location: Self.adding([("code", code.value), ("state", app.state)], to: app.redirectURI), signedIn: true)
+        return .app(location: AppURIs.adding([("code", code.value), ("state", app.state)], to: app.redirectURI), signedIn: true)
     }
 
     /// The app's token request (`POST /auth/token`), as received.
@@ -85,8 +85,9 @@ extension SignInUseCases {
         }
     }
 
-    /// Step 3: exchanges an app's code for a session. The code is spent by this call whatever its
-    /// outcome, so that a wrong verifier cannot be tried again.
+    /// Step 3: exchanges an app's code for a session. A call by a registered client with a
+    /// well-formed verifier spends the code whatever its outcome, so that a wrong verifier cannot be
+    /// tried again.
     /// - Throws: `IdentityError(.appTokenRequestInvalid)` for a missing or malformed parameter,
     ///   `.appClientUnknown` for a client that is not registered, `.appCodeRefused` for a code that
     ///   is unknown, spent, expired, another client's, for another redirect URI, or whose verifier
@@ -145,11 +146,5 @@ extension SignInUseCases {
         grant.profile = profile
         grant.isNewUser = issued.isNewUser
         return grant
-    }
-
-    /// `uri` with `fields` added to its query (form-encoded).
-    static func adding(_ fields: [(String, String)], to uri: String) -> String {
-        let query = fields.map { "\(FormEncoding.encode($0.0))=\(FormEncoding.encode($0.1))" }.joined(separator: "&")
-        return uri + (uri.contains("?") ? "&" : "?") + query
     }
 }

@@ -38,6 +38,7 @@ package enum NativeSignInRoutes {
     package static func signInWithCookie(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         try Caller.checkOrigin(request, publicURL: useCases.sessions.publicURL)
         let body = try request.decodeJSON(SignInBody.self)
+        guard body.linkToken == nil else { throw HTTPError.badRequest("`linkToken` is for POST /auth/apple, not the cookie session") }
         let signedIn = try useCases.signIn.signInWithCookie(
             try attempt(body), device: BrowserLabel.label(userAgent: request.headers["user-agent"]), remoteAddress: request.remoteAddress)
         let answer = JSONText.object([("user", .raw(AccountRoutes.json(signedIn.profile))), ("isNewUser", .bool(signedIn.isNewUser))])
