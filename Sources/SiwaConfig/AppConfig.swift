@@ -520,15 +520,7 @@ extension EnvironmentReader {
     /// no fragment); a bundle id there is a problem, as Apple never redirects for one.
     mutating func servicesRedirectURIs(bundleIDs: [String]) -> [String: [String]] {
         var uris: [String: [String]] = [:]
-        let pairs = (optionalString("SIWA_APPLE_REDIRECT_URIS") ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        for pair in pairs {
-            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
-                problem("SIWA_APPLE_REDIRECT_URIS: expected SERVICES_ID=https://..., got \(pair)")
-                continue
-            }
-            let clientID = String(pair[..<equals]).trimmingCharacters(in: .whitespaces)
-            let uri = String(pair[pair.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+        for (clientID, uri) in pairs("SIWA_APPLE_REDIRECT_URIS", expecting: "SERVICES_ID=https://...", name: "^[^\\s=]+$") {
             let url = URL(string: uri)
             guard url?.scheme == "https", url?.host?.isEmpty == false, url?.fragment == nil else {
                 problem("SIWA_APPLE_REDIRECT_URIS: \(clientID)'s URL must be https, with a host and no fragment, as Apple requires: \(uri)")
@@ -543,26 +535,35 @@ extension EnvironmentReader {
         return uris
     }
 
+    /// The `NAME=VALUE` pairs of the comma-separated `key`, each NAME matching the pattern `name`;
+    /// a malformed one is a problem (naming `expecting`) and is left out.
+    mutating func pairs(_ key: String, expecting: String, name: String) -> [(String, String)] {
+        let items = (optionalString(key) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return items.compactMap { item in
+            let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[1].isEmpty, parts[0].range(of: name, options: .regularExpression) != nil else {
+                problem("\(key): expected \(expecting), got \(item)")
+                return nil
+            }
+            return (parts[0], parts[1])
+        }
+    }
+
     /// `SIWA_APPLE_APP_CALLBACKS`: each app's name (in its Return URL) and where Apple's form post
     /// for it goes.
     mutating func appCallbacks() -> [String: AppCallbackTarget] {
         var targets: [String: AppCallbackTarget] = [:]
-        let pairs = (optionalString("SIWA_APPLE_APP_CALLBACKS") ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        for pair in pairs {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, parts[0].range(of: "^[a-z0-9-]{1,64}$", options: .regularExpression) != nil else {
-                problem("SIWA_APPLE_APP_CALLBACKS: expected NAME=TARGET with a NAME of a-z, 0-9 and -, got \(pair)")
-                continue
-            }
-            guard let target = AppCallbackTarget(configured: parts[1]) else {
+        for (name, value) in pairs(
+            "SIWA_APPLE_APP_CALLBACKS", expecting: "NAME=TARGET with a NAME of a-z, 0-9 and -", name: "^[a-z0-9-]{1,64}$")
+        {
+            guard let target = AppCallbackTarget(configured: value) else {
                 problem(
-                    "SIWA_APPLE_APP_CALLBACKS: \(parts[0])'s target must be intent:PACKAGE, an https:// App Link or scheme:/path "
-                        + "(not http, javascript, data or file), without a fragment: \(parts[1])")
+                    "SIWA_APPLE_APP_CALLBACKS: \(name)'s target must be intent:PACKAGE, an https:// App Link or scheme:/path "
+                        + "(not http, javascript, data or file), without a fragment: \(value)")
                 continue
             }
-            if targets[parts[0]] != nil { problem("SIWA_APPLE_APP_CALLBACKS: \(parts[0]) is named twice") }
-            targets[parts[0]] = target
+            if targets[name] != nil { problem("SIWA_APPLE_APP_CALLBACKS: \(name) is named twice") }
+            targets[name] = target
         }
         return targets
     }
@@ -618,22 +619,15 @@ extension EnvironmentReader {
     /// `SIWA_APP_CLIENTS`: the native apps that sign in through the browser, with their redirect URIs.
     mutating func appClients() -> [String: [AppRedirectURI]] {
         var clients: [String: [AppRedirectURI]] = [:]
-        let pairs = (optionalString("SIWA_APP_CLIENTS") ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        for pair in pairs {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, parts[0].range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
+        let expecting = "CLIENT_ID=REDIRECT_URI with a client id of A-Z, a-z, 0-9, '.', '_' and '-'"
+        for (clientID, value) in pairs("SIWA_APP_CLIENTS", expecting: expecting, name: "^[A-Za-z0-9._-]{1,64}$") {
+            guard let uri = AppRedirectURI(configured: value) else {
                 problem(
-                    "SIWA_APP_CLIENTS: expected CLIENT_ID=REDIRECT_URI with a client id of A-Z, a-z, 0-9, '.', '_' and '-', got \(pair)")
+                    "SIWA_APP_CLIENTS: \(clientID)'s redirect URI must be a private-use scheme (com.example.app:/apple), "
+                        + "http://127.0.0.1/path or http://[::1]/path without a port, or https, without a fragment: \(value)")
                 continue
             }
-            guard let uri = AppRedirectURI(configured: parts[1]) else {
-                problem(
-                    "SIWA_APP_CLIENTS: \(parts[0])'s redirect URI must be a private-use scheme (com.example.app:/apple), "
-                        + "http://127.0.0.1/path or http://[::1]/path without a port, or https, without a fragment: \(parts[1])")
-                continue
-            }
-            clients[parts[0], default: []].append(uri)
+            clients[clientID, default: []].append(uri)
         }
         return clients
     }
