@@ -45,15 +45,28 @@ public struct BrowserSignIn: Sendable, Equatable {
     /// redirect URI, the S256 code challenge and the state.
     /// - Parameter baseURL: the server's origin (and path prefix, if any), ending with `/`.
     public func url(on baseURL: URL) -> URL {
-        var components = URLComponents(url: baseURL.appendingPathComponent("auth/app/start"), resolvingAgainstBaseURL: true)!
-        components.queryItems = [
-            URLQueryItem(name: "client_id", value: clientID), URLQueryItem(name: "redirect_uri", value: redirectURI),
-            URLQueryItem(name: "code_challenge", value: codeChallenge), URLQueryItem(name: "code_challenge_method", value: "S256"),
-            URLQueryItem(name: "state", value: state),
-        ]
-        // URLComponents leaves `+`, `/`, `:` and `?` as they are in a query; the server reads `+` as a space.
-        components.percentEncodedQuery = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
-        return components.url!
+        let query = Self.formEncoded([
+            ("client_id", clientID), ("redirect_uri", redirectURI), ("code_challenge", codeChallenge),
+            ("code_challenge_method", "S256"), ("state", state),
+        ])
+        return URL(string: baseURL.appendingPathComponent("auth/app/start").absoluteString + "?" + query)!
+    }
+
+    /// `fields` form-encoded (`application/x-www-form-urlencoded`): everything but letters, digits
+    /// and `-._*` percent-encoded, as the server decodes a query and a form alike.
+    static func formEncoded(_ fields: [(String, String)]) -> String {
+        func encoded(_ value: String) -> String {
+            value.utf8.map { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
+                    String(UnicodeScalar(byte))
+                default:
+                    "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+                }
+            }.joined()
+        }
+        return fields.map { "\(encoded($0.0))=\(encoded($0.1))" }.joined(separator: "&")
     }
 
     /// The S256 challenge: the base64url SHA-256 of the verifier.
@@ -95,24 +108,11 @@ extension SIWAClient {
             ("grant_type", "authorization_code"), ("code", code), ("code_verifier", signIn.codeVerifier),
             ("redirect_uri", signIn.redirectURI), ("client_id", signIn.clientID),
         ]
-        request.httpBody = Data(form.map { "\($0.0)=\(Self.formEncoded($0.1))" }.joined(separator: "&").utf8)
+        request.httpBody = Data(BrowserSignIn.formEncoded(form).utf8)
         // The code is spent by its first arrival: never sent twice.
         let grant: Grant = try await api.call(request, replayable: false)
         guard let user = grant.user else { throw SIWAError.invalidResponse("a sign-in answered without the user") }
         try await session.begin(grant, user: user, appleUserID: "", receivedAt: now())
         return user
-    }
-
-    /// `value` form-encoded: everything but letters, digits and `-._*` percent-encoded.
-    static func formEncoded(_ value: String) -> String {
-        value.utf8.map { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
-                String(UnicodeScalar(byte))
-            default:
-                "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }.joined()
     }
 }

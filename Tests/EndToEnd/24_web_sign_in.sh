@@ -40,7 +40,7 @@ expect_header "set-cookie: __Host-siwa_session=" "the session cookie"
 pass "with the binding cookie the handle sets the session cookie and returns to return_to (/account)"
 
 for bad in '//evil.example/' 'https://evil.example/' '/\evil.example' 'account'; do
-    request GET "/auth/web/start?return_to=$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$bad")"
+    request GET "/auth/web/start?return_to=$(urlq "$bad")"
     expect_status 400 "return_to $bad"
 done
 pass "return_to other than a path on this site (//host, https://host, /\\host, relative) gets 400"

@@ -17,8 +17,7 @@ SPA=$E2E_URL/example/spa/
 authorize() {
     local hashed query form
     hashed=$(printf '%s' "$2" | sha256sum | cut -d' ' -f1)
-    query="response_type=code%20id_token&response_mode=form_post&scope=name%20email&client_id=$APP&redirect_uri=$(
-        python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "${3:-$SPA}")&state=st-$2&nonce=$hashed"
+    query="response_type=code%20id_token&response_mode=form_post&scope=name%20email&client_id=$APP&redirect_uri=$(urlq "${3:-$SPA}")&state=st-$2&nonce=$hashed"
     form=$(curl -ks -X POST --data "$query&user_id=$1&email_choice=share&action=continue" "$E2E_APPLE_URL/auth/authorize")
     eval "$(python3 -c 'import html,re,shlex,sys,urllib.parse
 pairs=[(n, html.unescape(v)) for n, v in re.findall(r"name=\"([^\"]+)\" value=\"([^\"]*)\"", sys.stdin.read())]
@@ -131,7 +130,6 @@ expect_header "allow: POST" "the relay's Allow"
 pass "18 unknown or open-redirect app names get a styled 404 (400 for a NUL) page, never a redirect; GET gets 405 (Allow: POST)"
 
 # --- Any native app: the system browser and PKCE (RFC 8252, RFC 7636), a loopback redirect.
-urlq() { python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 challenge_of() { python3 -c 'import base64,hashlib,sys; print(base64.urlsafe_b64encode(hashlib.sha256(sys.argv[1].encode()).digest()).rstrip(b"=").decode())' "$1"; }
 ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
 new_apple_user "desktop.e2e@example.com" Desk Top

@@ -28,6 +28,8 @@ wait_for_health() {
 }
 
 expect_status() { [ "$STATUS" = "$1" ] || fail "$2: expected status $1, got $STATUS ($BODY)"; }
+# urlq VALUE: VALUE percent-encoded for a query string (every reserved character encoded).
+urlq() { python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 # expect_error STATUS CODE DESCRIPTION: the last answer is STATUS with the JSON error CODE.
 expect_error() {
     expect_status "$1" "$3"
