@@ -24,7 +24,7 @@ enum SignInWithAppleJS {
             body: Array(source.utf8))
     }
 
-    /// The popup's last page: Apple's answer to the opener, then the popup closes.
+    /// The popup's last page: Apple's answer to the opener, which then closes the popup.
     static func webMessage(to redirectURI: String, _ data: String) -> Response {
         // The redirect URI's origin: scheme, host and port.
         let afterScheme = redirectURI.range(of: "://").map { redirectURI[$0.upperBound...] } ?? ""
@@ -38,8 +38,10 @@ enum SignInWithAppleJS {
             <html lang="en"><head><meta charset="utf-8"><title>Signing in</title></head><body>
             <script>
             (function () {
+              // The opener closes this window once it has the answer: closing it here could be seen
+              // (popup.closed) before the message arrives, as a person closing it.
               if (window.opener) { window.opener.postMessage(JSON.stringify(\(message)), \(JSONText.quoted(origin).replacingOccurrences(of: "<", with: "\\u003c"))); }
-              window.close();
+              else { window.close(); }
             })();
             </script>
             </body></html>
@@ -97,6 +99,7 @@ enum SignInWithAppleJS {
                 try { message = JSON.parse(event.data); } catch (e) { return; }
                 if (!message || message.method !== "oauthDone") { return; }
                 if (message.data.error) { finish(false, { error: message.data.error }); } else { finish(true, message.data); }
+                popup.close();
               }
               if (!popup) { finish(false, { error: "popup_blocked_by_browser" }); return; }
               window.addEventListener("message", onMessage);
