@@ -206,6 +206,7 @@ let package = Package(
                 "SIWAFixtures", "Telemetry", serverProduct("Logging", "swift-log"),
                 serverProduct("CoreMetrics", "swift-metrics"),
             ],
+            exclude: ["Recorded"],
             swiftSettings: swiftSettings
         ),
     ],
