@@ -41,8 +41,9 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // Sync's merge rules, shared by the server and the app: no dependencies.
-        .target(name: "SyncRules", swiftSettings: swiftSettings),
+        // Sync's merge rules and declared collections, shared by the server and the app: the strict
+        // JSON reader is its one dependency.
+        .target(name: "SyncRules", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
         // The app's half. Foundation, the merge rules, and SHA-256 for the nonce: CryptoKit on Apple's
         // platforms, OpenSSL on Linux (where the tests run it), and libcurl on Linux for
         // DevelopmentTransport.
@@ -195,7 +196,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "AccountsTests", dependencies: ["AccountData", "Accounts"], swiftSettings: swiftSettings),
-        .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "StrictJSON", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.
         .testTarget(

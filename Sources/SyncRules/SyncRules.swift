@@ -120,8 +120,9 @@ public struct LessonProgress: SyncItem, Codable {
     public func merged(with other: LessonProgress) -> LessonProgress {
         precondition(beliefSystemID == other.beliefSystemID && lessonID == other.lessonID, "merging different lessons")
         return LessonProgress(
-            beliefSystemID: beliefSystemID, lessonID: lessonID, status: max(status, other.status), score: max(score, other.score),
-            earnedXP: max(earnedXP, other.earnedXP), completedAt: earliest(completedAt, other.completedAt))
+            beliefSystemID: beliefSystemID, lessonID: lessonID, status: SyncRule.larger(status, other.status),
+            score: SyncRule.larger(score, other.score), earnedXP: SyncRule.larger(earnedXP, other.earnedXP),
+            completedAt: SyncRule.smaller(completedAt, other.completedAt))
     }
 }
 
@@ -158,8 +159,9 @@ public struct AchievementProgress: SyncItem, Codable {
     public func merged(with other: AchievementProgress) -> AchievementProgress {
         precondition(achievementID == other.achievementID, "merging different achievements")
         return AchievementProgress(
-            achievementID: achievementID, progress: max(progress, other.progress), completed: completed || other.completed,
-            completedAt: earliest(completedAt, other.completedAt))
+            achievementID: achievementID, progress: SyncRule.larger(progress, other.progress),
+            completed: SyncRule.larger(completed, other.completed, by: { !$0 && $1 })!,
+            completedAt: SyncRule.smaller(completedAt, other.completedAt))
     }
 }
 
@@ -198,24 +200,10 @@ public struct SyncProfile: Sendable, Equatable, Codable {
         case (let mine?, let theirs?) where mine < theirs: streak = other.streakDays
         case (.some, nil): streak = streakDays
         case (nil, .some): streak = other.streakDays
-        default: streak = max(streakDays, other.streakDays)
+        default: streak = SyncRule.larger(streakDays, other.streakDays)
         }
         return SyncProfile(
-            totalXP: max(totalXP, other.totalXP), currentLevel: max(currentLevel, other.currentLevel), streakDays: streak,
-            lastActiveDate: max(lastActiveDate ?? "", other.lastActiveDate ?? "").nilIfEmpty)
+            totalXP: SyncRule.larger(totalXP, other.totalXP), currentLevel: SyncRule.larger(currentLevel, other.currentLevel),
+            streakDays: streak, lastActiveDate: SyncRule.larger(lastActiveDate, other.lastActiveDate, by: <))
     }
-}
-
-/// The earlier of two optional times; a time beats none.
-func earliest(_ a: Int64?, _ b: Int64?) -> Int64? {
-    switch (a, b) {
-    case (let a?, let b?): min(a, b)
-    case (let a?, nil): a
-    case (nil, let b?): b
-    case (nil, nil): nil
-    }
-}
-
-extension String {
-    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -1,0 +1,203 @@
+/// The kind of value a field of a declared collection holds, with its bounds.
+public enum SyncFieldType: Sendable, Equatable {
+    /// An integer from `minimum` to `maximum` (within ±(2^53 − 1), which JavaScript keeps exactly).
+    case integer(minimum: Int64, maximum: Int64)
+    /// A string of up to `maximumLength` bytes of UTF-8.
+    case string(maximumLength: Int)
+    /// 1 to 128 characters of `[A-Za-z0-9._:-]`.
+    case id
+    /// `true` or `false`.
+    case boolean
+    /// Unix milliseconds from 1970 to 2100.
+    case time
+    /// A calendar date `YYYY-MM-DD` from 2000 to 2099.
+    case date
+    /// One of these names, in this order (the order `.forward` follows).
+    case enumeration([String])
+    /// A set of up to `maximumCount` strings, each of up to `maximumLength` bytes of UTF-8.
+    case stringSet(maximumCount: Int, maximumLength: Int)
+
+    /// The type's name in a declaration file.
+    public var name: String {
+        switch self {
+        case .integer: "integer"
+        case .string: "string"
+        case .id: "id"
+        case .boolean: "boolean"
+        case .time: "time"
+        case .date: "date"
+        case .enumeration: "enum"
+        case .stringSet: "set"
+        }
+    }
+
+    /// The rules a field of this type may merge by.
+    public var rules: Set<SyncRule> {
+        switch self {
+        case .integer: [.maximum, .minimum, .latestWins, .counter, .withLatest]
+        case .string, .id: [.maximum, .minimum, .latestWins]
+        case .boolean: [.stickyTrue, .latestWins]
+        case .time, .date: [.maximum, .minimum, .earliest, .latest, .latestWins]
+        case .enumeration: [.forward, .latestWins]
+        case .stringSet: [.union]
+        }
+    }
+
+    /// Whether a key field may be of this type.
+    public var canBeKey: Bool {
+        switch self {
+        case .id, .integer, .string, .date: true
+        default: false
+        }
+    }
+}
+
+/// One field of a declared collection.
+public struct SyncField: Sendable, Equatable {
+    /// Its member name in records.
+    public let name: String
+    /// What it holds.
+    public let type: SyncFieldType
+    /// How two of its values merge; nil for a key field.
+    public let rule: SyncRule?
+    /// For `.withLatest`, the index (among the collection's fields) of the field whose later value
+    /// this one comes with.
+    public let companion: Int?
+
+    /// A field.
+    /// - Parameters:
+    ///   - name: its member name in records.
+    ///   - type: what it holds.
+    ///   - rule: how two of its values merge; nil for a key field.
+    ///   - companion: for `.withLatest`, the index of the field whose later value this one comes with.
+    public init(_ name: String, _ type: SyncFieldType, _ rule: SyncRule?, companion: Int? = nil) {
+        self.name = name
+        self.type = type
+        self.rule = rule
+        self.companion = companion
+    }
+
+    /// The value a field shows when no device set it: an empty set or counter, `false` for a
+    /// sticky boolean, else `none`.
+    public var emptyValue: SyncValue {
+        switch rule {
+        case .union: .strings([])
+        case .counter: .counts([])
+        case .stickyTrue: .boolean(false)
+        default: .none
+        }
+    }
+}
+
+/// A collection an app syncs: its records are identified by the values of its key fields (none
+/// for a collection of one record per user, such as settings), and each other field merges by its
+/// own rule.
+public struct SyncCollection: Sendable, Equatable {
+    /// Items per request and per user.
+    public struct Limits: Sendable, Equatable {
+        /// The most records of this collection in one sync request (1 to 500).
+        public var itemsPerRequest: Int
+        /// The most records of this collection a user may have, tombstones included (1 to 1,000,000).
+        public var itemsPerUser: Int
+
+        /// Limits.
+        /// - Parameters:
+        ///   - itemsPerRequest: the most records of this collection in one sync request.
+        ///   - itemsPerUser: the most records of this collection a user may have.
+        public init(itemsPerRequest: Int = 500, itemsPerUser: Int = 10_000) {
+            self.itemsPerRequest = itemsPerRequest
+            self.itemsPerUser = itemsPerUser
+        }
+    }
+
+    /// The collection's name: 1 to 64 characters of `[A-Za-z0-9_-]`.
+    public let name: String
+    /// The fields that identify a record, in order.
+    public let keys: [SyncField]
+    /// The other fields, in order; a record's values are in this order.
+    public let fields: [SyncField]
+    /// How long a deleted record's tombstone is kept, in days; nil when records cannot be deleted.
+    public let tombstoneDays: Int?
+    /// Items per request and per user.
+    public let limits: Limits
+
+    /// A collection. `init(declaring:)` of `SyncSchema` checks a declaration; this one trusts it.
+    /// - Parameters:
+    ///   - name: the collection's name.
+    ///   - keys: the fields that identify a record, in order.
+    ///   - fields: the other fields, in order.
+    ///   - tombstoneDays: how long a deleted record's tombstone is kept, in days; nil when records
+    ///     cannot be deleted.
+    ///   - limits: items per request and per user.
+    public init(name: String, keys: [SyncField], fields: [SyncField], tombstoneDays: Int? = nil, limits: Limits = Limits()) {
+        self.name = name
+        self.keys = keys
+        self.fields = fields
+        self.tombstoneDays = tombstoneDays
+        self.limits = limits
+    }
+
+    /// The member of a record that marks it deleted: a "latest wins" boolean.
+    public static let deletedMember = "deleted"
+
+    /// `lhs` and `rhs`, two states of the same record, merged field by field.
+    /// - Parameters:
+    ///   - lhs: a state of a record.
+    ///   - rhs: another state of the same record (same key).
+    /// - Returns: the merged state, the same whichever side is which.
+    public func merged(_ lhs: SyncRecord, _ rhs: SyncRecord) -> SyncRecord {
+        precondition(lhs.key == rhs.key, "merging different records")
+        var values = lhs.values
+        for index in fields.indices {
+            let field = fields[index]
+            let rule = field.rule ?? .latestWins
+            // The value of the side whose companion is later (a pair's lexicographic maximum).
+            if rule == .withLatest, let companion = field.companion, lhs.values[companion] != rhs.values[companion] {
+                values[index] = SyncValue.precedes(lhs.values[companion], rhs.values[companion]) ? rhs.values[index] : lhs.values[index]
+                continue
+            }
+            let order: [String]
+            if case .enumeration(let cases) = field.type { order = cases } else { order = [] }
+            values[index] = SyncValue.merged(lhs.values[index], rhs.values[index], by: rule, order: order)
+        }
+        return SyncRecord(
+            keyValues: lhs.keyValues, key: lhs.key, values: values, deleted: SyncValue.merged(lhs.deleted, rhs.deleted, by: .latestWins))
+    }
+
+    /// An empty record of `key`: every field at its empty value.
+    func empty(keyValues: [SyncValue], key: String) -> SyncRecord {
+        SyncRecord(keyValues: keyValues, key: key, values: fields.map(\.emptyValue), deleted: .none)
+    }
+}
+
+/// One record of a declared collection: its key and its fields' values.
+public struct SyncRecord: Sendable, Hashable {
+    /// The values of the collection's key fields, in order.
+    public var keyValues: [SyncValue]
+    /// The key as one string (its values as a JSON array), which identifies the record within its
+    /// collection and orders records.
+    public var key: String
+    /// The values of the collection's other fields, in order.
+    public var values: [SyncValue]
+    /// Whether the record is deleted: `none`, or a "latest wins" boolean.
+    public var deleted: SyncValue
+
+    /// A record.
+    /// - Parameters:
+    ///   - keyValues: the values of the collection's key fields, in order.
+    ///   - key: the key as one string (`SyncRecord.key(of:)`).
+    ///   - values: the values of the collection's other fields, in order.
+    ///   - deleted: `none`, or a "latest wins" boolean.
+    public init(keyValues: [SyncValue], key: String, values: [SyncValue], deleted: SyncValue) {
+        self.keyValues = keyValues
+        self.key = key
+        self.values = values
+        self.deleted = deleted
+    }
+
+    /// Whether the latest change to the record deleted it.
+    public var isDeleted: Bool {
+        if case .stamped(.boolean(true), _) = deleted { return true }
+        return false
+    }
+}

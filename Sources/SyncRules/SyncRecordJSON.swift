@@ -1,0 +1,275 @@
+package import StrictJSON
+
+/// A record of a declared collection as JSON, read and written the same way by the server (requests,
+/// answers and its stored rows) and by SIWAKit (the app's records):
+///
+///     {"workoutId": "w1", "note": {"value": "felt good", "at": 1764000000000, "device": "phone"},
+///      "distance": 5200, "laps": {"phone": 3, "watch": 2}, "tags": ["run"],
+///      "deleted": {"value": false, "at": 1764000000000, "device": "phone"}}
+///
+/// Key fields and plain fields are their JSON values; a "latest wins" field (and `deleted`) is an
+/// object of its value, the device time it was set (Unix milliseconds) and the device's id; a
+/// counter is an object of each device's count; a set an array. `null` or a missing member is no
+/// value. Members the collection does not declare are ignored (an app may ship a field before the
+/// server declares it).
+package struct SyncRecordCodec: Sendable {
+    package let collection: SyncCollection
+    /// The key fields, the other fields, then `deleted`.
+    private let names: JSONNames
+
+    package init(_ collection: SyncCollection) {
+        self.collection = collection
+        names = JSONNames(collection.keys.map(\.name) + collection.fields.map(\.name) + [SyncCollection.deletedMember])
+    }
+
+    /// A value as read, before it is checked against its field.
+    package indirect enum Raw: Sendable {
+        case string(String)
+        case integer(Int64)
+        case otherNumber
+        case bool(Bool)
+        case null
+        case array([Raw])
+        case object([(String, Raw)])
+
+        package init(reading reader: inout JSONReader) throws(JSONError) {
+            switch try reader.kind() {
+            case .string: self = .string(try reader.string())
+            case .number: self = try reader.integer().map { .integer($0) } ?? .otherNumber
+            case .bool: self = .bool(try reader.bool())
+            case .null:
+                try reader.skipValue()
+                self = .null
+            case .array:
+                try reader.beginArray()
+                var elements: [Raw] = []
+                while try reader.nextElement() { elements.append(try Raw(reading: &reader)) }
+                self = .array(elements)
+            case .object:
+                try reader.beginObject()
+                var members: [(String, Raw)] = []
+                while let name = try reader.nextMember() { members.append((name, try Raw(reading: &reader))) }
+                self = .object(members)
+            }
+        }
+    }
+
+    /// What is wrong with a record: the member's path, and what it must be.
+    package struct Problem: Error, Sendable, Equatable {
+        package var path: String
+        package var problem: String
+
+        package var message: String { "`\(path)` \(problem)" }
+    }
+
+    /// Reads one record, which the reader stands before, consuming it whole even when it is refused.
+    /// - Parameters:
+    ///   - path: the record's path in the body, for problems (`collections.workouts[3]`).
+    ///   - checked: whether values are checked against their fields' bounds (a request's); a stored
+    ///     row is read by type only, so that narrowing a declaration loses nothing stored.
+    /// - Returns: the record, or the first problem in it.
+    package func read(_ reader: inout JSONReader, path: @autoclosure () -> String, checked: Bool = true) throws(JSONError) -> Result<
+        SyncRecord, Problem
+    > {
+        guard try reader.kind() == .object else {
+            try reader.skipValue()
+            return .failure(Problem(path: path(), problem: "must be an object"))
+        }
+        var raw = [Raw?](repeating: nil, count: collection.keys.count + collection.fields.count + 1)
+        try reader.beginObject()
+        while let index = try reader.nextMember(among: names) {
+            if index < raw.count { raw[index] = try Raw(reading: &reader) } else { try reader.skipValue() }
+        }
+        do throws(Problem) {
+            return .success(try record(raw, path: path(), checked: checked))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The record of the raw values, in `names`' order.
+    private func record(_ raw: [Raw?], path: String, checked: Bool) throws(Problem) -> SyncRecord {
+        var keyValues: [SyncValue] = []
+        for (index, field) in collection.keys.enumerated() {
+            let value = try value(raw[index] ?? .null, field.type, at: path + "." + field.name, checked: true)
+            if value == .none { throw Problem(path: path + "." + field.name, problem: "is required") }
+            keyValues.append(value)
+        }
+        var values: [SyncValue] = []
+        values.reserveCapacity(collection.fields.count)
+        for (index, field) in collection.fields.enumerated() {
+            let memberPath = path + "." + field.name
+            let raw = raw[collection.keys.count + index] ?? .null
+            values.append(try value(raw, of: field, at: memberPath, checked: checked))
+        }
+        let deletedPath = path + "." + SyncCollection.deletedMember
+        var deleted = SyncValue.none
+        switch raw[raw.count - 1] {
+        case nil, .null?: break
+        case let member? where collection.tombstoneDays != nil: deleted = try stamped(member, .boolean, at: deletedPath, checked: checked)
+        case _?: throw Problem(path: deletedPath, problem: "is not allowed: records of \(collection.name) cannot be deleted")
+        }
+        return SyncRecord(keyValues: keyValues, key: Self.key(keyValues), values: values, deleted: deleted)
+    }
+
+    /// The key of a record as one string: its values as a JSON array.
+    package static func key(_ values: [SyncValue]) -> String {
+        var json = JSONWriter(capacity: 32)
+        json.beginArray()
+        for value in values { write(value, into: &json) }
+        json.endArray()
+        return String(decoding: json.bytes, as: UTF8.self)
+    }
+
+    /// A field's value by its rule: a "latest wins" object, a counter, or a plain value.
+    private func value(_ raw: Raw, of field: SyncField, at path: String, checked: Bool) throws(Problem) -> SyncValue {
+        switch field.rule {
+        case .latestWins: return try stamped(raw, field.type, at: path, checked: checked)
+        case .counter:
+            switch raw {
+            case .null: return .counts([])
+            case .object(let members):
+                if members.count > 256 { throw Problem(path: path, problem: "counts more than 256 devices") }
+                var counts: [SyncCount] = []
+                for (device, count) in members {
+                    let countPath = path + "." + device
+                    guard SyncLimits.isIdentifier(device) else {
+                        throw Problem(path: countPath, problem: "must be a device id: 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+                    }
+                    guard case .integer(let value) = try value(count, field.type, at: countPath, checked: checked) else {
+                        throw Problem(path: countPath, problem: "must be an integer")
+                    }
+                    counts.append(SyncCount(device: device, count: value))
+                }
+                return .counts(counts.sorted())
+            default: throw Problem(path: path, problem: "must be an object of each device's count")
+            }
+        default:
+            let value = try value(raw, field.type, at: path, checked: checked)
+            if value == .none { return field.emptyValue }
+            return value
+        }
+    }
+
+    /// A "latest wins" value: `{"value": …, "at": …, "device": …}` or null.
+    private func stamped(_ raw: Raw, _ type: SyncFieldType, at path: String, checked: Bool) throws(Problem) -> SyncValue {
+        let shape = "must be {\"value\": …, \"at\": Unix milliseconds, \"device\": an id}"
+        switch raw {
+        case .null: return .none
+        case .object(let members):
+            var value: Raw = .null
+            var at: Int64?
+            var device: String?
+            for (name, member) in members {
+                switch (name, member) {
+                case ("value", _): value = member
+                case ("at", .integer(let time)) where (0...SyncLimits.latestTime).contains(time): at = time
+                case ("device", .string(let id)) where SyncLimits.isIdentifier(id): device = id
+                case ("at", _), ("device", _): throw Problem(path: path + "." + name, problem: shape)
+                default: break
+                }
+            }
+            guard let at, let device else { throw Problem(path: path, problem: shape) }
+            return .stamped(try self.value(value, type, at: path + ".value", checked: checked), SyncStamp(at: at, device: device))
+        default: throw Problem(path: path, problem: shape)
+        }
+    }
+
+    /// A plain value of `type`; `none` for null.
+    private func value(_ raw: Raw, _ type: SyncFieldType, at path: String, checked: Bool) throws(Problem) -> SyncValue {
+        if case .null = raw { return .none }
+        switch (type, raw) {
+        case (.integer(let minimum, let maximum), .integer(let value)):
+            if checked, !(minimum...maximum).contains(value) {
+                throw Problem(path: path, problem: "must be an integer from \(minimum) to \(maximum)")
+            }
+            return .integer(value)
+        case (.integer, .otherNumber): throw Problem(path: path, problem: "must be an integer")
+        case (.string(let length), .string(let value)):
+            if checked, value.utf8.count > length { throw Problem(path: path, problem: "must be at most \(length) bytes of UTF-8") }
+            return .string(value)
+        case (.id, .string(let value)):
+            if !SyncLimits.isIdentifier(value) { throw Problem(path: path, problem: "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
+            return .string(value)
+        case (.boolean, .bool(let value)): return .boolean(value)
+        case (.time, .integer(let value)):
+            if checked, !(0...SyncLimits.latestTime).contains(value) {
+                throw Problem(path: path, problem: "must be Unix milliseconds before 2100")
+            }
+            return .integer(value)
+        case (.date, .string(let value)):
+            if !SyncLimits.isDate(value) { throw Problem(path: path, problem: "must be a date YYYY-MM-DD") }
+            return .string(value)
+        case (.enumeration(let cases), .string(let value)):
+            if checked, !cases.contains(value) { throw Problem(path: path, problem: "must be one of \(cases.joined(separator: ", "))") }
+            return .string(value)
+        case (.stringSet(let count, let length), .array(let elements)):
+            var strings: [String] = []
+            for (index, element) in elements.enumerated() {
+                guard case .string(let value) = element, !checked || value.utf8.count <= length else {
+                    throw Problem(path: "\(path)[\(index)]", problem: "must be a string of at most \(length) bytes of UTF-8")
+                }
+                strings.append(value)
+            }
+            let set = Array(Set(strings)).sorted()
+            if checked, set.count > count { throw Problem(path: path, problem: "must hold at most \(count) strings") }
+            return .strings(set)
+        default: throw Problem(path: path, problem: "has the wrong type (\(type.name))")
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Writes `record` as one JSON object: its keys, every field in order, and `deleted` when the
+    /// collection allows deletion.
+    package func write(_ record: SyncRecord, into json: inout JSONWriter) {
+        json.beginObject()
+        for (field, value) in zip(collection.keys, record.keyValues) {
+            json.key(field.name)
+            Self.write(value, into: &json)
+        }
+        for (field, value) in zip(collection.fields, record.values) {
+            json.key(field.name)
+            Self.write(value, into: &json)
+        }
+        if collection.tombstoneDays != nil {
+            json.key(SyncCollection.deletedMember)
+            Self.write(record.deleted, into: &json)
+        }
+        json.endObject()
+    }
+
+    /// The record as JSON text (how the server stores it).
+    package func json(_ record: SyncRecord) -> [UInt8] {
+        var json = JSONWriter(capacity: 128)
+        write(record, into: &json)
+        return json.bytes
+    }
+
+    static func write(_ value: SyncValue, into json: inout JSONWriter) {
+        switch value {
+        case .none: json.null()
+        case .integer(let value): json.integer(value)
+        case .string(let value): json.string(value)
+        case .boolean(let value): json.bool(value)
+        case .strings(let values):
+            json.beginArray()
+            for value in values { json.string(value) }
+            json.endArray()
+        case .counts(let counts):
+            json.beginObject()
+            for count in counts {
+                json.key(count.device)
+                json.integer(count.count)
+            }
+            json.endObject()
+        case .stamped(let value, let stamp):
+            json.beginObject()
+            json.key("value")
+            write(value, into: &json)
+            json.member("at", stamp.at)
+            json.member("device", stamp.device)
+            json.endObject()
+        }
+    }
+}
