@@ -119,7 +119,8 @@ let package = Package(
         .target(
             name: "SiwaConfig",
             dependencies: [
-                "Identity", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "Telemetry", serverProduct("Logging", "swift-log"),
+                "Identity", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "Telemetry", "SyncRules",
+                serverProduct("Logging", "swift-log"),
                 serverProduct("CoreMetrics", "swift-metrics"),
             ],
             swiftSettings: swiftSettings

@@ -2,37 +2,104 @@ package import SyncRules
 
 /// What a device sends to `POST /sync`, already validated.
 package struct SyncChanges: Sendable {
-    /// The last change version the device has seen; nil for everything.
-    package var cursor: UInt64?
+    /// Where the device is: nil for everything.
+    package var cursor: SyncCursor?
     package var profile: SyncProfile?
     package var progress: [LessonProgress]
     package var achievements: [AchievementProgress]
-
-    package init(cursor: UInt64?, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress]) {
-        self.cursor = cursor
-        self.profile = profile
-        self.progress = progress
-        self.achievements = achievements
-    }
-}
-
-/// What changed for the user since the device's cursor, with the new cursor.
-package struct SyncDelta: Sendable, Equatable {
-    package var cursor: UInt64
-    /// The profile when it changed since the cursor (or always, for a full sync).
-    package var profile: SyncProfile?
-    package var progress: [LessonProgress]
-    package var achievements: [AchievementProgress]
-    /// How many stored rows (progress, achievements, profile) this sync changed.
-    package var changed: Int
+    /// Records of declared collections, each with its collection's index in the schema.
+    package var records: [CollectionRecord]
+    /// The most items an answer may hold; nil for `SyncCursor.defaultPage`.
+    package var limit: Int?
 
     package init(
-        cursor: UInt64, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress], changed: Int
+        cursor: SyncCursor?, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress],
+        records: [CollectionRecord] = [], limit: Int? = nil
     ) {
         self.cursor = cursor
         self.profile = profile
         self.progress = progress
         self.achievements = achievements
+        self.records = records
+        self.limit = limit
+    }
+}
+
+/// A record of a declared collection, with its collection's index in the schema.
+package struct CollectionRecord: Sendable, Equatable {
+    package var collection: Int
+    package var record: SyncRecord
+
+    package init(collection: Int, record: SyncRecord) {
+        self.collection = collection
+        self.record = record
+    }
+}
+
+/// What changed for the user since the device's cursor, with the new cursor.
+package struct SyncDelta: Sendable, Equatable {
+    package var cursor: SyncCursor
+    /// The profile when it changed since the cursor (or always, for a full sync).
+    package var profile: SyncProfile?
+    package var progress: [LessonProgress]
+    package var achievements: [AchievementProgress]
+    /// Records of declared collections, each with its collection's index, in order.
+    package var records: [CollectionRecord]
+    /// How many stored rows (progress, achievements, records, profile) this sync changed.
+    package var changed: Int
+    /// Whether more pages follow: the device syncs again with `cursor` at once.
+    package var more = false
+    /// Whether the device must drop what it synced before and take this answer (and the pages after
+    /// it) as its whole state: its cursor is older than deleted records the server no longer keeps.
+    package var resync = false
+
+    package init(
+        cursor: SyncCursor, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress],
+        records: [CollectionRecord] = [], changed: Int
+    ) {
+        self.cursor = cursor
+        self.profile = profile
+        self.progress = progress
+        self.achievements = achievements
+        self.records = records
         self.changed = changed
+    }
+}
+
+/// Where a device is in the user's changes: the version it has seen, or, between the pages of one
+/// answer, the last item it got.
+///
+/// Devices see it as text (`SyncCursorText`, in `Identity`).
+package struct SyncCursor: Sendable, Equatable, ExpressibleByIntegerLiteral {
+    /// Everything up to this version was sent (with a position: up to the version before it).
+    package var version: UInt64
+    /// The version the paging started from: what the device had before its first page.
+    package var base: UInt64
+    /// The last item sent of `version`, by list and key; nil when all of `version` was sent.
+    package var position: Position?
+
+    /// The last item sent: items of one version are sent in order of list, then key.
+    package struct Position: Sendable, Hashable, Comparable {
+        package var list: Int
+        package var key: String
+
+        package init(list: Int, key: String) {
+            self.list = list
+            self.key = key
+        }
+
+        package static func < (lhs: Position, rhs: Position) -> Bool { (lhs.list, lhs.key) < (rhs.list, rhs.key) }
+    }
+
+    /// Items per answer when a device does not say; a device asks for 1 to this many.
+    package static let defaultPage = 1_000
+
+    /// The cursor of a version (tests write `cursor == 3`).
+    package init(integerLiteral version: UInt64) { self.init(version: version) }
+
+    package init(version: UInt64, base: UInt64? = nil, position: Position? = nil) {
+        self.version = version
+        self.base = base ?? version
+        self.position = position
     }
 }

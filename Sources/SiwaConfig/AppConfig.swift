@@ -5,6 +5,7 @@ package import Identity
 import JOSE
 package import Logging
 package import MariaDB
+package import SyncRules
 
 #if canImport(Glibc)
     import Glibc
@@ -59,6 +60,8 @@ package struct AppConfig: Sendable {
     package var domainAssociation: DomainAssociation?
     /// Days audit events are kept; nil keeps them.
     package var auditRetentionDays: Int?
+    /// The collections the app syncs besides the built-in model; none unless declared.
+    package var syncSchema: SyncSchema = .empty
 
     /// One documented configuration key: a row of the table in docs/CONFIGURATION.md, which
     /// `siwa config --markdown` prints from these values.
@@ -314,6 +317,11 @@ package struct AppConfig: Sendable {
             name: "SIWA_PAGE_PROGRESS", type: #"true\|false"#, defaultValue: "false", required: "no",
             summary: "the account page shows the progress the app syncs (level, XP, streak, lessons, achievements) once some is synced"),
         Key(
+            name: "SIWA_SYNC_COLLECTIONS", type: "path", defaultValue: nil, shownDefault: "none (the built-in model only)", required: "no",
+            summary:
+                "the app's declared sync collections (JSON: each collection's key, fields, types, merge rules, deletion and limits), checked at start with every problem named; see [SYNC.md](SYNC.md)"
+        ),
+        Key(
             name: "SIWA_DOMAIN_ASSOCIATION_FILE", type: "path", defaultValue: nil, shownDefault: "none (404)", required: "no",
             summary:
                 "Apple's `apple-developer-domain-association.txt`, served at `/.well-known/`, for a Services ID whose registration asks for one (Apple's current registration does not); keep it under /etc/siwa (`siwa setup --domain-association`)"
@@ -379,6 +387,7 @@ package struct AppConfig: Sendable {
         webhooks = reader.webhookSettings()
         page = reader.pageSettings()
         domainAssociation = reader.domainAssociation()
+        syncSchema = reader.syncSchema()
         auditRetentionDays =
             reader.optionalString("SIWA_AUDIT_RETENTION_DAYS") == nil ? nil : reader.integer("SIWA_AUDIT_RETENTION_DAYS", in: 1...3650)
         reader.rejectUnknownKeys()
@@ -699,6 +708,21 @@ extension EnvironmentReader {
             return nil
         }
         return DomainAssociation(path: path, contents: Array(data))
+    }
+
+    /// The app's declared collections, from `SIWA_SYNC_COLLECTIONS`.
+    mutating func syncSchema() -> SyncSchema {
+        guard let path = optionalString("SIWA_SYNC_COLLECTIONS") else { return .empty }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            problem("SIWA_SYNC_COLLECTIONS: cannot read \(path)")
+            return .empty
+        }
+        do {
+            return try SyncSchema(declaration: Array(data))
+        } catch {
+            for line in error.problems { problem("SIWA_SYNC_COLLECTIONS: \(path): \(line)") }
+            return .empty
+        }
     }
 
     /// The type of the access-token keys `siwa keys rotate` makes.

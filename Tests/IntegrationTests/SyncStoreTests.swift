@@ -390,7 +390,8 @@ import Testing
             let stored = try #require(try SyncStore.read(userID: users[index], session: nil, lock: false, on: connection))
             return SyncCommitter.Write(
                 userID: users[index], session: session, stored: stored,
-                merge: SyncStore.merged(SyncChanges(cursor: nil, profile: nil, progress: [lesson(score)], achievements: []), into: stored))
+                merge: try SyncStore.merged(
+                    SyncChanges(cursor: nil, profile: nil, progress: [lesson(score)], achievements: []), into: stored))
         }
         func stored(_ index: Int) throws -> [Int64] {
             let version: Int64 = try #require(

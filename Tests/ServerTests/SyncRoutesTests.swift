@@ -37,7 +37,7 @@ import Testing
               "profile": {"totalXp": 12, "currentLevel": 2, "streakDays": 3, "lastActiveDate": "2026-02-28"},
               "cursor": "41" }
             """#)
-        #expect(read.cursor == 41)
+        #expect(read.cursor == SyncCursor(version: 41))
         #expect(read.profile == SyncProfile(totalXP: 12, currentLevel: 2, streakDays: 3, lastActiveDate: "2026-02-28"))
         #expect(
             read.progress == [

@@ -69,7 +69,9 @@ package final class SyncCache: Sendable {
     }
 
     /// A state's size in items (the profile counts as one).
-    static func size(of state: SyncStore.Stored) -> Int { 1 + state.lessons.count + state.achievements.count }
+    static func size(of state: SyncStore.Stored) -> Int {
+        state.records.reduce(1 + state.lessons.count + state.achievements.count) { $0 + $1.count }
+    }
 
     /// The memory a kept state takes, in bytes, as measured by `siwa bench-sync-cache`: the shard's
     /// entry and the state's two dictionaries (Swift's hash tables are between three eighths and
@@ -81,6 +83,25 @@ package final class SyncCache: Sendable {
         for lesson in state.lessons.values { bytes += heapBytes(lesson.item.beliefSystemID) + heapBytes(lesson.item.lessonID) }
         bytes += state.achievements.count * achievementBytes
         for achievement in state.achievements.values { bytes += heapBytes(achievement.item.achievementID) }
+        for records in state.records {
+            for record in records.values { bytes += cost(of: record.item) }
+        }
+        return bytes
+    }
+
+    /// A record of a declared collection, estimated as `cost(of:)` counts an item: its slots in
+    /// the table, its key, and its two arrays of values with the strings they hold.
+    static func cost(of record: SyncRecord) -> Int {
+        var bytes = recordBytes + heapBytes(record.key) + 2 * 48 + (record.keyValues.count + record.values.count) * valueBytes
+        for value in record.keyValues + record.values {
+            switch value {
+            case .string(let text): bytes += heapBytes(text)
+            case .strings(let texts): bytes += 48 + texts.reduce(0) { $0 + MemoryLayout<String>.stride + heapBytes($1) }
+            case .counts(let counts): bytes += 48 + counts.count * MemoryLayout<SyncCount>.stride
+            case .stamped(let inner, let stamp): bytes += 48 + heapBytes(stamp.device) + (inner == .none ? 0 : 64)
+            default: break
+            }
+        }
         return bytes
     }
 
@@ -88,6 +109,8 @@ package final class SyncCache: Sendable {
     package static let userBytes = 2 * (MemoryLayout<UInt64>.stride + MemoryLayout<SyncStore.Stored>.stride) + 2 * 64
     package static let lessonBytes = 2 * (MemoryLayout<LessonKey>.stride + MemoryLayout<SyncStore.Versioned<LessonProgress>>.stride)
     package static let achievementBytes = 2 * (MemoryLayout<String>.stride + MemoryLayout<SyncStore.Versioned<AchievementProgress>>.stride)
+    static let recordBytes = 2 * (MemoryLayout<String>.stride + MemoryLayout<SyncStore.Versioned<SyncRecord>>.stride)
+    static let valueBytes = MemoryLayout<SyncValue>.stride
 
     /// The allocation of a string's UTF-8 beyond the 15 bytes a `String` holds in place: its
     /// header (32 bytes), the bytes and a terminating zero, rounded up by malloc to 16 with 16 more

@@ -306,5 +306,7 @@ package final class SyncCommitter: Sendable {
             writes.flatMap { write in write.merge.lessons.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
         try SyncStore.write(
             writes.flatMap { write in write.merge.achievements.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
+        try SyncStore.write(
+            writes.flatMap { write in write.merge.records.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
     }
 }

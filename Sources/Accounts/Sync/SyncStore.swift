@@ -1,5 +1,6 @@
 package import AccountData
 package import MariaDB
+import StrictJSON
 import SyncRules
 
 /// The SQL of sync.
@@ -23,17 +24,61 @@ package enum SyncStore {
         var profile: SyncProfile
         var lessons: [LessonKey: Versioned<LessonProgress>]
         var achievements: [String: Versioned<AchievementProgress>]
+        /// The records of each declared collection, by key, in the schema's order.
+        var records: [[String: Versioned<SyncRecord>]] = []
+        /// The highest version of a tombstone purged (`users.sync_purged_version`).
+        var purgedVersion: UInt64 = 0
 
-        /// What changed after version `since`, ordered by version, then id.
-        func changed(since: UInt64) -> (progress: [LessonProgress], achievements: [AchievementProgress]) {
-            let progress = lessons.values.filter { $0.version > since }.sorted {
-                ($0.version, $0.item.beliefSystemID, $0.item.lessonID) < ($1.version, $1.item.beliefSystemID, $1.item.lessonID)
+        /// What changed after `cursor`, at most `limit` items, ordered by version, then list, then key.
+        func changed(after cursor: SyncCursor, limit: Int) -> SyncPage {
+            var entries: [SyncPage.Entry] = []
+            func include(_ version: UInt64, _ list: Int, _ key: @autoclosure () -> String, _ index: Int) {
+                guard version >= cursor.version else { return }
+                let position = SyncCursor.Position(list: list, key: key())
+                if version == cursor.version {
+                    guard let after = cursor.position, position > after else { return }
+                }
+                entries.append(SyncPage.Entry(version: version, position: position, index: index))
             }
-            let achievements = achievements.values.filter { $0.version > since }.sorted {
-                ($0.version, $0.item.achievementID) < ($1.version, $1.item.achievementID)
+            let lessons = Array(self.lessons.values)
+            for (index, lesson) in lessons.enumerated() {
+                include(lesson.version, 0, lesson.item.beliefSystemID + "\u{0}" + lesson.item.lessonID, index)
             }
-            return (progress.map(\.item), achievements.map(\.item))
+            let achievements = Array(self.achievements.values)
+            for (index, achievement) in achievements.enumerated() { include(achievement.version, 1, achievement.item.achievementID, index) }
+            let records = self.records.map { Array($0.values) }
+            for (collection, list) in records.enumerated() {
+                for (index, record) in list.enumerated() { include(record.version, 2 + collection, record.item.key, index) }
+            }
+            entries.sort { ($0.version, $0.position) < ($1.version, $1.position) }
+            var page = SyncPage(more: entries.count > limit)
+            for entry in entries.prefix(limit) {
+                switch entry.position.list {
+                case 0: page.progress.append(lessons[entry.index].item)
+                case 1: page.achievements.append(achievements[entry.index].item)
+                default:
+                    let collection = entry.position.list - 2
+                    page.records.append(CollectionRecord(collection: collection, record: records[collection][entry.index].item))
+                }
+                page.last = (entry.version, entry.position)
+            }
+            return page
         }
+    }
+
+    /// One page of what changed: items in order, whether more follow, and the last item's place.
+    struct SyncPage {
+        struct Entry {
+            var version: UInt64
+            var position: SyncCursor.Position
+            var index: Int
+        }
+
+        var progress: [LessonProgress] = []
+        var achievements: [AchievementProgress] = []
+        var records: [CollectionRecord] = []
+        var more: Bool
+        var last: (version: UInt64, position: SyncCursor.Position)?
     }
 
     /// An item and the user's version that last changed it.
@@ -48,7 +93,17 @@ package enum SyncStore {
         var achievements: [AchievementProgress]
         var profile: SyncProfile
         var profileChanged: Bool
-        var count: Int { lessons.count + achievements.count + (profileChanged ? 1 : 0) }
+        /// Changed records of declared collections, each with its row's JSON.
+        var records: [MergedRecord] = []
+        var count: Int { lessons.count + achievements.count + records.count + (profileChanged ? 1 : 0) }
+    }
+
+    /// A record as a sync changed it, with what its row stores.
+    struct MergedRecord: Sendable {
+        var collection: Int
+        var name: String
+        var record: SyncRecord
+        var json: [UInt8]
     }
 
     /// Merges `changes` into `userID`'s state and returns what changed since the cursor. Runs its
@@ -60,22 +115,25 @@ package enum SyncStore {
     ///     trip of its own; nil when the caller checked it already.
     ///   - group: batches the write with other users' concurrent syncs; nil writes alone.
     ///   - cache: the process's recently synced states, used and kept up to date; nil reads the user.
+    ///   - collections: the app's declared collections.
+    /// - Throws: `SyncLimitExceeded` when the changes would take a collection past its items per user.
     package static func sync(
         userID: UInt64, session: UInt64? = nil, changes: SyncChanges, on connection: Connection, group: SyncCommitter? = nil,
-        cache: SyncCache? = nil
+        cache: SyncCache? = nil, collections: DeclaredCollections = .none
     ) throws -> SyncDelta? {
         let cached = cache?.state(of: userID)
-        guard var stored = try cached ?? read(userID: userID, session: session, lock: false, on: connection) else { return nil }
-        var merge = merged(changes, into: stored)
+        guard var stored = try cached ?? read(userID: userID, session: session, lock: false, collections: collections, on: connection)
+        else { return nil }
+        var merge = try merged(changes, into: stored, collections)
         // A cached state that this sync does not change is checked against the stored version before
         // it answers (another device may have moved on); a changing sync's write checks it under lock.
         if cached != nil, merge.count == 0, try currentVersion(of: userID, session: session, on: connection) != stored.version {
-            guard let fresh = try read(userID: userID, session: session, lock: false, on: connection) else {
+            guard let fresh = try read(userID: userID, session: session, lock: false, collections: collections, on: connection) else {
                 cache?.forget(userID)
                 return nil
             }
             stored = fresh
-            merge = merged(changes, into: stored)
+            merge = try merged(changes, into: stored, collections)
         }
         var version = stored.version
         if merge.count > 0 {
@@ -88,7 +146,7 @@ package enum SyncStore {
             case .writeAlone, nil:
                 guard
                     let written = try writeAlone(
-                        userID: userID, session: session, changes, from: stored, merge, on: connection)
+                        userID: userID, session: session, changes, from: stored, merge, collections: collections, on: connection)
                 else {
                     cache?.forget(userID)
                     return nil
@@ -101,14 +159,26 @@ package enum SyncStore {
         // The cache learns the state, unless it is the cached state itself, unchanged.
         if cached?.version != state.version { cache?.keep(state, of: userID) }
         let profileVersion = merge.profileChanged ? version : stored.profileVersion
-        // A cursor from the future (a restored backup, another server) gets everything.
-        let since = changes.cursor.flatMap { $0 <= stored.version ? $0 : nil } ?? 0
+        // A cursor from the future (a restored backup, another server) gets everything, and so does
+        // one older than a purged tombstone: that device missed a deletion, and must start over.
+        var cursor = changes.cursor.flatMap { $0.version <= stored.version ? $0 : nil } ?? SyncCursor(version: 0)
+        let resync = cursor.base > 0 && cursor.base < state.purgedVersion
+        if resync { cursor = SyncCursor(version: 0) }
         var delta = SyncDelta(
-            cursor: version, profile: since == 0 || profileVersion > since ? merge.profile : nil, progress: merge.lessons,
-            achievements: merge.achievements, changed: merge.count)
+            cursor: SyncCursor(version: version), profile: cursor.version == 0 || profileVersion > cursor.version ? merge.profile : nil,
+            progress: merge.lessons, achievements: merge.achievements,
+            records: merge.records.map { CollectionRecord(collection: $0.collection, record: $0.record) },
+            changed: merge.count)
+        delta.resync = resync
         // A device that was up to date gets exactly what this sync changed; one that was behind also
-        // gets what other devices changed meanwhile.
-        if since != stored.version { (delta.progress, delta.achievements) = state.changed(since: since) }
+        // gets what other devices changed meanwhile, a page at a time.
+        if cursor.version != stored.version || cursor.position != nil {
+            let page = state.changed(after: cursor, limit: changes.limit ?? SyncCursor.defaultPage)
+            (delta.progress, delta.achievements, delta.records, delta.more) = (page.progress, page.achievements, page.records, page.more)
+            if page.more, let last = page.last {
+                delta.cursor = SyncCursor(version: last.version, base: cursor.base, position: last.position)
+            }
+        }
         return delta
     }
 
@@ -117,7 +187,8 @@ package enum SyncStore {
     /// again. Returns the state the write started from and what it wrote; nil when the user is gone
     /// or `session` is not active.
     static func writeAlone(
-        userID: UInt64, session: UInt64?, _ changes: SyncChanges, from stored: Stored, _ merge: Merge, on connection: Connection
+        userID: UInt64, session: UInt64?, _ changes: SyncChanges, from stored: Stored, _ merge: Merge, collections: DeclaredCollections,
+        on connection: Connection
     ) throws -> (Stored, Merge)? {
         // Before the transaction: its first plain read fixes the snapshot its reads see, which must
         // come after the user's row is locked (`read(lock: true)` reads the rows of another sync
@@ -126,9 +197,11 @@ package enum SyncStore {
         return try connection.transaction { () -> (Stored, Merge)? in
             var (stored, merge) = (stored, merge)
             if try !advance(userID: userID, from: stored, merge, on: connection) {
-                guard let fresh = try read(userID: userID, session: nil, lock: true, on: connection) else { return nil }
+                guard let fresh = try read(userID: userID, session: nil, lock: true, collections: collections, on: connection) else {
+                    return nil
+                }
                 stored = fresh
-                merge = merged(changes, into: stored)
+                merge = try merged(changes, into: stored, collections)
                 // On one server the lock holds the version still. A Galera node applies another
                 // node's write without regard to local locks: a lost race, not an ended session,
                 // so the whole sync runs again (the caller retries deadlocks).
@@ -140,6 +213,7 @@ package enum SyncStore {
                 let version = stored.version + 1
                 try write(merge.lessons.map { (userID, version, $0) }, on: connection)
                 try write(merge.achievements.map { (userID, version, $0) }, on: connection)
+                try write(merge.records.map { (userID, version, $0) }, on: connection)
             }
             return (stored, merge)
         }
@@ -155,6 +229,9 @@ package enum SyncStore {
         }
         for lesson in merge.lessons { state.lessons[lesson.key] = Versioned(item: lesson, version: state.version) }
         for achievement in merge.achievements { state.achievements[achievement.key] = Versioned(item: achievement, version: state.version) }
+        for merged in merge.records {
+            state.records[merged.collection][merged.record.key] = Versioned(item: merged.record, version: state.version)
+        }
         return state
     }
 
@@ -174,12 +251,49 @@ package enum SyncStore {
 
     /// The stored rows that `changes` (as a device sent them, an item possibly listed twice) would
     /// change, merged.
-    package static func merged(_ changes: SyncChanges, into stored: Stored) -> Merge {
+    /// - Throws: `SyncLimitExceeded` when a collection would hold more records than it allows.
+    package static func merged(_ changes: SyncChanges, into stored: Stored, _ collections: DeclaredCollections = .none) throws -> Merge {
         let mergedProfile = changes.profile.map { stored.profile.merged(with: $0) } ?? stored.profile
-        return Merge(
+        var merge = Merge(
             lessons: changedItems(changes.progress, of: stored.lessons),
             achievements: changedItems(changes.achievements, of: stored.achievements),
             profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
+        if !changes.records.isEmpty { merge.records = try changedRecords(changes.records, of: stored, collections) }
+        return merge
+    }
+
+    /// The stored records that `incoming` changes, merged as `changedItems` merges items, each with
+    /// its row's JSON.
+    static func changedRecords(
+        _ incoming: [CollectionRecord], of stored: Stored, _ collections: DeclaredCollections
+    ) throws -> [MergedRecord] {
+        var changed: [MergedRecord] = []
+        var position: [SyncCursor.Position: Int] = [:]
+        var added = [Int](repeating: 0, count: collections.codecs.count)
+        for (index, record) in incoming.map({ ($0.collection, $0.record) }) {
+            let codec = collections.codecs[index]
+            let collection = codec.collection
+            let id = SyncCursor.Position(list: index, key: record.key)
+            let current = position[id].map { changed[$0].record } ?? stored.records[index][record.key]?.item
+            let merged = current.map { collection.merged($0, record) } ?? record
+            guard merged != current else { continue }
+            if let at = position[id] {
+                changed[at].record = merged
+                continue
+            }
+            if current == nil {
+                added[index] += 1
+                let limit = collection.limits.itemsPerUser
+                if stored.records[index].count + added[index] > limit {
+                    throw SyncLimitExceeded(
+                        path: "collections.\(collection.name)", problem: "would hold more than \(limit) records for this user")
+                }
+            }
+            position[id] = changed.count
+            changed.append(MergedRecord(collection: index, name: collection.name, record: merged, json: []))
+        }
+        for index in changed.indices { changed[index].json = collections.codecs[changed[index].collection].json(changed[index].record) }
+        return changed
     }
 
     /// The stored items that `incoming` changes, each merged with all that the device sent for it.
@@ -199,12 +313,14 @@ package enum SyncStore {
 
     /// The user's whole synced state (a user has a bounded set of lessons and achievements); nil when
     /// the user is gone or `session` is not active.
-    package static func read(userID: UInt64, session: UInt64?, lock: Bool, on connection: Connection) throws -> Stored? {
+    package static func read(
+        userID: UInt64, session: UInt64?, lock: Bool, collections: DeclaredCollections = .none, on connection: Connection
+    ) throws -> Stored? {
         // With a session, the user is only found while that session of theirs is active; locked,
         // both rows are held until the transaction ends.
         let columns = """
             u.sync_version, u.total_xp, u.current_level, u.streak_days, DATE_FORMAT(u.last_active_date, '%Y-%m-%d') AS last_active,
-                u.profile_version
+                u.profile_version, u.sync_purged_version
             """
         let lockClause = lock ? "FOR UPDATE" : ""
         let users =
@@ -228,12 +344,22 @@ package enum SyncStore {
             let achievement = try achievement(row)
             achievements[achievement.key] = Versioned(item: achievement, version: try row.decode(column: "version"))
         }
+        var records = [[String: Versioned<SyncRecord>]](repeating: [:], count: collections.codecs.count)
+        if !collections.isEmpty {
+            for row in try connection.query("SELECT collection, body, version FROM sync_records WHERE user_id = ?", userID) {
+                // Rows of a collection no longer declared stay stored, unsynced.
+                guard let index = collections.schema.index(of: try row.decode(column: "collection")) else { continue }
+                var reader = JSONReader(try row.decode(column: "body"), limits: .tokens)
+                guard case .success(let record) = try collections.codecs[index].read(&reader, path: "", checked: false) else { continue }
+                records[index][record.key] = Versioned(item: record, version: try row.decode(column: "version"))
+            }
+        }
         return Stored(
             version: try user.decode(column: "sync_version"), profileVersion: try user.decode(column: "profile_version"),
             profile: SyncProfile(
                 totalXP: try user.decode(column: "total_xp"), currentLevel: try user.decode(column: "current_level"),
                 streakDays: try user.decode(column: "streak_days"), lastActiveDate: try user.decode(column: "last_active")),
-            lessons: lessons, achievements: achievements)
+            lessons: lessons, achievements: achievements, records: records, purgedVersion: try user.decode(column: "sync_purged_version"))
     }
 
     /// Moves the user's version on by one (and stores the merged profile), if it is still the
@@ -355,6 +481,22 @@ package enum SyncStore {
             rows: achievements.map { row in
                 let item = row.achievement
                 return [row.userID, item.achievementID, item.progress, item.completed, item.completedAt, row.version]
+            })
+    }
+
+    // MARK: - Declared collections
+
+    /// Upserts records, each with its user and the version that changed it: one batch execution.
+    static func write(_ records: [(userID: UInt64, version: UInt64, record: MergedRecord)], on connection: Connection) throws {
+        guard !records.isEmpty else { return }
+        _ = try connection.executeBatch(
+            """
+            INSERT INTO sync_records (user_id, collection, item_key, body, deleted, version) VALUES (?, ?, ?, ?, ?, ?)
+            ON DUPLICATE KEY UPDATE body = VALUES(body), deleted = VALUES(deleted), version = VALUES(version),
+                updated_at = UTC_TIMESTAMP(3)
+            """,
+            rows: records.map { row in
+                [row.userID, row.record.name, Array(row.record.record.key.utf8), row.record.json, row.record.record.isDeleted, row.version]
             })
     }
 

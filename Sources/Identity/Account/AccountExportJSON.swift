@@ -44,7 +44,7 @@ package enum AccountExportJSON {
         return JSONText.object([
             ("format", .integer(Int64(format))), ("exportedAt", .integer(export.exportedAt)), ("user", .raw(user)),
             ("emails", .raw(array(emails))), ("appleIdentities", .raw(array(identities))), ("sessions", .raw(array(sessions))),
-            ("sync", .raw(String(decoding: SyncDeltaJSON.json(export.progress), as: UTF8.self))),
+            ("sync", .raw(String(decoding: SyncDeltaJSON.json(export.progress, collections: export.collections), as: UTF8.self))),
             ("auditEvents", .raw(array(record.auditEvents.map(json)))),
         ])
     }

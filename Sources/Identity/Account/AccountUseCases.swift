@@ -11,8 +11,10 @@ import Telemetry
 /// stored about one user, without a token, a token hash or a key.
 package struct AccountExport: Sendable {
     package var record: UserRecord
-    /// The synced progress, achievements and profile, whole.
+    /// The synced progress, achievements, profile and declared collections' records, whole.
     package var progress: SyncDelta
+    /// The declared collections the records are of.
+    package var collections: DeclaredCollections
     /// Unix milliseconds.
     package var exportedAt: Int64
 }
@@ -36,9 +38,10 @@ extension AccountUseCases {
     package func export(userID: UInt64) throws -> AccountExport? {
         guard let record = try UserRecord.load(userID: userID, auditLimit: Self.recordAuditEvents, on: database),
             let progress = try SyncStore.sync(
-                userID: userID, changes: SyncChanges(cursor: nil, profile: nil, progress: [], achievements: []), on: database)
+                userID: userID, changes: SyncChanges(cursor: nil, profile: nil, progress: [], achievements: [], limit: .max), on: database,
+                collections: core.collections)
         else { return nil }
-        return AccountExport(record: record, progress: progress, exportedAt: Int64(clock.now() * 1000))
+        return AccountExport(record: record, progress: progress, collections: core.collections, exportedAt: Int64(clock.now() * 1000))
     }
 
     /// The caller's own export, recorded as `account_exported`.

@@ -1,3 +1,4 @@
+package import AccountData
 package import Accounts
 import AppleID
 import Logging
@@ -15,6 +16,8 @@ package final class IdentityCore: Sendable {
     package let syncCommits: SyncCommitter
     /// The synced state of recently active users, shared by the worker threads.
     package let syncCache = SyncCache()
+    /// The collections the app declared, synced besides the built-in model.
+    package let collections: DeclaredCollections
     /// The sessions seen active recently, behind the database (see `SessionCache`).
     package let sessionCache: SessionCache
     /// Where lifecycle events for the app's backend are recorded (nothing when no endpoint is set).
@@ -28,10 +31,12 @@ package final class IdentityCore: Sendable {
 
     /// - Parameters:
     ///   - database: where the sync committer opens its own connections.
+    ///   - collections: the app's declared sync collections.
     package init(
         apple: AppleServices?, sessions: SessionSettings?, database: Configuration, webhooks: WebhookSettings? = nil,
-        clock: any WallClock = SystemClock(), metrics: IdentityMetrics = IdentityMetrics()
+        clock: any WallClock = SystemClock(), metrics: IdentityMetrics = IdentityMetrics(), collections: DeclaredCollections = .none
     ) {
+        self.collections = collections
         self.metrics = metrics
         self.databaseServers = database.endpoints.count
         self.apple = apple

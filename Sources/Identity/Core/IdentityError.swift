@@ -64,6 +64,8 @@ package struct IdentityError: Error, Equatable, CustomStringConvertible {
         case linkingRefused
         /// The database could not be reached, or did not answer within the request's time.
         case databaseUnavailable
+        /// A sync would take a declared collection past its records per user; `reason` names it.
+        case syncLimitExceeded
     }
 
     package let code: Code

@@ -5,12 +5,16 @@ import StrictJSON
 import SyncRules
 
 /// A sync's answer as JSON: the body of `POST /sync` and the `sync` member of an account export.
+///
+/// The built-in members come first, as they always were; `collections` (an object of each declared
+/// collection's changed records) only when the app declares collections; `more` and `resync` only
+/// when true. So an app that declares nothing gets the same bytes as before collections existed.
 package enum SyncDeltaJSON {
     /// The answer, written straight into bytes (one sync's answer is made per request).
-    package static func json(_ delta: SyncDelta) -> [UInt8] {
-        var json = JSONWriter(capacity: 256 + 160 * (delta.progress.count + delta.achievements.count))
+    package static func json(_ delta: SyncDelta, collections: DeclaredCollections = .none) -> [UInt8] {
+        var json = JSONWriter(capacity: 256 + 160 * (delta.progress.count + delta.achievements.count + delta.records.count))
         json.beginObject()
-        json.member("cursor", String(delta.cursor))
+        json.member("cursor", delta.cursor.text)
         json.key("profile")
         if let profile = delta.profile {
             json.beginObject()
@@ -46,7 +50,47 @@ package enum SyncDeltaJSON {
             json.endObject()
         }
         json.endArray()
+        if !collections.isEmpty {
+            json.key("collections")
+            json.beginObject()
+            for (index, codec) in collections.codecs.enumerated() {
+                json.key(codec.collection.name)
+                json.beginArray()
+                for item in delta.records where item.collection == index { codec.write(item.record, into: &json) }
+                json.endArray()
+            }
+            json.endObject()
+        }
+        if delta.more { json.member("more", true) }
+        if delta.resync { json.member("resync", true) }
         json.endObject()
         return json.bytes
+    }
+}
+
+/// A cursor as devices see it: the version (`"42"`), or between the pages of one answer
+/// `"<version>.<base>.<list>.<key>"`: the version of the last item sent, the version the paging
+/// started from (0 for everything), that item's list (0 lessons, 1 achievements, 2 on the declared
+/// collections in order) and its key in base64url.
+extension SyncCursor {
+    /// The cursor of `text`; nil when it is not one this server gives.
+    package init?(text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts[0].utf8.count <= 20, let version = UInt64(parts[0]) else { return nil }
+        guard parts.count > 1 else {
+            self.init(version: version)
+            return
+        }
+        guard parts.count == 4, parts[1].utf8.count <= 20, let base = UInt64(parts[1]), base <= version, parts[2].utf8.count <= 3,
+            let list = Int(parts[2]), parts[3].utf8.count <= 2_048,
+            let key = Base64URL.decode(parts[3]).flatMap({ String(validating: $0, as: UTF8.self) })
+        else { return nil }
+        self.init(version: version, base: base, position: Position(list: list, key: key))
+    }
+
+    /// The cursor as text.
+    package var text: String {
+        guard let position else { return String(version) }
+        return "\(version).\(base).\(position.list).\(Base64URL.encode(Array(position.key.utf8)))"
     }
 }

@@ -19,15 +19,22 @@ extension SyncUseCases {
     /// Merges a device's changes into the user's synced state and returns what changed since the
     /// device's cursor. `uncheckedSession` is the session of an access token whose activity the
     /// sync's own statements check (see `authenticateDeferringSessionCheck`).
-    /// - Throws: `IdentityError(.sessionEnded)` when that session is no longer active.
+    /// - Throws: `IdentityError(.sessionEnded)` when that session is no longer active;
+    ///   `.syncLimitExceeded` when a declared collection would hold more records than it allows.
     package func sync(_ principal: Principal, uncheckedSession: UInt64?, changes: SyncChanges) throws -> SyncDelta {
         let metrics = core.metrics
-        metrics.syncBatchSize.record(changes.progress.count + changes.achievements.count + (changes.profile == nil ? 0 : 1))
+        metrics.syncBatchSize.record(
+            changes.progress.count + changes.achievements.count + changes.records.count + (changes.profile == nil ? 0 : 1))
         return try metrics.counting(metrics.syncRequests, [], success: "ok") {
-            let delta = try retryingConflicts {
-                try SyncStore.sync(
-                    userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
-                    cache: core.syncCache)
+            let delta: SyncDelta?
+            do {
+                delta = try retryingConflicts {
+                    try SyncStore.sync(
+                        userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
+                        cache: core.syncCache, collections: core.collections)
+                }
+            } catch let error as SyncLimitExceeded {
+                throw IdentityError(.syncLimitExceeded, "`\(error.path)` \(error.problem)")
             }
             guard let delta else {
                 logger.info(

@@ -1,3 +1,4 @@
+import AccountData
 package import AppleID
 import CoreMetrics
 package import FastCGI
@@ -47,7 +48,8 @@ package final class Application: Sendable {
                 AppleServices(settings: $0, keys: appleKeys, clock: clock, logger: logger, metrics: identityMetrics)
             },
             sessions: config.sessions,
-            database: config.database, webhooks: config.webhooks, clock: clock, metrics: identityMetrics)
+            database: config.database, webhooks: config.webhooks, clock: clock, metrics: identityMetrics,
+            collections: DeclaredCollections(config.syncSchema))
         requestMetrics = RequestMetrics(workers: config.workerThreads, factory: factory)
         var router = Application.routes(page: config.page, domainAssociation: config.domainAssociation)
         // Not part of the HTTP contract: an operator's endpoint, which nginx serves to loopback only.

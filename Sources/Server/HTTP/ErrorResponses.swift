@@ -45,7 +45,7 @@ package enum ErrorResponses {
             HTTPError(401, "code_mismatch", "The authorization code was not issued with this identity token")
         case .nonceReused: HTTPError(401, "nonce_reused", "This nonce was already used; start a new sign-in")
         case .redirectURIRefused: HTTPError(400, "invalid_redirect_uri", error.reason)
-        case .appTokenRequestInvalid: HTTPError(400, "invalid_request", error.reason)
+        case .appTokenRequestInvalid, .syncLimitExceeded: HTTPError(400, "invalid_request", error.reason)
         case .appClientUnknown: HTTPError(401, "invalid_client", error.reason)
         case .appCodeRefused: HTTPError(400, "invalid_grant", error.reason)
         case .codeRefused:

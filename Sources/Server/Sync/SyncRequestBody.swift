@@ -1,4 +1,6 @@
+import AccountData
 import StrictJSON
+import SyncRules
 
 /// How a sync's body is read: the members it uses, read once by the strict JSON pull reader.
 extension SyncRoutes {
@@ -8,9 +10,13 @@ extension SyncRoutes {
         var profile = Objects.absent
         var progress = Objects.absent
         var achievements = Objects.absent
+        /// The records of declared collections, each with its collection's index.
+        var records: [CollectionRecord] = []
+        /// The first problem found in `collections`, once the whole body is read.
+        var recordsProblem: String?
 
         /// Reads `bytes`, which must be one JSON object within `limits` (the route's, `BodyLimits`).
-        init(reading bytes: [UInt8], limits: JSONLimits) throws(JSONError) {
+        init(reading bytes: [UInt8], limits: JSONLimits, collections: DeclaredCollections) throws(JSONError) {
             var reader = JSONReader(bytes, limits: limits)
             try reader.beginObject()
             while let member = try reader.nextMember(among: Schema.body) {
@@ -18,19 +24,58 @@ extension SyncRoutes {
                 case 0: profile = try Objects(single: &reader, Schema.profile)
                 case 1: progress = try Objects(list: &reader, Schema.lesson)
                 case 2: achievements = try Objects(list: &reader, Schema.achievement)
+                case 3: try readCollections(&reader, collections)
                 default: try top.read(member - Schema.bodyObjects.count, &reader, width: Schema.top.names.count)
                 }
             }
             try reader.end()
+        }
+
+        /// Reads `collections`: an object of each declared collection's records.
+        mutating func readCollections(_ reader: inout JSONReader, _ collections: DeclaredCollections) throws(JSONError) {
+            switch try reader.kind() {
+            case .object: break
+            case .null: return try reader.skipValue()
+            default:
+                try reader.skipValue()
+                recordsProblem = recordsProblem ?? "`collections` must be an object of each collection's records"
+                return
+            }
+            try reader.beginObject()
+            while let name = try reader.nextMember() {
+                guard let index = collections.schema.index(of: name) else {
+                    try reader.skipValue()
+                    recordsProblem = recordsProblem ?? "`collections.\(name)` is not a collection this server declares"
+                    continue
+                }
+                guard try reader.kind() == .array else {
+                    try reader.skipValue()
+                    recordsProblem = recordsProblem ?? "`collections.\(name)` must be an array of records"
+                    continue
+                }
+                let codec = collections.codecs[index]
+                try reader.beginArray()
+                var count = 0
+                while try Objects.nextElement(&reader, of: "collections.\(name)") {
+                    let element = count
+                    switch try codec.read(&reader, path: "collections.\(name)[\(element)]") {
+                    case .success(let record): records.append(CollectionRecord(collection: index, record: record))
+                    case .failure(let problem): recordsProblem = recordsProblem ?? problem.message
+                    }
+                    count += 1
+                }
+                let limit = codec.collection.limits.itemsPerRequest
+                if count > limit { recordsProblem = recordsProblem ?? "`collections.\(name)` has more than \(limit) items" }
+            }
         }
     }
 
     /// The members a sync reads from one kind of object (others are skipped), and the member of the
     /// body that holds such objects, for error paths.
     final class Schema: Sendable {
-        static let top = Schema(["cursor"], in: "")
+        static let top = Schema(["cursor", "limit"], in: "")
         /// The body's members that hold objects, in the order `Body` reads them.
-        static let bodyObjects = ["profile", "progress", "achievements"]
+        static let bodyObjects = ["profile", "progress", "achievements", "collections"]
         /// Those, then the members of `top`.
         static let body = JSONNames(bodyObjects + top.names)
         static let profile = Schema(["totalXp", "currentLevel", "streakDays", "lastActiveDate"], in: "profile")

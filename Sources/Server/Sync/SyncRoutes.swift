@@ -6,9 +6,10 @@ import StrictJSON
 import SyncRules
 
 /// `POST /sync` (Bearer access token, or the web session cookie):
-/// `{cursor, profile, progress[], achievements[]}` → `{cursor, profile, progress[], achievements[]}`
-/// with everything that changed for the user since the client's cursor. Every item is validated
-/// before anything is written (400 naming the field path); the merge is one transaction.
+/// `{cursor, limit, profile, progress[], achievements[], collections{}}` →
+/// `{cursor, profile, progress[], achievements[], collections{}, more, resync}` with everything that
+/// changed for the user since the client's cursor, a page at a time. Every item is validated before
+/// anything is written (400 naming the field path); the merge is one transaction.
 package enum SyncRoutes {
     /// Items per list and request.
     static let maximumItems = SyncLimits.maximumItems
@@ -19,9 +20,10 @@ package enum SyncRoutes {
     package static func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
         // The session is checked by the sync's own statements (one round trip less per sync).
         let (principal, uncheckedSession) = try Caller.authenticateDeferringSessionCheck(request, useCases)
-        let changes = try changes(in: request)
+        let collections = useCases.context.core.collections
+        let changes = try changes(in: request, collections: collections)
         let delta = try useCases.sync.sync(principal, uncheckedSession: uncheckedSession, changes: changes)
-        return Response(status: 200, headers: [("Cache-Control", "no-store")], body: SyncDeltaJSON.json(delta))
+        return Response(status: 200, headers: [("Cache-Control", "no-store")], body: SyncDeltaJSON.json(delta, collections: collections))
     }
 
     // MARK: - Validation
@@ -29,27 +31,37 @@ package enum SyncRoutes {
     /// The request body, read and validated. The body is read once by the strict JSON pull
     /// reader into the members a sync uses; the rules are applied once all of it was read, so a
     /// malformed body is refused as such whatever its members hold.
-    package static func changes(in request: Request) throws -> SyncChanges {
+    package static func changes(in request: Request, collections: DeclaredCollections = .none) throws -> SyncChanges {
         try request.requireJSON()
         let body: Body
-        do { body = try Body(reading: request.body, limits: BodyLimits.forPath(request.path).json) } catch JSONError.tooLarge(_, let reason)
-        {
+        do {
+            body = try Body(reading: request.body, limits: BodyLimits.forPath(request.path).json, collections: collections)
+        } catch JSONError.tooLarge(_, let reason) {
             throw HTTPError.badRequest("The body is larger than a sync accepts: \(reason)")
         } catch {
             throw HTTPError.badRequest("The body is not a JSON object")
         }
-        var cursor: UInt64?
+        var cursor: SyncCursor?
         if let text = try body.top.string("cursor") {
-            guard text.utf8.count <= 20, let value = UInt64(text) else { throw invalid("cursor", "is not a cursor this server gave") }
+            guard let value = SyncCursor(text: text) else { throw invalid("cursor", "is not a cursor this server gave") }
             cursor = value
+        }
+        var limit: Int?
+        if let value = try body.top.integer("limit") {
+            guard (1...Int64(SyncCursor.defaultPage)).contains(value) else {
+                throw invalid("limit", "must be an integer from 1 to \(SyncCursor.defaultPage)")
+            }
+            limit = Int(value)
         }
         let progress = try body.progress.items(path: "progress")
         let achievements = try body.achievements.items(path: "achievements")
         guard progress.count <= maximumItems else { throw invalid("progress", "has more than \(maximumItems) items") }
         guard achievements.count <= maximumItems else { throw invalid("achievements", "has more than \(maximumItems) items") }
-        return SyncChanges(
+        let changes = SyncChanges(
             cursor: cursor, profile: try body.profile.items(path: "profile").first.map(profile),
-            progress: try progress.map(lesson), achievements: try achievements.map(achievement))
+            progress: try progress.map(lesson), achievements: try achievements.map(achievement), records: body.records, limit: limit)
+        if let problem = body.recordsProblem { throw HTTPError.badRequest(problem) }
+        return changes
     }
 
     static func profile(_ item: Fields) throws -> SyncProfile {
