@@ -49,7 +49,8 @@ struct Jobs: ParsableCommand {
             }
         let jobs = BackgroundJobs(
             apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger,
-            webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil)
+            webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil,
+            syncSchema: config.syncSchema)
         // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
         let stop = Atomic<Bool>(false)
         // The signal thread ends with the signal that ends the loop: joined last.

@@ -2,10 +2,12 @@ import Accounts
 import AppleID
 package import Logging
 package import MariaDB
+package import SyncRules
 
 /// The work `siwa jobs` does outside requests: send queued revocations to Apple, re-validate
 /// Apple refresh tokens once a day, deliver the lifecycle webhooks, purge expired nonces and web
-/// sign-ins and month-old notification records and webhook events. Each pass is bounded: each kind
+/// sign-ins, month-old notification records and webhook events, and the tombstones of deleted
+/// records of declared collections past their `tombstoneDays`. Each pass is bounded: each kind
 /// of call to Apple handles at most `batch` rows within its own half of the pass's time, and stops
 /// for the pass once Apple could not be reached, so a hanging Apple holds neither the pass nor the
 /// other kind. The webhooks are delivered by a running `siwa jobs`'s `WebhookDeliveryLoop`, as soon
@@ -22,6 +24,7 @@ package struct BackgroundJobs {
         package var webhooks = WebhookSender.Outcome()
         package var purged: UInt64 = 0
         package var guestsPurged = 0
+        package var tombstonesPurged: UInt64 = 0
 
         package init() {}
 
@@ -31,7 +34,8 @@ package struct BackgroundJobs {
         package var description: String {
             "revoked=\(revoked) revocationsFailed=\(revocationsFailed) validated=\(validated) "
                 + "consentRevoked=\(consentRevoked) validationsFailed=\(validationsFailed) webhooksDelivered=\(webhooks.delivered) "
-                + "webhooksFailed=\(webhooks.failed) webhooksGivenUp=\(webhooks.givenUp) purged=\(purged) guestsPurged=\(guestsPurged)"
+                + "webhooksFailed=\(webhooks.failed) webhooksGivenUp=\(webhooks.givenUp) purged=\(purged) guestsPurged=\(guestsPurged) "
+                + "tombstonesPurged=\(tombstonesPurged)"
         }
     }
 
@@ -52,14 +56,17 @@ package struct BackgroundJobs {
     let webhooks: WebhookSender?
     /// Where events of the jobs' own changes are recorded.
     let outbox: WebhookOutbox
+    /// The app's declared collections, whose tombstones the passes purge.
+    let syncSchema: SyncSchema
 
     /// - Parameter deliversWebhooks: false when a `WebhookDeliveryLoop` delivers the webhooks: the
     ///   passes then only record the events of the jobs' own changes.
     package init(
         apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, webhooks: WebhookSettings? = nil,
         auditRetentionDays: Int? = nil, batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock(),
-        deliversWebhooks: Bool = true
+        deliversWebhooks: Bool = true, syncSchema: SyncSchema = .empty
     ) {
+        self.syncSchema = syncSchema
         self.auditRetentionDays = auditRetentionDays
         self.apple = apple
         self.settings = settings
@@ -82,6 +89,10 @@ package struct BackgroundJobs {
         try validateAppleTokens(&summary, until: clock.now() + passTime / 2)
         if let webhooks { summary.webhooks = try webhooks.deliver(until: clock.now() + passTime / 2) }
         summary.guestsPurged = try purgeUnusedGuests()
+        for collection in syncSchema.collections {
+            guard let days = collection.tombstoneDays else { continue }
+            summary.tombstonesPurged += try SyncTombstones.purge(collection: collection.name, olderThanDays: days, on: database)
+        }
         summary.purged =
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database) + LinkTokens.purgeExpired(on: database)
             + AppleNotifications.purgeOld(on: database) + WebhookDeliveries.purgeOld(on: database)

@@ -150,7 +150,7 @@ final class HandlerHarness {
         guard let apple = application.apple, let sessions = application.config.sessions else { return nil }
         return BackgroundJobs(
             apple: apple, settings: sessions, database: connection, logger: Logger(label: "handler-tests-jobs"),
-            webhooks: application.config.webhooks, clock: clock)
+            webhooks: application.config.webhooks, clock: clock, syncSchema: application.config.syncSchema)
     }
 
     // MARK: - Requests

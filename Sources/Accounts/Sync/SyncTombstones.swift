@@ -1,0 +1,47 @@
+package import MariaDB
+
+/// Deleted records of declared collections, kept as tombstones so that every device learns of the
+/// deletion, and purged once their collection's `tombstoneDays` have passed.
+///
+/// A purge moves the user's `sync_purged_version` up to the versions it purged: a device whose
+/// cursor is older missed a deletion the server no longer holds, and is told to sync everything
+/// again (`resync`). It also moves the user's `sync_version` on, so that a server's cached state of
+/// the user is read again. Each user's tombstones go in a transaction that locks the user's row
+/// first, as a sync does.
+package enum SyncTombstones {
+    /// Purges up to `limit` tombstones of `collection` written more than `days` ago.
+    /// - Returns: how many were purged.
+    package static func purge(collection: String, olderThanDays days: Int, limit: Int = 1_000, on connection: Connection) throws
+        -> UInt64
+    {
+        let rows = try connection.query(
+            """
+            SELECT user_id, item_key, version FROM sync_records
+            WHERE deleted = 1 AND collection = ? AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? DAY LIMIT ?
+            """, collection, days, Int64(limit))
+        var byUser: [UInt64: [(key: [UInt8], version: UInt64)]] = [:]
+        for row in rows {
+            byUser[try row.decode(column: "user_id"), default: []].append(
+                (try row.decode(column: "item_key"), try row.decode(column: "version")))
+        }
+        var purged: UInt64 = 0
+        for (userID, tombstones) in byUser.sorted(by: { $0.key < $1.key }) {
+            purged += try connection.transaction {
+                guard !(try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).isEmpty) else { return 0 }
+                // A tombstone written again since (its version moved) waits for its own time.
+                let deleted = try connection.executeBatch(
+                    "DELETE FROM sync_records WHERE user_id = ? AND collection = ? AND item_key = ? AND deleted = 1 AND version = ?",
+                    rows: tombstones.map { [userID, collection, $0.key, $0.version] }
+                ).affectedRows
+                guard deleted > 0 else { return 0 }
+                _ = try connection.execute(
+                    """
+                    UPDATE users SET sync_purged_version = GREATEST(sync_purged_version, ?), sync_version = sync_version + 1
+                    WHERE id = ?
+                    """, tombstones.map(\.version).max()!, userID)
+                return deleted
+            }
+        }
+        return purged
+    }
+}

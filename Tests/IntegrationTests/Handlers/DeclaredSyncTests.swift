@@ -1,0 +1,212 @@
+import FastCGI
+import Foundation
+import Identity
+import MariaDB
+import SIWAFixtures
+import StrictJSON
+import Testing
+
+/// `POST /sync` with the collections of `examples/sync/collections.json` declared: merges by each
+/// rule across devices, deletions against edits, pages, limits, and tombstones purged.
+@Suite(.serialized)
+struct DeclaredSyncTests {
+    static let declaration = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("examples/sync/collections.json").path
+
+    /// A harness whose app declares the example's collections, and a user's two signed-in devices.
+    static func devices() throws -> (HandlerHarness, phone: String, tablet: String) {
+        let harness = try HandlerHarness(environment: ["SIWA_SYNC_COLLECTIONS": declaration])
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let phone = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
+        let tablet = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
+        return (harness, phone, tablet)
+    }
+
+    static func sync(_ harness: HandlerHarness, _ access: String, _ body: String) -> Response {
+        harness.send("POST", "/sync", json: body, headers: harness.bearer(access))
+    }
+
+    /// The records of `collection` in an answer, as canonical JSON text by key.
+    static func records(_ answer: Response, _ collection: String) throws -> [String: String] {
+        let object = try JSONSerialization.jsonObject(with: Data(answer.text.utf8)) as! [String: Any]
+        let records = (object["collections"] as! [String: Any])[collection] as! [[String: Any]]
+        var byKey: [String: String] = [:]
+        for record in records {
+            let key = (record["workoutId"] ?? record["itemId"]) as! String
+            #expect(byKey[key] == nil, "\(key) twice in one answer")
+            byKey[key] = String(decoding: try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]), as: UTF8.self)
+        }
+        return byKey
+    }
+
+    /// Everything the user has, by a full sync.
+    static func state(_ harness: HandlerHarness, _ access: String) throws -> [String: String] {
+        try records(sync(harness, access, #"{"cursor":null}"#), "workouts")
+    }
+
+    @Test("Two devices' offline changes merge by each field's rule; a delete and an edit converge by the later change, on every device")
+    func merges() throws {
+        let (harness, phone, tablet) = try Self.devices()
+        let first = Self.sync(
+            harness, phone,
+            #"""
+            {"cursor":null,"collections":{"workouts":[
+              {"workoutId":"w1","note":{"value":"easy run","at":1000,"device":"phone"},"distance":5000,"laps":{"phone":3},
+               "startedAt":1700000000000,"effort":"started","tags":["run"],"deleted":{"value":false,"at":1000,"device":"phone"}},
+              {"workoutId":"w2","distance":100,"deleted":{"value":false,"at":1000,"device":"phone"}}],
+             "favourites":[{"itemId":"trail-7","addedAt":1700000000000}]}}
+            """#)
+        #expect(first.status == 200, "\(first.text)")
+        #expect(first.text.contains(#""collections":{"workouts":["#) && first.text.contains(#""favourites":[{"itemId":"trail-7""#))
+        let cursor = try #require(try first.json().string("cursor"))
+        // The tablet, offline meanwhile: another note later, a shorter distance, its own laps, an
+        // earlier start, a tag; and it deletes w2 at 2000.
+        let second = Self.sync(
+            harness, tablet,
+            #"""
+            {"cursor":null,"collections":{"workouts":[
+              {"workoutId":"w1","note":{"value":"tempo","at":2000,"device":"tablet"},"distance":4000,"laps":{"tablet":2},
+               "startedAt":1699999999000,"effort":"planned","tags":["tempo"],"shared":true},
+              {"workoutId":"w2","deleted":{"value":true,"at":2000,"device":"tablet"}}]}}
+            """#)
+        #expect(second.status == 200, "\(second.text)")
+        let merged = try Self.records(second, "workouts")
+        #expect(
+            merged["w1"]
+                == #"{"deleted":{"at":1000,"device":"phone","value":false},"distance":5000,"effort":"started","laps":{"phone":3,"tablet":2},"note":{"at":2000,"device":"tablet","value":"tempo"},"shared":true,"startedAt":1699999999000,"tags":["run","tempo"],"workoutId":"w1"}"#
+        )
+        #expect(merged["w2"]?.contains(#""deleted":{"at":2000,"device":"tablet","value":true}"#) == true)
+        // The phone edits w2 at 1500, before the tablet's delete: it stays deleted; and gets what the
+        // tablet did since its cursor.
+        let phoneAgain = Self.sync(
+            harness, phone,
+            #"{"cursor":"\#(cursor)","collections":{"workouts":[{"workoutId":"w2","distance":300,"deleted":{"value":false,"at":1500,"device":"phone"}}]}}"#
+        )
+        #expect(try Self.records(phoneAgain, "workouts")["w2"]?.contains(#""value":true"#) == true)
+        #expect(try Self.records(phoneAgain, "workouts")["w2"]?.contains(#""distance":300"#) == true)
+        // An edit after the delete (3000) brings it back, on every device.
+        let revived = Self.sync(
+            harness, tablet, #"{"collections":{"workouts":[{"workoutId":"w2","deleted":{"value":false,"at":3000,"device":"phone"}}]}}"#)
+        #expect(revived.status == 200)
+        let phoneState = try Self.state(harness, phone)
+        #expect(phoneState == (try Self.state(harness, tablet)))
+        #expect(phoneState["w2"]?.contains(#""deleted":{"at":3000,"device":"phone","value":false}"#) == true)
+        // Sent again in any order, nothing moves.
+        for body in [first, second].map({ _ in #"{"collections":{"workouts":[{"workoutId":"w1","distance":1,"laps":{"phone":1}}]}}"# }) {
+            #expect(Self.sync(harness, phone, body).status == 200)
+        }
+        #expect(try Self.state(harness, phone) == phoneState)
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records") == 3)
+    }
+
+    @Test(
+        "A first sync of 2,000 records comes in pages of at most 500, every record once, and one already sent that changed meanwhile again")
+    func paging() throws {
+        let (harness, phone, tablet) = try Self.devices()
+        for chunk in stride(from: 0, to: 2_000, by: 500) {
+            let records = (chunk..<chunk + 500).map { #"{"workoutId":"w\#($0)","distance":\#($0)}"# }.joined(separator: ",")
+            #expect(Self.sync(harness, phone, #"{"collections":{"workouts":[\#(records)]}}"#).status == 200)
+        }
+        var seen: [String: Int] = [:]
+        var cursor = "null"
+        var pages = 0
+        while true {
+            let page = Self.sync(harness, tablet, #"{"cursor":\#(cursor),"limit":500}"#)
+            #expect(page.status == 200, "\(page.text)")
+            let records = try Self.records(page, "workouts")
+            #expect(records.count <= 500)
+            for key in records.keys { seen[key, default: 0] += 1 }
+            pages += 1
+            if pages == 2 {
+                // A record already sent, and one not sent yet, change between pages.
+                #expect(
+                    Self.sync(
+                        harness, phone,
+                        #"{"collections":{"workouts":[{"workoutId":"w0","distance":99999},{"workoutId":"w1999","distance":99999}]}}"#
+                    ).status == 200)
+            }
+            guard (try? page.json().bool("more")) == true else { break }
+            cursor = "\"" + (try #require(try page.json().string("cursor"))) + "\""
+            #expect(pages < 10)
+        }
+        #expect(seen.count == 2_000 && pages == 5)
+        // w0 was sent before it changed: it comes again, at the end; w1999 had not been: it comes once.
+        #expect(seen.filter { $0.value > 1 }.keys.sorted() == ["w0"])
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records") == 2_000)
+        let bad = Self.sync(harness, tablet, #"{"cursor":"5.0.2.!!","limit":500}"#)
+        #expect(bad.status == 400 && bad.text.contains("`cursor` is not a cursor this server gave"))
+        #expect(Self.sync(harness, tablet, #"{"limit":0}"#).text.contains("`limit` must be an integer from 1 to 1000"))
+    }
+
+    @Test("A request past a declared limit, or with a record that breaks its declaration, gets 400 naming the path, and nothing is written")
+    func limits() throws {
+        let (harness, phone, _) = try Self.devices()
+        let tooMany = (0..<101).map { #"{"itemId":"f\#($0)"}"# }.joined(separator: ",")
+        let cases = [
+            (#"{"collections":{"favourites":[\#(tooMany)]}}"#, "`collections.favourites` has more than 100 items"),
+            (
+                #"{"collections":{"workouts":[{"workoutId":"w1","distance":-1}]}}"#,
+                "`collections.workouts[0].distance` must be an integer from 0 to 1000000"
+            ),
+            (
+                #"{"collections":{"workouts":[{"workoutId":"w1"},{"workoutId":"w2","effort":"sprint"}]}}"#,
+                "`collections.workouts[1].effort` must be one of planned, started, done"
+            ),
+            (#"{"collections":{"lessons":[]}}"#, "`collections.lessons` is not a collection this server declares"),
+            (#"{"collections":[]}"#, "`collections` must be an object of each collection's records"),
+            (
+                #"{"progress":[{"beliefSystemId":"b","lessonId":"l","status":"completed"}],"collections":{"workouts":[{"note":"x"}]}}"#,
+                "`collections.workouts[0].workoutId` is required"
+            ),
+        ]
+        for (body, message) in cases {
+            let answer = Self.sync(harness, phone, body)
+            #expect(answer.status == 400 && (try? answer.json().string("message")) == message, "\(answer.text)")
+        }
+        // Records per user: 1,000 favourites fit, the 1,001st is refused.
+        for chunk in stride(from: 0, to: 1_000, by: 100) {
+            let records = (chunk..<chunk + 100).map { #"{"itemId":"f\#($0)"}"# }.joined(separator: ",")
+            #expect(Self.sync(harness, phone, #"{"collections":{"favourites":[\#(records)]}}"#).status == 200)
+        }
+        let over = Self.sync(harness, phone, #"{"collections":{"favourites":[{"itemId":"f1"},{"itemId":"f-new"}]}}"#)
+        #expect(over.status == 400 && over.text.contains("`collections.favourites` would hold more than 1000 records for this user"))
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records") == 1_000)
+        #expect(try harness.count("SELECT COUNT(*) FROM progress") == 0)
+    }
+
+    @Test("Tombstones past their days are purged by the jobs; a device whose cursor is older is told to resync and gets the whole state")
+    func purge() throws {
+        let (harness, phone, tablet) = try Self.devices()
+        let deleted = #"{"value":true,"at":2000,"device":"phone"}"#
+        _ = Self.sync(
+            harness, phone, #"{"collections":{"workouts":[{"workoutId":"keep","distance":1},{"workoutId":"gone","distance":2}]}}"#)
+        let tabletCursor = try #require(try Self.sync(harness, tablet, #"{"cursor":null}"#).json().string("cursor"))
+        _ = Self.sync(harness, phone, #"{"collections":{"workouts":[{"workoutId":"gone","deleted":\#(deleted)}]}}"#)
+        let phoneCursor = try #require(try Self.sync(harness, phone, #"{"cursor":null}"#).json().string("cursor"))
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records WHERE deleted = 1") == 1)
+        let jobs = try #require(try harness.jobs())
+        #expect(try jobs.runOnce().tombstonesPurged == 0, "not yet 30 days old")
+        _ = try harness.connection.execute("UPDATE sync_records SET updated_at = updated_at - INTERVAL 31 DAY WHERE deleted = 1")
+        #expect(try jobs.runOnce().tombstonesPurged == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records") == 1)
+        // The tablet never saw the deletion: it must start over.
+        let stale = Self.sync(harness, tablet, #"{"cursor":"\#(tabletCursor)"}"#)
+        #expect(try stale.status == 200 && stale.json().bool("resync") == true)
+        #expect(try Self.records(stale, "workouts").keys.sorted() == ["keep"])
+        // The phone saw it: no resync.
+        let current = Self.sync(harness, phone, #"{"cursor":"\#(phoneCursor)"}"#)
+        #expect(current.status == 200 && !current.text.contains("resync"))
+    }
+
+    @Test("An account export holds the declared collections' records")
+    func export() throws {
+        let (harness, phone, _) = try Self.devices()
+        _ = Self.sync(
+            harness, phone, #"{"collections":{"favourites":[{"itemId":"trail-7","label":{"value":"Ridge","at":5,"device":"phone"}}]}}"#)
+        let export = harness.send("GET", "/auth/account/export", headers: harness.bearer(phone))
+        #expect(export.status == 200)
+        #expect(
+            export.text.contains(
+                #""favourites":[{"itemId":"trail-7","addedAt":null,"label":{"value":"Ridge","at":5,"device":"phone"},"deleted":null}]"#))
+    }
+}
