@@ -50,7 +50,7 @@ let package = Package(
         .target(
             name: "SIWAKit",
             dependencies: [
-                "SyncRules", .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                "SyncRules", "StrictJSON", .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 // DevelopmentTransport on Linux, where URLSession cannot be told to trust one more CA.
                 .target(name: "HTTPClient", condition: .when(platforms: [.linux])),
             ],

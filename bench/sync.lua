@@ -4,6 +4,8 @@
 --   MODE: mixed      4 lessons and 1 achievement move forward (about 5 real changes), 20 known items
 --         unchanged  the 25 items the server already has: nothing to write
 --         new        25 items the server has never seen
+--         declared   as mixed, in the declared collections of bench/collections.json, which declare
+--                    the built-in lessons and achievements with the same rules
 -- Users are split between wrk threads; each thread sends its users in turn, with the cursor the
 -- device would have (the version after its previous sync).
 dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "wrk_common.lua")
@@ -51,7 +53,7 @@ function request()
         local prefix = "new-" .. thread_index .. "-" .. n .. "-"
         progress = joined(1, 20, function(i) return lesson(prefix .. i, 1) end)
         achievements = joined(1, 5, function(i) return achievement(prefix .. i, 1) end)
-    elseif mode == "mixed" then
+    elseif mode == "mixed" or mode == "declared" then
         local score = 10 + rising
         progress = lesson("l1", score) .. "," .. lesson("l2", score) .. "," .. lesson("l3", score) .. "," .. lesson("l4", score) ..
             "," .. known_lessons
@@ -62,7 +64,12 @@ function request()
     end
     -- Every changing sync moves the user's version on by one.
     local cursor = mode == "unchanged" and user.version or user.version + n - 1
-    local body = '{"cursor":"' .. cursor .. '","progress":[' .. progress .. '],"achievements":[' .. achievements .. ']}'
+    local body
+    if mode == "declared" then
+        body = '{"cursor":"' .. cursor .. '","collections":{"lessons":[' .. progress .. '],"badges":[' .. achievements .. ']}}'
+    else
+        body = '{"cursor":"' .. cursor .. '","progress":[' .. progress .. '],"achievements":[' .. achievements .. ']}'
+    end
     return user.head .. #body .. "\r\n\r\n" .. body
 end
 

@@ -3,7 +3,8 @@ public import Foundation
 // come with `import SIWAKit` alone.
 @_exported public import SyncRules
 
-/// Syncs the person's profile, lesson progress and achievements with the server (`POST /sync`).
+/// Syncs the person's profile, lesson progress and achievements, and the records of the collections
+/// the app declares, with the server (`POST /sync`).
 ///
 /// The app records changes here whether online or not; each is merged into the local view by the
 /// server's own merge rules (the `SyncRules` module), queued, and stored at once. `sync()` pushes
@@ -18,6 +19,8 @@ public actor SyncClient {
     private var state: SyncState
     private var observers: [UUID: AsyncStream<SyncSnapshot>.Continuation] = [:]
     private var wake: AsyncStream<Void>.Continuation?
+    /// The declared collections' converters, in the declaration's order.
+    private let converters: [RecordConverter]
     /// The server's limit on lessons and on achievements per request.
     static let batchLimit = SyncLimits.maximumItems
 
@@ -28,8 +31,13 @@ public actor SyncClient {
     ///   - storage: where the state is kept (a `FileStorage` in the app's Application Support
     ///     directory, typically; the Keychain is for secrets).
     ///   - storageKey: the state's key in `storage`.
+    ///   - collections: the collections the app declares, read from the same declaration file the
+    ///     server is given (`SyncSchema(declaration:)`); none by default.
     /// - Throws: `SIWAError.storage` when a stored state exists but cannot be read.
-    public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state") throws {
+    public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state", collections: SyncSchema = .empty)
+        throws
+    {
+        self.converters = collections.collections.map { RecordConverter(codec: SyncRecordCodec($0)) }
         self.client = client
         self.storage = storage
         self.storageKey = storageKey
@@ -92,6 +100,73 @@ public actor SyncClient {
         try change { $0.record(achievement) }
     }
 
+    // MARK: Records of declared collections
+
+    /// Saves a record of a declared collection: merged into the local view by the collection's rules
+    /// and queued for the server. Its "latest wins" fields that changed are stamped now, by this
+    /// device; a counter's growth is counted as this device's; in a collection with deletion, saving
+    /// a deleted record restores it (the later of the deletion and the save wins, on every device).
+    /// - Parameter record: the record, one of the app's structs.
+    /// - Throws: `SIWAError.invalidChange` for a record the server would refuse, naming the member
+    ///   (nothing is recorded), or of a collection that is not declared; `.storage`.
+    public func save<Record: SyncedRecord>(_ record: Record) throws {
+        let converter = try converter(of: Record.self)
+        let plain = try Self.json(record)
+        let key = try converter.change(of: plain, from: nil, stamp: stamp()).key
+        let change = try converter.change(of: plain, from: state.viewRecord(key, converter), stamp: stamp())
+        try self.change { $0.record(change, converter) }
+    }
+
+    /// Deletes a record of a declared collection whose declaration allows deletion: the deletion is
+    /// merged into the local view and queued for the server.
+    /// - Parameter record: the record; only its key fields count.
+    /// - Throws: `SIWAError.invalidChange` when the collection has no deletion or is not declared;
+    ///   `.storage`.
+    public func delete<Record: SyncedRecord>(_ record: Record) throws {
+        let converter = try converter(of: Record.self)
+        let deletion = try converter.deletion(of: try Self.json(record), stamp: stamp())
+        try change { $0.record(deletion, converter) }
+    }
+
+    /// The records of a declared collection in the local view, deleted ones left out, in order of key.
+    /// - Parameter type: the app's struct of the collection.
+    /// - Returns: the records, each as the merge rules made it.
+    /// - Throws: `SIWAError.invalidChange` when the collection is not declared; `.storage` when a
+    ///   record does not decode as `type` (a field the struct's type cannot hold).
+    public func records<Record: SyncedRecord>(_ type: Record.Type) throws -> [Record] {
+        let converter = try converter(of: type)
+        let stored = state.records[converter.collection.name] ?? [:]
+        return try stored.keys.sorted().compactMap { key -> Record? in
+            guard let record = converter.record(text: stored[key]!), !record.isDeleted else { return nil }
+            do {
+                return try JSONDecoder().decode(Record.self, from: try converter.plain(record).data())
+            } catch {
+                throw SIWAError.storage("a record of \(converter.collection.name) does not decode as \(Record.self): \(error)")
+            }
+        }
+    }
+
+    /// This device's id in "latest wins" stamps and counters: made once and kept with the sync state.
+    public var deviceID: String { state.deviceID }
+
+    private func converter<Record: SyncedRecord>(of type: Record.Type) throws -> RecordConverter {
+        guard let converter = converters.first(where: { $0.collection.name == Record.collection }) else {
+            throw SIWAError.invalidChange("\(Record.collection) is not a collection this client was given (SyncClient's collections)")
+        }
+        return converter
+    }
+
+    /// A stamp of now by this device.
+    private func stamp() -> SyncStamp { SyncStamp(at: Int64((Date().timeIntervalSince1970 * 1000).rounded()), device: state.deviceID) }
+
+    private static func json<Record: Encodable>(_ record: Record) throws -> JSONValue {
+        do {
+            return try JSONValue.parse(try JSONCoding.encoder().encode(record))
+        } catch {
+            throw SIWAError.invalidChange("\(Record.self) does not encode as a record: \(error)")
+        }
+    }
+
     /// Forgets the local state and queue, for another person signing in on this device.
     /// - Throws: `SIWAError.storage` when the emptied state cannot be stored; the old one is then kept.
     public func reset() throws {
@@ -113,13 +188,15 @@ public actor SyncClient {
     ///   reached (the queue is kept); `.signedOut`; another `.server` error or `.invalidResponse`
     ///   when the server refuses the request or answers what the API does not promise; `.storage`.
     public func sync() async throws {
+        var more = false
         repeat {
-            let batch = state.batch(limit: Self.batchLimit)
+            let batch = state.batch(limit: Self.batchLimit, collections: converters)
             let answer = try await push(batch)
             var next = state
-            next.apply(answer, to: batch)
+            next.apply(answer, to: batch, collections: converters)
             try save(next)
-        } while state.hasPending
+            more = answer.more
+        } while state.hasPending || more
     }
 
     /// Syncs now and after every local change, or every `interval` seconds, until the task is
@@ -167,14 +244,14 @@ public actor SyncClient {
     /// idempotent, so a batch it already merged changes nothing the second time.
     private func push(_ batch: SyncBatch) async throws -> SyncAnswer {
         let wire: SyncWire.Answer = try await client.authorizedCall(
-            "POST", "sync", json: SyncWire.Request(batch), replayable: true)
-        return try wire.answer()
+            "POST", "sync", json: try SyncWire.Request(batch), replayable: true)
+        return try wire.answer(converters)
     }
 
     private func save(_ next: SyncState) throws {
         guard next != state else { return }
         try storage.write(try JSONCoding.encoder().encode(next), for: storageKey)
-        let viewChanged = next.view != state.view
+        let viewChanged = next.view != state.view || next.records != state.records
         state = next
         if viewChanged { for observer in observers.values { observer.yield(state.view) } }
     }
@@ -214,8 +291,14 @@ enum SyncWire {
         var profile: Profile?
         var progress: [Lesson]
         var achievements: [Achievement]
+        var collections: [String: [JSONValue]]?
 
-        init(_ batch: SyncBatch) {
+        init(_ batch: SyncBatch) throws {
+            if !batch.records.isEmpty {
+                collections = try batch.records.mapValues { records in
+                    try records.keys.sorted().map { try JSONValue.parse(Data(records[$0]!.utf8)) }
+                }
+            }
             cursor = batch.cursor
             profile = batch.profile.map {
                 Profile(totalXp: $0.totalXP, currentLevel: $0.currentLevel, streakDays: $0.streakDays, lastActiveDate: $0.lastActiveDate)
@@ -236,8 +319,21 @@ enum SyncWire {
         var profile: Profile?
         var progress: [Lesson]
         var achievements: [Achievement]
+        var collections: [String: [JSONValue]]?
+        var more: Bool?
+        var resync: Bool?
 
-        func answer() throws -> SyncAnswer {
+        func answer(_ converters: [RecordConverter] = []) throws -> SyncAnswer {
+            var records: [String: [SyncRecord]] = [:]
+            for converter in converters {
+                let name = converter.collection.name
+                records[name] = try (collections?[name] ?? []).map { value in
+                    guard let record = converter.record(text: String(decoding: try value.data(), as: UTF8.self)) else {
+                        throw SIWAError.invalidResponse("sync: a record of \(name) that breaks its declaration")
+                    }
+                    return record
+                }
+            }
             let lessons = try progress.map { lesson in
                 guard let status = LessonStatus(name: lesson.status) else {
                     throw SIWAError.invalidResponse("sync: unknown lesson status \(lesson.status)")
@@ -256,7 +352,7 @@ enum SyncWire {
                 achievements: achievements.map {
                     AchievementProgress(
                         achievementID: $0.achievementId, progress: $0.progress, completed: $0.completed, completedAt: $0.completedAt)
-                })
+                }, records: records, more: more == true, resync: resync == true)
         }
     }
 }

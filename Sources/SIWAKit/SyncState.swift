@@ -9,8 +9,55 @@ struct SyncState: Codable, Equatable {
     var pendingProfile: SyncProfile?
     var pendingLessons: [LessonProgress] = []
     var pendingAchievements: [AchievementProgress] = []
+    /// This device's id in "latest wins" stamps and counters: made once, kept with the state.
+    var deviceID = SyncState.newDeviceID()
+    /// The records of declared collections in the view: by collection, then key, as the codec writes them.
+    var records: [String: [String: String]] = [:]
+    /// The records not yet accepted by the server, likewise.
+    var pendingRecords: [String: [String: String]] = [:]
 
-    var hasPending: Bool { pendingProfile != nil || !pendingLessons.isEmpty || !pendingAchievements.isEmpty }
+    var hasPending: Bool {
+        pendingProfile != nil || !pendingLessons.isEmpty || !pendingAchievements.isEmpty || pendingRecords.values.contains { !$0.isEmpty }
+    }
+
+    init() {}
+
+    /// A stored state; one from before declared collections has none of their members.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        cursor = try container.decodeIfPresent(String.self, forKey: .cursor)
+        view = try container.decode(SyncSnapshot.self, forKey: .view)
+        pendingProfile = try container.decodeIfPresent(SyncProfile.self, forKey: .pendingProfile)
+        pendingLessons = try container.decode([LessonProgress].self, forKey: .pendingLessons)
+        pendingAchievements = try container.decode([AchievementProgress].self, forKey: .pendingAchievements)
+        deviceID = try container.decodeIfPresent(String.self, forKey: .deviceID) ?? Self.newDeviceID()
+        records = try container.decodeIfPresent([String: [String: String]].self, forKey: .records) ?? [:]
+        pendingRecords = try container.decodeIfPresent([String: [String: String]].self, forKey: .pendingRecords) ?? [:]
+    }
+
+    /// `d-` and 16 random hex digits.
+    static func newDeviceID() -> String {
+        let hex = String(UInt64.random(in: .min ... .max), radix: 16)
+        return "d-" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// Records a change of a declared collection's record: into the view and into the queue, by the
+    /// collection's rules.
+    mutating func record(_ record: SyncRecord, _ converter: RecordConverter) {
+        let name = converter.collection.name
+        Self.merge(record, into: &records[name, default: [:]], converter)
+        Self.merge(record, into: &pendingRecords[name, default: [:]], converter)
+    }
+
+    /// The view's record of `key` in `converter`'s collection.
+    func viewRecord(_ key: String, _ converter: RecordConverter) -> SyncRecord? {
+        records[converter.collection.name]?[key].flatMap(converter.record(text:))
+    }
+
+    private static func merge(_ record: SyncRecord, into records: inout [String: String], _ converter: RecordConverter) {
+        let current = records[record.key].flatMap(converter.record(text:))
+        records[record.key] = converter.text(current.map { converter.collection.merged($0, record) } ?? record)
+    }
 
     /// Records a local change: into the view and into the queue, both by the server's merge rules.
     mutating func record(profile: SyncProfile) {
@@ -28,19 +75,44 @@ struct SyncState: Codable, Equatable {
         Self.merge(achievement, into: &pendingAchievements)
     }
 
-    /// At most `limit` pending lessons and achievements (the server's limit per request), and the profile.
-    func batch(limit: Int) -> SyncBatch {
-        SyncBatch(
+    /// At most `limit` pending lessons and achievements (the server's limit per request), the
+    /// profile, and of each declared collection at most its declared records per request.
+    func batch(limit: Int, collections: [RecordConverter] = []) -> SyncBatch {
+        var records: [String: [String: String]] = [:]
+        for converter in collections {
+            let name = converter.collection.name
+            guard let pending = pendingRecords[name], !pending.isEmpty else { continue }
+            let keys = pending.keys.sorted().prefix(converter.collection.limits.itemsPerRequest)
+            records[name] = Dictionary(uniqueKeysWithValues: keys.map { ($0, pending[$0]!) })
+        }
+        return SyncBatch(
             cursor: cursor, profile: pendingProfile, lessons: Array(pendingLessons.prefix(limit)),
-            achievements: Array(pendingAchievements.prefix(limit)))
+            achievements: Array(pendingAchievements.prefix(limit)), records: records)
     }
 
     /// Applies the server's answer to `batch`: what it accepted leaves the queue (unless changed
     /// again meanwhile), what changed on the server merges into the view, and the cursor moves.
-    mutating func apply(_ answer: SyncAnswer, to batch: SyncBatch) {
+    mutating func apply(_ answer: SyncAnswer, to batch: SyncBatch, collections: [RecordConverter] = []) {
         if let sent = batch.profile, pendingProfile == sent { pendingProfile = nil }
         pendingLessons.removeAll { pending in batch.lessons.contains(pending) }
         pendingAchievements.removeAll { pending in batch.achievements.contains(pending) }
+        for (name, sent) in batch.records {
+            for (key, text) in sent where pendingRecords[name]?[key] == text { pendingRecords[name]?[key] = nil }
+        }
+        if answer.resync {
+            // The server no longer holds deletions this device missed: its state, and what this
+            // device has not sent yet, are the whole view.
+            view = SyncSnapshot()
+            records = [:]
+            if let profile = pendingProfile { view.profile = profile }
+            for lesson in pendingLessons { Self.merge(lesson, into: &view.lessons) }
+            for achievement in pendingAchievements { Self.merge(achievement, into: &view.achievements) }
+            records = pendingRecords
+        }
+        for converter in collections {
+            let name = converter.collection.name
+            for record in answer.records[name] ?? [] { Self.merge(record, into: &records[name, default: [:]], converter) }
+        }
         if let profile = answer.profile { view.profile = view.profile.map { $0.merged(with: profile) } ?? profile }
         for lesson in answer.lessons { Self.merge(lesson, into: &view.lessons) }
         for achievement in answer.achievements { Self.merge(achievement, into: &view.achievements) }
@@ -86,6 +158,8 @@ struct SyncBatch: Equatable {
     var profile: SyncProfile?
     var lessons: [LessonProgress]
     var achievements: [AchievementProgress]
+    /// Records of declared collections: by collection, then key, as the codec writes them.
+    var records: [String: [String: String]] = [:]
 }
 
 /// The server's answer to a sync.
@@ -94,4 +168,10 @@ struct SyncAnswer: Equatable {
     var profile: SyncProfile?
     var lessons: [LessonProgress]
     var achievements: [AchievementProgress]
+    /// Changed records of declared collections, by collection.
+    var records: [String: [SyncRecord]] = [:]
+    /// Another page follows.
+    var more = false
+    /// The view must be replaced by this answer and the pages after it.
+    var resync = false
 }

@@ -23,7 +23,7 @@ package struct SyncRecordCodec: Sendable {
     }
 
     /// A value as read, before it is checked against its field.
-    package indirect enum Raw: Sendable {
+    package enum Raw: Sendable {
         case string(String)
         case integer(Int64)
         case otherNumber
@@ -81,28 +81,29 @@ package struct SyncRecordCodec: Sendable {
             if index < raw.count { raw[index] = try Raw(reading: &reader) } else { try reader.skipValue() }
         }
         do throws(Problem) {
-            return .success(try record(raw, path: path(), checked: checked))
+            return .success(try record(raw, checked: checked))
         } catch {
-            return .failure(error)
+            // Paths are made only for a problem: within the record until here.
+            return .failure(Problem(path: path() + "." + error.path, problem: error.problem))
         }
     }
 
-    /// The record of the raw values, in `names`' order.
-    private func record(_ raw: [Raw?], path: String, checked: Bool) throws(Problem) -> SyncRecord {
+    /// The record of the raw values, in `names`' order. A problem's path is the member's, within the record.
+    private func record(_ raw: [Raw?], checked: Bool) throws(Problem) -> SyncRecord {
         var keyValues: [SyncValue] = []
+        keyValues.reserveCapacity(collection.keys.count)
         for (index, field) in collection.keys.enumerated() {
-            let value = try value(raw[index] ?? .null, field.type, at: path + "." + field.name, checked: true)
-            if value == .none { throw Problem(path: path + "." + field.name, problem: "is required") }
+            let value = try value(raw[index] ?? .null, field.type, at: field.name, checked: true)
+            if value == .none { throw Problem(path: field.name, problem: "is required") }
             keyValues.append(value)
         }
         var values: [SyncValue] = []
         values.reserveCapacity(collection.fields.count)
         for (index, field) in collection.fields.enumerated() {
-            let memberPath = path + "." + field.name
             let raw = raw[collection.keys.count + index] ?? .null
-            values.append(try value(raw, of: field, at: memberPath, checked: checked))
+            values.append(try value(raw, of: field, at: field.name, checked: checked))
         }
-        let deletedPath = path + "." + SyncCollection.deletedMember
+        let deletedPath = SyncCollection.deletedMember
         var deleted = SyncValue.none
         switch raw[raw.count - 1] {
         case nil, .null?: break
@@ -132,13 +133,16 @@ package struct SyncRecordCodec: Sendable {
                 if members.count > 256 { throw Problem(path: path, problem: "counts more than 256 devices") }
                 var counts: [SyncCount] = []
                 for (device, count) in members {
-                    let countPath = path + "." + device
                     guard SyncLimits.isIdentifier(device) else {
-                        throw Problem(path: countPath, problem: "must be a device id: 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+                        throw Problem(path: path + "." + device, problem: "must be a device id: 1 to 128 characters of A-Z a-z 0-9 . _ : -")
                     }
-                    guard case .integer(let value) = try value(count, field.type, at: countPath, checked: checked) else {
-                        throw Problem(path: countPath, problem: "must be an integer")
+                    let parsed: SyncValue
+                    do throws(Problem) {
+                        parsed = try value(count, field.type, at: path, checked: checked)
+                    } catch {
+                        throw Problem(path: path + "." + device, problem: error.problem)
                     }
+                    guard case .integer(let value) = parsed else { throw Problem(path: path + "." + device, problem: "must be an integer") }
                     counts.append(SyncCount(device: device, count: value))
                 }
                 return .counts(counts.sorted())
@@ -170,7 +174,11 @@ package struct SyncRecordCodec: Sendable {
                 }
             }
             guard let at, let device else { throw Problem(path: path, problem: shape) }
-            return .stamped(try self.value(value, type, at: path + ".value", checked: checked), SyncStamp(at: at, device: device))
+            do throws(Problem) {
+                return .stamped(try self.value(value, type, at: path, checked: checked), SyncStamp(at: at, device: device))
+            } catch {
+                throw Problem(path: path + ".value", problem: error.problem)
+            }
         default: throw Problem(path: path, problem: shape)
         }
     }

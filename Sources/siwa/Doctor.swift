@@ -6,6 +6,7 @@ import HTTPClient
 import Identity
 import MariaDB
 import SiwaConfig
+import SyncRules
 
 #if canImport(Glibc)
     import Glibc
@@ -19,7 +20,7 @@ struct Doctor: ParsableCommand {
             Apple: reachable, the client secret accepted for each client id (a token request with a \
             deliberately invalid code: invalid_grant means the secret is good), the clock against Apple's; \
             the public URL's TLS certificate; Apple's domain-association file, served as configured, or \
-            not needed.
+            not needed; the declared sync collections, and stored ones no longer declared.
             """)
 
     @Option(help: "The user nginx's workers run as.") var nginxUser = "www-data"
@@ -44,6 +45,7 @@ struct Doctor: ParsableCommand {
         if let apple = config.apple { checkApple(apple, &report) } else { report.fail("apple", "not configured", fix: "set SIWA_APPLE_*") }
         checkPublicURL(config, &report)
         checkDomainAssociation(config, &report)
+        checkSyncCollections(config, &report)
         report.finish()
     }
 
@@ -62,6 +64,28 @@ struct Doctor: ParsableCommand {
             }
         } catch {
             report.fail("database", "\(error)", fix: "check SIWA_DB_* and that MariaDB runs; siwa setup prints the SQL that creates it")
+        }
+    }
+
+    /// The declaration was checked with the configuration; this names what it declares, and what
+    /// the database holds of collections it no longer declares (kept, not synced).
+    func checkSyncCollections(_ config: AppConfig, _ report: inout DoctorReport) {
+        let declared = config.syncSchema.collections.map(\.name)
+        let connection = Connection(configuration: config.database)
+        defer { connection.close() }
+        do {
+            let undeclared = try SyncRecords.storedCollections(on: connection).filter { !declared.contains($0.name) }
+            let names = declared.isEmpty ? "none declared (the built-in model only)" : declared.joined(separator: ", ")
+            guard undeclared.isEmpty else {
+                let listed = undeclared.map { "\($0.name) (\($0.records) records)" }.joined(separator: ", ")
+                report.fail(
+                    "sync collections", "\(names); stored but no longer declared: \(listed)",
+                    fix: "declare them again in SIWA_SYNC_COLLECTIONS (their records are kept, not synced)")
+                return
+            }
+            report.pass("sync collections", names)
+        } catch {
+            report.fail("sync collections", "\(error)", fix: "check SIWA_DB_* and that MariaDB runs")
         }
     }
 

@@ -91,7 +91,7 @@ package struct BackgroundJobs {
         summary.guestsPurged = try purgeUnusedGuests()
         for collection in syncSchema.collections {
             guard let days = collection.tombstoneDays else { continue }
-            summary.tombstonesPurged += try SyncTombstones.purge(collection: collection.name, olderThanDays: days, on: database)
+            summary.tombstonesPurged += try SyncRecords.purge(collection: collection.name, olderThanDays: days, on: database)
         }
         summary.purged =
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database) + LinkTokens.purgeExpired(on: database)

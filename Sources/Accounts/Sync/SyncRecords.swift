@@ -1,6 +1,6 @@
 package import MariaDB
 
-/// Deleted records of declared collections, kept as tombstones so that every device learns of the
+/// Stored records of declared collections, and the tombstones of deleted ones: kept so that every device learns of the
 /// deletion, and purged once their collection's `tombstoneDays` have passed.
 ///
 /// A purge moves the user's `sync_purged_version` up to the versions it purged: a device whose
@@ -8,7 +8,14 @@ package import MariaDB
 /// again (`resync`). It also moves the user's `sync_version` on, so that a server's cached state of
 /// the user is read again. Each user's tombstones go in a transaction that locks the user's row
 /// first, as a sync does.
-package enum SyncTombstones {
+package enum SyncRecords {
+    /// The collections the database holds records of, with how many (`siwa doctor`).
+    package static func storedCollections(on connection: Connection) throws -> [(name: String, records: Int)] {
+        try connection.query("SELECT collection, COUNT(*) AS records FROM sync_records GROUP BY collection ORDER BY collection").map {
+            (try $0.decode(column: "collection"), try $0.decode(column: "records"))
+        }
+    }
+
     /// Purges up to `limit` tombstones of `collection` written more than `days` ago.
     /// - Returns: how many were purged.
     package static func purge(collection: String, olderThanDays days: Int, limit: Int = 1_000, on connection: Connection) throws

@@ -1,0 +1,186 @@
+import Foundation
+import StrictJSON
+import SyncRules
+
+/// A record of a collection the app declares: one of the app's own `Codable` structs, whose
+/// members are the collection's key fields and fields, in plain Swift types.
+///
+///     struct Workout: SyncedRecord {
+///         static let collection = "workouts"
+///         var workoutId: String
+///         var note: String?
+///         var distance: Int64?
+///         var laps: Int64
+///         var tags: Set<String>
+///     }
+///
+/// A "latest wins" field is its value (the client stamps it with the time and this device's id when
+/// it changes); a counter is its total, which the client raises by what this device added (a
+/// counter never goes down); a set is a `Set<String>` or an array; a field with no value is nil.
+/// Members the collection does not declare are neither sent nor stored.
+public protocol SyncedRecord: Codable, Sendable {
+    /// The name of the declared collection the record belongs to.
+    static var collection: String { get }
+}
+
+/// A JSON value, to carry records through `Codable`.
+enum JSONValue: Codable, Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else if let value = try? container.decode([String: JSONValue].self) {
+            self = .object(value)
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "a number that is not an integer")
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// The value's JSON.
+    func data() throws -> Data { try JSONCoding.encoder().encode(self) }
+
+    /// The JSON value of `data`.
+    static func parse(_ data: Data) throws -> JSONValue { try JSONDecoder().decode(JSONValue.self, from: data) }
+}
+
+/// The records of declared collections on a device: converted between the app's structs and the
+/// records the shared codec reads, merged by the collection's rules.
+struct RecordConverter {
+    let codec: SyncRecordCodec
+    var collection: SyncCollection { codec.collection }
+
+    /// The record in the codec's form, read and checked as the server reads it.
+    /// - Throws: `SIWAError.invalidChange` naming the member the server would refuse.
+    func record(_ wire: JSONValue) throws -> SyncRecord {
+        var reader = JSONReader(Array(try wire.data()))
+        let result: Result<SyncRecord, SyncRecordCodec.Problem>
+        do {
+            result = try codec.read(&reader, path: collection.name)
+            try reader.end()
+        } catch {
+            throw SIWAError.invalidChange("\(collection.name): not a record: \(error)")
+        }
+        switch result {
+        case .success(let record): return record
+        case .failure(let problem): throw SIWAError.invalidChange(problem.message)
+        }
+    }
+
+    /// A stored or received record, as the codec writes it.
+    func record(text: String) -> SyncRecord? {
+        var reader = JSONReader(Array(text.utf8))
+        guard case .success(let record)? = try? codec.read(&reader, path: collection.name, checked: false) else { return nil }
+        return record
+    }
+
+    func text(_ record: SyncRecord) -> String { String(decoding: codec.json(record), as: UTF8.self) }
+
+    /// The app's struct as a change of the record `current` (nil when the device has none): plain
+    /// values become "latest wins" values stamped `stamp` where they differ from the current ones,
+    /// and counters this device's own count, raised by what the total grew.
+    func change(of plain: JSONValue, from current: SyncRecord?, stamp: SyncStamp) throws -> SyncRecord {
+        guard case .object(var members) = plain else { throw SIWAError.invalidChange("\(collection.name): a record must encode as an object") }
+        members[SyncCollection.deletedMember] = nil
+        for (index, field) in collection.fields.enumerated() {
+            let value = members[field.name] ?? .null
+            let old = current?.values[index] ?? field.emptyValue
+            switch field.rule {
+            case .latestWins:
+                if case .stamped(let inner, let oldStamp) = old, Self.plain(inner) == value {
+                    members[field.name] = Self.stamped(value, oldStamp)
+                } else if value == .null, old == .none {
+                    members[field.name] = .null
+                } else {
+                    members[field.name] = Self.stamped(value, stamp)
+                }
+            case .counter:
+                var counts: [String: JSONValue] = [:]
+                if case .counts(let existing) = old { for count in existing { counts[count.device] = .integer(count.count) } }
+                if case .integer(let total) = value, total > old.total {
+                    var mine: Int64 = 0
+                    if case .integer(let count)? = counts[stamp.device] { mine = count }
+                    counts[stamp.device] = .integer(mine + total - old.total)
+                }
+                members[field.name] = .object(counts)
+            default: break
+            }
+        }
+        if collection.tombstoneDays != nil { members[SyncCollection.deletedMember] = Self.stamped(.bool(false), stamp) }
+        return try record(.object(members))
+    }
+
+    /// A deletion of the record of `key` (the app's struct, of which only the key fields count).
+    func deletion(of plain: JSONValue, stamp: SyncStamp) throws -> SyncRecord {
+        guard collection.tombstoneDays != nil else {
+            throw SIWAError.invalidChange("records of \(collection.name) cannot be deleted: its declaration has no deletion")
+        }
+        guard case .object(let members) = plain else { throw SIWAError.invalidChange("\(collection.name): a record must encode as an object") }
+        var keys: [String: JSONValue] = [:]
+        for field in collection.keys { keys[field.name] = members[field.name] ?? .null }
+        keys[SyncCollection.deletedMember] = Self.stamped(.bool(true), stamp)
+        return try record(.object(keys))
+    }
+
+    /// The record as the app's struct sees it: "latest wins" values plain, counters their totals.
+    func plain(_ record: SyncRecord) throws -> JSONValue {
+        guard case .object(var members) = try JSONValue.parse(codec.json(record).data) else { return .null }
+        members[SyncCollection.deletedMember] = nil
+        for (index, field) in collection.fields.enumerated() {
+            switch (field.rule, record.values[index]) {
+            case (.latestWins, .stamped(let inner, _)): members[field.name] = Self.plain(inner)
+            case (.latestWins, _): members[field.name] = .null
+            case (.counter, let counts): members[field.name] = .integer(counts.total)
+            default: break
+            }
+        }
+        return .object(members)
+    }
+
+    static func stamped(_ value: JSONValue, _ stamp: SyncStamp) -> JSONValue {
+        .object(["value": value, "at": .integer(stamp.at), "device": .string(stamp.device)])
+    }
+
+    /// A plain value as JSON.
+    static func plain(_ value: SyncValue) -> JSONValue {
+        switch value {
+        case .none: .null
+        case .integer(let value): .integer(value)
+        case .string(let value): .string(value)
+        case .boolean(let value): .bool(value)
+        case .strings(let values): .array(values.map { .string($0) })
+        case .counts(let counts): .integer(counts.reduce(0) { $0 + $1.count })
+        case .stamped(let inner, _): plain(inner)
+        }
+    }
+}
+
+extension [UInt8] {
+    fileprivate var data: Data { Data(self) }
+}
