@@ -7,6 +7,11 @@
 //   siwakit-e2e DIR lesson BS ID STATUS SCORE XP [COMPLETED_AT_MS]
 //   siwakit-e2e DIR achievement ID PROGRESS true|false
 //   siwakit-e2e DIR profile XP LEVEL STREAK DATE  record a change (no network)
+//   siwakit-e2e DIR workout ID NOTE DISTANCE LAPS TAG...  save a workout (examples/sync), no network
+//   siwakit-e2e DIR delete-workout ID             delete a workout, no network
+//   siwakit-e2e DIR favourite ID LABEL            save a favourite, no network
+//   siwakit-e2e DIR records                       the local workouts and favourites as JSON
+//   siwakit-e2e DIR server-records                the server's, by a full sync of a new device
 //   siwakit-e2e DIR sync                          prints "synced" or "offline (N pending)"
 //   siwakit-e2e DIR snapshot                      the local view as JSON
 //   siwakit-e2e DIR server-state                  the server's state for this user, as JSON
@@ -24,7 +29,8 @@
 //                                                 prints "ok N" per round, every error to stderr,
 //                                                 and exits 1 after any
 //
-// Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID; and
+// Environment: E2E_URL, E2E_APPLE_URL, E2E_APPLE_ADMIN_SECRET_FILE, E2E_CLIENT_ID;
+// E2E_SYNC_COLLECTIONS, the collections the server declares (examples/sync/collections.json); and
 // E2E_TRUST_CERTIFICATE, a PEM certificate that DevelopmentTransport trusts (without it, requests
 // go through URLSession, which trusts the system's CA bundle only).
 import Foundation
@@ -37,6 +43,29 @@ import SIWAKit
 func environment(_ name: String) -> String {
     guard let value = ProcessInfo.processInfo.environment[name] else { fatalError("\(name) is not set") }
     return value
+}
+
+/// A record of the example's `workouts` collection, as an app keeps it.
+struct Workout: SyncedRecord, Equatable {
+    static let collection = "workouts"
+    var workoutId: String
+    var note: String?
+    var distance: Int64?
+    var laps: Int64
+    var tags: [String]
+}
+
+/// A record of the example's `favourites` collection.
+struct Favourite: SyncedRecord, Equatable {
+    static let collection = "favourites"
+    var itemId: String
+    var label: String?
+}
+
+/// What `records` and `server-records` print.
+struct Records: Encodable {
+    var workouts: [Workout]
+    var favourites: [Favourite]
 }
 
 func fail(_ message: String) -> Never {
@@ -144,7 +173,10 @@ let transport: any HTTPTransport =
     }
     ?? URLSessionTransport()
 let client = SIWAClient(baseURL: URL(string: environment("E2E_URL") + "/")!, storage: storage, transport: transport, now: { clock.now })
-let sync = try SyncClient(client: client, storage: storage)
+let collections = try ProcessInfo.processInfo.environment["E2E_SYNC_COLLECTIONS"].map {
+    try SyncSchema(declaration: Array(try Data(contentsOf: URL(fileURLWithPath: $0))))
+}
+let sync = try SyncClient(client: client, storage: storage, collections: collections ?? .empty)
 let rest = Array(arguments.dropFirst(3))
 
 do {
@@ -175,6 +207,19 @@ do {
         } catch SIWAError.server(let error) where error.isTemporary {
             print("offline")  // nginx answers 503 while siwa is down
         }
+    case "workout":
+        try await sync.save(
+            Workout(workoutId: rest[0], note: rest[1], distance: Int64(rest[2])!, laps: Int64(rest[3])!, tags: Array(rest.dropFirst(4))))
+    case "delete-workout":
+        try await sync.delete(Workout(workoutId: rest[0], laps: 0, tags: []))
+    case "favourite":
+        try await sync.save(Favourite(itemId: rest[0], label: rest[1]))
+    case "records":
+        try printJSON(Records(workouts: try await sync.records(Workout.self), favourites: try await sync.records(Favourite.self)))
+    case "server-records":
+        let fresh = try SyncClient(client: client, storage: MemoryStorage(), collections: collections ?? .empty)
+        try await fresh.sync()
+        try printJSON(Records(workouts: try await fresh.records(Workout.self), favourites: try await fresh.records(Favourite.self)))
     case "snapshot":
         try printJSON(await sync.snapshot)
     case "server-state":

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Collections the app declares (examples/sync/collections.json: a workout log with a "latest wins"
+# note, a maximum, a counter and a set, and favourites), through nginx with SIWAKit: two devices
+# record changes while siwa is stopped, one deletes what the other edits, and both end with the
+# same records as the server once it is back. A user with 20,000 records gets them all, each once,
+# in pages of at most 500. Requests past a declared limit get 400 naming the path and write nothing.
+set -euo pipefail
+. "$(dirname "$0")/assert.sh"
+. "$(dirname "$0")/apple_helpers.sh"
+
+KIT=${E2E_KIT:-}
+[ -x "$KIT" ] || fail "siwakit-e2e is not built (run through scripts/test, which builds it): $KIT"
+export E2E_CLIENT_ID=com.example.siwa
+PHONE=$E2E_TMP/collections/phone IPAD=$E2E_TMP/collections/ipad
+mkdir -p "$E2E_TMP/collections"
+# As 36_siwakit.sh: each launch trusts the stack's certificate in a mount namespace of its own.
+SYSTEM_CA=/etc/ssl/certs/ca-certificates.crt
+cat "$SYSTEM_CA" "$E2E_TMP/tls/cert.pem" >"$E2E_TMP/collections/ca.pem"
+kit() {
+    unshare -rm sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$E2E_TMP/collections/ca.pem" "$SYSTEM_CA" "$KIT" "$@" \
+        2>"$E2E_TMP/collections.err" || fail "siwakit-e2e $*: $(cat "$E2E_TMP/collections.err")"
+}
+
+new_apple_user "collections.e2e@example.com" Col Lections
+kit "$PHONE" sign-in "$APPLE_USER" "phone" >/dev/null
+kit "$IPAD" sign-in "$APPLE_USER" "ipad" >/dev/null
+kit "$PHONE" workout w1 "easy run" 5000 3 run >/dev/null
+kit "$PHONE" workout w2 "intervals" 2000 1 >/dev/null
+kit "$PHONE" workout w3 "hills" 3000 1 >/dev/null
+kit "$PHONE" favourite trail-7 "Ridge loop" >/dev/null
+[ "$(kit "$PHONE" sync)" = synced ] && [ "$(kit "$IPAD" sync)" = synced ] || fail "the first syncs"
+
+# --- Both offline: the phone deletes w2 and the iPad edits it later; the iPad edits w3 and the
+# phone deletes it later; both change w1 (the note is the iPad's, the later one; the distance the
+# larger; the laps add up; the tags join).
+stop_pidfile "$E2E_TMP/siwa.pid" 30
+kit "$PHONE" delete-workout w2 >/dev/null
+kit "$IPAD" workout w3 "hill repeats" 3200 2 >/dev/null
+kit "$PHONE" workout w1 "easy run, windy" 5200 5 run >/dev/null
+kit "$IPAD" workout w1 "tempo" 4000 4 run tempo >/dev/null
+kit "$IPAD" workout w2 "intervals x8" 2400 2 >/dev/null
+kit "$PHONE" delete-workout w3 >/dev/null
+kit "$IPAD" favourite trail-9 "Coast path" >/dev/null
+[ "$(kit "$PHONE" sync)" = offline ] && [ "$(kit "$IPAD" sync)" = offline ] || fail "a sync while siwa is stopped did not fail as offline"
+start_siwa "$E2E_BIN" "$E2E_ENV" "$E2E_TMP/siwa.log" "$E2E_TMP/siwa.pid"
+for device in "$PHONE" "$IPAD" "$PHONE"; do [ "$(kit "$device" sync)" = synced ] || fail "a sync after siwa is back"; done
+phone=$(kit "$PHONE" records) ipad=$(kit "$IPAD" records) server=$(kit "$PHONE" server-records)
+[ "$phone" = "$ipad" ] || fail "the devices did not converge: phone $phone, iPad $ipad"
+[ "$phone" = "$server" ] || fail "the devices differ from the server: devices $phone, server $server"
+python3 - "$server" <<'PY' || fail "the merged records are not the merge of both devices' changes: $server"
+import json, sys
+state = json.loads(sys.argv[1])
+workouts = {w["workoutId"]: w for w in state["workouts"]}
+assert sorted(workouts) == ["w1", "w2"], sorted(workouts)  # w3 deleted after its edit, w2 edited after its deletion
+w1, w2 = workouts["w1"], workouts["w2"]
+# The iPad's note came later; the larger distance; laps: 3 at first, the phone added 2, the iPad 1.
+assert (w1["note"], w1["distance"], w1["laps"], w1["tags"]) == ("tempo", 5200, 6, ["run", "tempo"]), w1
+assert (w2["note"], w2["distance"]) == ("intervals x8", 2400), w2
+assert sorted(f["itemId"] for f in state["favourites"]) == ["trail-7", "trail-9"], state["favourites"]
+PY
+[ "$(sql "SELECT COUNT(*) FROM sync_records r JOIN users u ON u.id = r.user_id WHERE r.deleted = 1")" -ge 1 ] \
+    || fail "the deletion is not kept as a tombstone"
+pass "two SIWAKit devices changing records offline, one deleting what the other edited, converge with the server: the later of deletion and edit wins, the note latest, the distance largest, the laps summed per device, the tags joined"
+
+# --- 20,000 records, a first sync in pages of at most 500: each record once.
+new_apple_user "collections.many@example.com" Many Records
+apple_sign_in "$APPLE_USER" com.example.siwa nonce-many
+sign_in "{\"identityToken\":\"$TOKEN\",\"nonce\":\"nonce-many\",\"device\":\"bulk\"}"
+python3 - "$E2E_URL" "$ACCESS" <<'PY' || fail "the paged first sync of 20,000 records"
+import json, ssl, sys, urllib.request
+url, token = sys.argv[1:]
+tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
+def sync(body):
+    request = urllib.request.Request(url + "/sync", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, context=tls, timeout=60) as response:
+        return json.load(response)
+for start in range(0, 20000, 500):
+    sync({"collections": {"workouts": [{"workoutId": f"w{i}", "distance": i} for i in range(start, start + 500)]}})
+seen, cursor, pages, largest = {}, None, 0, 0
+while True:
+    answer = sync({"cursor": cursor, "limit": 500})
+    records = answer["collections"]["workouts"]
+    largest = max(largest, len(records))
+    for record in records:
+        seen[record["workoutId"]] = seen.get(record["workoutId"], 0) + 1
+    pages += 1
+    cursor = answer["cursor"]
+    if not answer.get("more"):
+        break
+    assert pages < 100, "pages do not end"
+assert len(seen) == 20000 and set(seen.values()) == {1}, (len(seen), max(seen.values()))
+assert largest <= 500 and pages == 40, (largest, pages)
+print(f"20000 records in {pages} pages of at most {largest}")
+PY
+pass "a first sync of 20,000 records comes in 40 pages of at most 500, every record exactly once"
+
+# --- Declared limits: 400 naming the path, nothing written.
+before=$(sql "SELECT COUNT(*) FROM sync_records")
+too_many=$(python3 -c 'import json; print(json.dumps({"collections": {"favourites": [{"itemId": f"f{i}"} for i in range(101)]}}))')
+request POST /sync -H "$(bearer "$ACCESS")" -H 'Content-Type: application/json' -d "$too_many"
+expect_error 400 invalid_request "101 favourites"
+[ "$(json message <<<"$BODY")" = '`collections.favourites` has more than 100 items' ] || fail "the limit's message: $BODY"
+request POST /sync -H "$(bearer "$ACCESS")" -H 'Content-Type: application/json' \
+    -d '{"collections":{"workouts":[{"workoutId":"ok"},{"workoutId":"bad","laps":{"phone":10001}}]}}'
+expect_error 400 invalid_request "a counter past its maximum"
+[ "$(json message <<<"$BODY")" = '`collections.workouts[1].laps.phone` must be an integer from 0 to 10000' ] || fail "the field's message: $BODY"
+[ "$(sql "SELECT COUNT(*) FROM sync_records")" = "$before" ] || fail "a refused request wrote records"
+pass "past a declared limit, or a field out of its bounds: 400 naming the path, and nothing written"
