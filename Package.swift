@@ -192,7 +192,7 @@ let package = Package(
         .testTarget(
             name: "SiwaConfigTests",
             dependencies: [
-                "SiwaConfig", "Identity", "HTTPClient", "WebForms", "JOSE", "StrictJSON", "MariaDB", "SIWATestSupport",
+                "SiwaConfig", "Identity", "HTTPClient", "WebForms", "JOSE", "StrictJSON", "MariaDB", "SIWATestSupport", "SyncRules",
                 serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings),

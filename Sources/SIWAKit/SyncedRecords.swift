@@ -5,14 +5,16 @@ import SyncRules
 /// A record of a collection the app declares: one of the app's own `Codable` structs, whose
 /// members are the collection's key fields and fields, in plain Swift types.
 ///
-///     struct Workout: SyncedRecord {
-///         static let collection = "workouts"
-///         var workoutId: String
-///         var note: String?
-///         var distance: Int64?
-///         var laps: Int64
-///         var tags: Set<String>
-///     }
+/// ```swift
+/// struct Workout: SyncedRecord {
+///     static var collection: String { "workouts" }
+///     var workoutId: String
+///     var note: String?
+///     var distance: Int64?
+///     var laps: Int64
+///     var tags: Set<String>
+/// }
+/// ```
 ///
 /// A "latest wins" field is its value (the client stamps it with the time and this device's id when
 /// it changes); a counter is its total, which the client raises by what this device added (a
@@ -106,7 +108,9 @@ struct RecordConverter {
     /// values become "latest wins" values stamped `stamp` where they differ from the current ones,
     /// and counters this device's own count, raised by what the total grew.
     func change(of plain: JSONValue, from current: SyncRecord?, stamp: SyncStamp) throws -> SyncRecord {
-        guard case .object(var members) = plain else { throw SIWAError.invalidChange("\(collection.name): a record must encode as an object") }
+        guard case .object(var members) = plain else {
+            throw SIWAError.invalidChange("\(collection.name): a record must encode as an object")
+        }
         members[SyncCollection.deletedMember] = nil
         for (index, field) in collection.fields.enumerated() {
             let value = members[field.name] ?? .null
@@ -141,7 +145,9 @@ struct RecordConverter {
         guard collection.tombstoneDays != nil else {
             throw SIWAError.invalidChange("records of \(collection.name) cannot be deleted: its declaration has no deletion")
         }
-        guard case .object(let members) = plain else { throw SIWAError.invalidChange("\(collection.name): a record must encode as an object") }
+        guard case .object(let members) = plain else {
+            throw SIWAError.invalidChange("\(collection.name): a record must encode as an object")
+        }
         var keys: [String: JSONValue] = [:]
         for field in collection.keys { keys[field.name] = members[field.name] ?? .null }
         keys[SyncCollection.deletedMember] = Self.stamped(.bool(true), stamp)

@@ -185,4 +185,53 @@ import Testing
         #expect(try rows.first?.decode(String.self, at: 4).hasPrefix("2030-01-01") == true, "the validation schedule is kept")
         #expect(try connection.query("SELECT apple_client_id FROM sessions").first?.decode(String?.self, at: 0) == nil)
     }
+
+    @Test("0017 and 0018 (declared collections) keep every existing row: counts and checksums of the synced state before and after")
+    func declaredCollectionsKeepRows() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        let sql = #filePath.replacingOccurrences(of: "Tests/IntegrationTests/MigratorTests.swift", with: "sql")
+        let files = try FileManager.default.contentsOfDirectory(atPath: sql).filter { $0.hasSuffix(".sql") }.sorted()
+        for file in files where file < "0017" {
+            try FileManager.default.copyItem(atPath: sql + "/" + file, toPath: directory + "/" + file)
+        }
+        _ = try Migrator(directory: directory).migrate(on: connection)
+        for user in 1...200 {
+            _ = try connection.execute(
+                """
+                INSERT INTO users (id, total_xp, current_level, streak_days, last_active_date, profile_version, sync_version)
+                VALUES (?, ?, ?, ?, '2026-11-20', ?, ?)
+                """, user, user * 10, user % 7, user % 30, user % 5, user % 5 + 3)
+            for lesson in 0..<(user % 9) {
+                _ = try connection.execute(
+                    "INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, completed_at, version) VALUES (?, 'bs', ?, ?, ?, ?, ?, ?)",
+                    user, "l\(lesson)", lesson % 3, lesson * 11, lesson * 3, lesson % 2 == 0 ? Int64(1_795_000_000_000 + lesson) : nil,
+                    lesson + 1)
+            }
+            for achievement in 0..<(user % 4) {
+                _ = try connection.execute(
+                    "INSERT INTO user_achievements (user_id, achievement_id, progress, completed, completed_at, version) VALUES (?, ?, ?, ?, NULL, 1)",
+                    user, "a\(achievement)", achievement * 2, achievement % 2 == 1)
+            }
+        }
+        /// Each table's rows and a checksum of the synced columns, which the migrations must not change.
+        func fingerprint() throws -> [String] {
+            try [
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', id, total_xp, current_level, streak_days, last_active_date, profile_version, sync_version))) FROM users",
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, belief_system_id, lesson_id, status, score, earned_xp, IFNULL(completed_at, 'n'), version, updated_at))) FROM progress",
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, achievement_id, progress, completed, IFNULL(completed_at, 'n'), version, updated_at))) FROM user_achievements",
+            ].map { query in
+                let row = try connection.query(query)[0]
+                return "\(try row.decode(Int64.self, at: 0)) \(try row.decode(Int64.self, at: 1))"
+            }
+        }
+        let before = try fingerprint()
+        #expect(before[0].hasPrefix("200 ") && before[1] != "0 0" && before[2] != "0 0")
+        for file in files where file >= "0017" && file < "0019" {
+            try FileManager.default.copyItem(atPath: sql + "/" + file, toPath: directory + "/" + file)
+        }
+        #expect(try Migrator(directory: directory).migrate(on: connection).map(\.version) == [17, 18])
+        #expect(try fingerprint() == before)
+        #expect(try connection.query("SELECT COUNT(*) FROM users WHERE sync_purged_version = 0")[0].decode(Int64.self, at: 0) == 200)
+    }
 }

@@ -45,7 +45,10 @@ import Testing
         try await device.save(Workout(workoutId: "w1", note: "easy", distance: 5000, laps: 3, tags: ["run"]))
         try await device.save(Workout(workoutId: "w1", note: "easy", distance: 4000, laps: 5, tags: ["tempo"]))
         try await device.save(Workout(workoutId: "w1", note: "easy", distance: 4000, laps: 2, tags: []))
-        #expect(try await device.records(Workout.self) == [Workout(workoutId: "w1", note: "easy", distance: 5000, laps: 5, tags: ["run", "tempo"])])
+        #expect(
+            try await device.records(Workout.self) == [
+                Workout(workoutId: "w1", note: "easy", distance: 5000, laps: 5, tags: ["run", "tempo"])
+            ])
         try await device.save(Workout(workoutId: "w2", laps: 0, tags: []))
         try await device.delete(Workout(workoutId: "w1", laps: 0, tags: []))
         #expect(try await device.records(Workout.self).map(\.workoutId) == ["w2"])
@@ -65,7 +68,9 @@ import Testing
             let record =
                 #"{"workoutId":"w9","note":{"value":"other","at":5,"device":"tablet"},"distance":7,"laps":{"tablet":4},"tags":["trail"],"deleted":null}"#
             return Answers.json(
-                200, #"{"cursor":"\#(page)","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(page == 1 ? record : "")]}}"#)
+                200,
+                #"{"cursor":"\#(page)","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(page == 1 ? record : "")]}}"#
+            )
         }
         try await harness.signIn()
         let device = try Self.device(harness)
@@ -87,9 +92,19 @@ import Testing
             guard request.path == "/sync" else { return Answers.signIn(1) }
             let record = { (id: String) in #"{"workoutId":"\#(id)","note":null,"distance":1,"laps":{},"tags":[],"deleted":null}"# }
             switch answers.increment() {
-            case 1: return Answers.json(200, #"{"cursor":"1.0.2.a","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("a"))]},"more":true}"#)
-            case 2: return Answers.json(200, #"{"cursor":"2","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("b"))]}}"#)
-            default: return Answers.json(200, #"{"cursor":"9","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("c"))]},"resync":true}"#)
+            case 1:
+                return Answers.json(
+                    200,
+                    #"{"cursor":"1.0.2.a","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("a"))]},"more":true}"#
+                )
+            case 2:
+                return Answers.json(
+                    200, #"{"cursor":"2","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("b"))]}}"#)
+            default:
+                return Answers.json(
+                    200,
+                    #"{"cursor":"9","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("c"))]},"resync":true}"#
+                )
             }
         }
         try await harness.signIn()

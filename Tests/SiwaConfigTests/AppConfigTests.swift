@@ -4,6 +4,7 @@ import Identity
 import JOSE
 import MariaDB
 import SiwaConfig
+import SyncRules
 import Testing
 
 @Suite struct AppConfigTests {
@@ -76,6 +77,34 @@ import Testing
         #expect("\(Secret("s3cret"))" == "<redacted>")
         let summary = config.redactedSummary(environment: Self.minimal.merging(["SIWA_DB_PASSWORD_FILE": path]) { $1 })
         #expect(!summary.contains("s3cret"))
+    }
+
+    @Test("SIWA_SYNC_COLLECTIONS: the declaration is read at start; a bad one is refused with each problem named by its path")
+    func syncCollections() throws {
+        let example = #filePath.replacingOccurrences(
+            of: "Tests/SiwaConfigTests/AppConfigTests.swift", with: "examples/sync/collections.json")
+        let config = try AppConfig(environment: Self.minimal.merging(["SIWA_SYNC_COLLECTIONS": example]) { $1 })
+        #expect(config.syncSchema.collections.map(\.name) == ["workouts", "favourites"])
+        #expect(try AppConfig(environment: Self.minimal).syncSchema.collections.isEmpty)
+        let bad = try temporaryFile(
+            contents:
+                #"{"collections": {"w": {"key": ["id"], "fields": {"n": {"type": "integer", "merge": "newest"}}, "limits": {"itemsPerRequest": 0}}}}"#,
+            mode: 0o644)
+        do {
+            _ = try AppConfig(environment: Self.minimal.merging(["SIWA_SYNC_COLLECTIONS": bad, "SIWA_DB_NAME": ""]) { $1 })
+            Issue.record("a bad declaration was accepted")
+        } catch let error as ConfigurationError {
+            let problems = error.problems.filter { $0.hasPrefix("SIWA_SYNC_COLLECTIONS") }
+            #expect(
+                problems == [
+                    #"SIWA_SYNC_COLLECTIONS: \#(bad): collections.w.key: names "id", which is not one of its fields"#,
+                    #"SIWA_SYNC_COLLECTIONS: \#(bad): collections.w.fields.n.merge: "newest" is not a merge rule (one of maximum, minimum, earliest, latest, forward, union, latestWins, counter, stickyTrue, withLatest)"#,
+                    "SIWA_SYNC_COLLECTIONS: \(bad): collections.w.limits.itemsPerRequest: must be an integer from 1 to 500",
+                ], "\(problems)")
+        }
+        #expect(throws: ConfigurationError.self) {
+            try AppConfig(environment: Self.minimal.merging(["SIWA_SYNC_COLLECTIONS": "/nonexistent/collections.json"]) { $1 })
+        }
     }
 
     @Test("A secret file readable by other users is refused")

@@ -83,26 +83,30 @@ package final class SyncCache: Sendable {
         for lesson in state.lessons.values { bytes += heapBytes(lesson.item.beliefSystemID) + heapBytes(lesson.item.lessonID) }
         bytes += state.achievements.count * achievementBytes
         for achievement in state.achievements.values { bytes += heapBytes(achievement.item.achievementID) }
-        for records in state.records {
-            for record in records.values { bytes += cost(of: record.item) }
-        }
-        return bytes
+        return bytes + state.recordBytes
     }
 
     /// A record of a declared collection, estimated as `cost(of:)` counts an item: its slots in
-    /// the table, its key, and its two arrays of values with the strings they hold.
+    /// the table, its key, and its two arrays of values with the strings they hold. A state keeps
+    /// the sum of its records' (`Stored.recordBytes`), updated as records change, so that keeping a
+    /// state does not visit every record.
     static func cost(of record: SyncRecord) -> Int {
         var bytes = recordBytes + heapBytes(record.key) + 2 * 48 + (record.keyValues.count + record.values.count) * valueBytes
-        for value in record.keyValues + record.values {
-            switch value {
-            case .string(let text): bytes += heapBytes(text)
-            case .strings(let texts): bytes += 48 + texts.reduce(0) { $0 + MemoryLayout<String>.stride + heapBytes($1) }
-            case .counts(let counts): bytes += 48 + counts.count * MemoryLayout<SyncCount>.stride
-            case .stamped(let inner, let stamp): bytes += 48 + heapBytes(stamp.device) + (inner == .none ? 0 : 64)
-            default: break
-            }
-        }
+        for value in record.keyValues { if case .string(let text) = value { bytes += heapBytes(text) } }
+        for value in record.values { bytes += heapBytes(of: value) }
         return bytes
+    }
+
+    /// The allocations of a value beyond its place in its record's array.
+    static func heapBytes(of value: SyncValue) -> Int {
+        switch value {
+        case .string(let text): heapBytes(text)
+        case .strings(let texts): 48 + texts.reduce(0) { $0 + MemoryLayout<String>.stride + heapBytes($1) }
+        case .counts(let counts): 48 + counts.reduce(0) { $0 + MemoryLayout<SyncCount>.stride + heapBytes($1.device) }
+        // An indirect case's box: its value, stamp and device.
+        case .stamped(let inner, let stamp): 48 + valueBytes + heapBytes(stamp.device) + heapBytes(of: inner)
+        default: 0
+        }
     }
 
     /// A user's entry: its slots in the shard's table, and the storage objects of its two tables.

@@ -28,6 +28,8 @@ package enum SyncStore {
         var records: [[String: Versioned<SyncRecord>]] = []
         /// The highest version of a tombstone purged (`users.sync_purged_version`).
         var purgedVersion: UInt64 = 0
+        /// The memory the records take, by `SyncCache.cost(of:)`, kept up to date as they change.
+        var recordBytes = 0
 
         /// What changed after `cursor`, at most `limit` items, ordered by version, then list, then key.
         func changed(after cursor: SyncCursor, limit: Int) -> SyncPage {
@@ -230,7 +232,10 @@ package enum SyncStore {
         for lesson in merge.lessons { state.lessons[lesson.key] = Versioned(item: lesson, version: state.version) }
         for achievement in merge.achievements { state.achievements[achievement.key] = Versioned(item: achievement, version: state.version) }
         for merged in merge.records {
-            state.records[merged.collection][merged.record.key] = Versioned(item: merged.record, version: state.version)
+            while state.records.count <= merged.collection { state.records.append([:]) }
+            let old = state.records[merged.collection].updateValue(
+                Versioned(item: merged.record, version: state.version), forKey: merged.record.key)
+            state.recordBytes += SyncCache.cost(of: merged.record) - (old.map { SyncCache.cost(of: $0.item) } ?? 0)
         }
         return state
     }
@@ -274,7 +279,8 @@ package enum SyncStore {
             let codec = collections.codecs[index]
             let collection = codec.collection
             let id = SyncCursor.Position(list: index, key: record.key)
-            let current = position[id].map { changed[$0].record } ?? stored.records[index][record.key]?.item
+            let storedRecords = index < stored.records.count ? stored.records[index] : [:]
+            let current = position[id].map { changed[$0].record } ?? storedRecords[record.key]?.item
             let merged = current.map { collection.merged($0, record) } ?? record
             guard merged != current else { continue }
             if let at = position[id] {
@@ -284,7 +290,7 @@ package enum SyncStore {
             if current == nil {
                 added[index] += 1
                 let limit = collection.limits.itemsPerUser
-                if stored.records[index].count + added[index] > limit {
+                if storedRecords.count + added[index] > limit {
                     throw SyncLimitExceeded(
                         path: "collections.\(collection.name)", problem: "would hold more than \(limit) records for this user")
                 }
@@ -345,6 +351,7 @@ package enum SyncStore {
             achievements[achievement.key] = Versioned(item: achievement, version: try row.decode(column: "version"))
         }
         var records = [[String: Versioned<SyncRecord>]](repeating: [:], count: collections.codecs.count)
+        var recordBytes = 0
         if !collections.isEmpty {
             for row in try connection.query("SELECT collection, body, version FROM sync_records WHERE user_id = ?", userID) {
                 // Rows of a collection no longer declared stay stored, unsynced.
@@ -352,6 +359,7 @@ package enum SyncStore {
                 var reader = JSONReader(try row.decode(column: "body"), limits: .tokens)
                 guard case .success(let record) = try collections.codecs[index].read(&reader, path: "", checked: false) else { continue }
                 records[index][record.key] = Versioned(item: record, version: try row.decode(column: "version"))
+                recordBytes += SyncCache.cost(of: record)
             }
         }
         return Stored(
@@ -359,7 +367,8 @@ package enum SyncStore {
             profile: SyncProfile(
                 totalXP: try user.decode(column: "total_xp"), currentLevel: try user.decode(column: "current_level"),
                 streakDays: try user.decode(column: "streak_days"), lastActiveDate: try user.decode(column: "last_active")),
-            lessons: lessons, achievements: achievements, records: records, purgedVersion: try user.decode(column: "sync_purged_version"))
+            lessons: lessons, achievements: achievements, records: records, purgedVersion: try user.decode(column: "sync_purged_version"),
+            recordBytes: recordBytes)
     }
 
     /// Moves the user's version on by one (and stores the merged profile), if it is still the
