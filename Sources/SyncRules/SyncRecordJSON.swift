@@ -115,6 +115,24 @@ package struct SyncRecordCodec: Sendable {
 
     /// The key of a record as one string: its values as a JSON array.
     package static func key(_ values: [SyncValue]) -> String {
+        // The usual key, ids and dates and integers, needs no escaping: made without a writer.
+        var key = "["
+        for (index, value) in values.enumerated() {
+            if index > 0 { key += "," }
+            switch value {
+            case .integer(let number): key += String(number)
+            case .string(let text) where SyncLimits.isIdentifier(text):
+                key += "\""
+                key += text
+                key += "\""
+            default: return written(values)
+            }
+        }
+        return key + "]"
+    }
+
+    /// `key(_:)` by the JSON writer, which escapes what a string needs.
+    static func written(_ values: [SyncValue]) -> String {
         var json = JSONWriter(capacity: 32)
         json.beginArray()
         for value in values { write(value, into: &json) }

@@ -106,6 +106,8 @@ package enum SyncStore {
         var name: String
         var record: SyncRecord
         var json: [UInt8]
+        /// Whether the user had no such record before.
+        var isNew = false
     }
 
     /// Merges `changes` into `userID`'s state and returns what changed since the cursor. Runs its
@@ -267,36 +269,33 @@ package enum SyncStore {
         return merge
     }
 
-    /// The stored records that `incoming` changes, merged as `changedItems` merges items, each with
-    /// its row's JSON.
+    /// The stored records that `incoming` changes, merged as `changedItems` merges items (each
+    /// incoming record with its stored one alone, then those that change it with each other), each
+    /// with its row's JSON.
     static func changedRecords(
         _ incoming: [CollectionRecord], of stored: Stored, _ collections: DeclaredCollections
     ) throws -> [MergedRecord] {
         var changed: [MergedRecord] = []
-        var position: [SyncCursor.Position: Int] = [:]
-        var added = [Int](repeating: 0, count: collections.codecs.count)
-        for (index, record) in incoming.map({ ($0.collection, $0.record) }) {
-            let codec = collections.codecs[index]
-            let collection = codec.collection
-            let id = SyncCursor.Position(list: index, key: record.key)
-            let storedRecords = index < stored.records.count ? stored.records[index] : [:]
-            let current = position[id].map { changed[$0].record } ?? storedRecords[record.key]?.item
-            let merged = current.map { collection.merged($0, record) } ?? record
+        for change in incoming {
+            let collection = collections.codecs[change.collection].collection
+            let current = change.collection < stored.records.count ? stored.records[change.collection][change.record.key]?.item : nil
+            let merged = current.map { collection.merged($0, change.record) } ?? change.record
             guard merged != current else { continue }
-            if let at = position[id] {
-                changed[at].record = merged
+            // A record listed twice: few records change, so it is looked for among those.
+            if let at = changed.firstIndex(where: { $0.collection == change.collection && $0.record.key == merged.key }) {
+                changed[at].record = collection.merged(changed[at].record, merged)
                 continue
             }
-            if current == nil {
-                added[index] += 1
-                let limit = collection.limits.itemsPerUser
-                if storedRecords.count + added[index] > limit {
-                    throw SyncLimitExceeded(
-                        path: "collections.\(collection.name)", problem: "would hold more than \(limit) records for this user")
-                }
+            changed.append(MergedRecord(collection: change.collection, name: collection.name, record: merged, json: [], isNew: current == nil))
+        }
+        var added = [Int](repeating: 0, count: collections.codecs.count)
+        for record in changed where record.isNew { added[record.collection] += 1 }
+        for (index, count) in added.enumerated() where count > 0 {
+            let collection = collections.codecs[index].collection
+            let limit = collection.limits.itemsPerUser
+            if (index < stored.records.count ? stored.records[index].count : 0) + count > limit {
+                throw SyncLimitExceeded(path: "collections.\(collection.name)", problem: "would hold more than \(limit) records for this user")
             }
-            position[id] = changed.count
-            changed.append(MergedRecord(collection: index, name: collection.name, record: merged, json: []))
         }
         for index in changed.indices { changed[index].json = collections.codecs[changed[index].collection].json(changed[index].record) }
         return changed

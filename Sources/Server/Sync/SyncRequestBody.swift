@@ -54,11 +54,12 @@ extension SyncRoutes {
                     continue
                 }
                 let codec = collections.codecs[index]
+                let container = "collections." + name
                 try reader.beginArray()
                 var count = 0
-                while try Objects.nextElement(&reader, of: "collections.\(name)") {
+                while try Objects.nextElement(&reader, of: container) {
                     let element = count
-                    switch try codec.read(&reader, path: "collections.\(name)[\(element)]") {
+                    switch try codec.read(&reader, path: "\(container)[\(element)]") {
                     case .success(let record): records.append(CollectionRecord(collection: index, record: record))
                     case .failure(let problem): recordsProblem = recordsProblem ?? problem.message
                     }
