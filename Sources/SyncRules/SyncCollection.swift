@@ -147,21 +147,33 @@ public struct SyncCollection: Sendable, Equatable {
     /// - Returns: the merged state, the same whichever side is which.
     public func merged(_ lhs: SyncRecord, _ rhs: SyncRecord) -> SyncRecord {
         precondition(lhs.key == rhs.key, "merging different records")
-        var values = lhs.values
+        // `lhs` itself, unless a field moves: the usual merge of a record a device sends again
+        // allocates nothing.
+        var values: [SyncValue]?
         for index in fields.indices {
-            let field = fields[index]
-            let rule = field.rule ?? .latestWins
-            // The value of the side whose companion is later (a pair's lexicographic maximum).
-            if rule == .withLatest, let companion = field.companion, lhs.values[companion] != rhs.values[companion] {
-                values[index] = SyncValue.precedes(lhs.values[companion], rhs.values[companion]) ? rhs.values[index] : lhs.values[index]
-                continue
+            let merged = mergedValue(index, lhs, rhs)
+            if merged != lhs.values[index] {
+                if values == nil { values = lhs.values }
+                values![index] = merged
             }
-            let order: [String]
-            if case .enumeration(let cases) = field.type { order = cases } else { order = [] }
-            values[index] = SyncValue.merged(lhs.values[index], rhs.values[index], by: rule, order: order)
         }
-        return SyncRecord(
-            keyValues: lhs.keyValues, key: lhs.key, values: values, deleted: SyncValue.merged(lhs.deleted, rhs.deleted, by: .latestWins))
+        let deleted = SyncValue.merged(lhs.deleted, rhs.deleted, by: .latestWins)
+        guard values != nil || deleted != lhs.deleted else { return lhs }
+        return SyncRecord(keyValues: lhs.keyValues, key: lhs.key, values: values ?? lhs.values, deleted: deleted)
+    }
+
+    /// The merged value of the field at `index`.
+    private func mergedValue(_ index: Int, _ lhs: SyncRecord, _ rhs: SyncRecord) -> SyncValue {
+        let field = fields[index]
+        let rule = field.rule ?? .latestWins
+        // The value of the side whose companion is later (a pair's lexicographic maximum).
+        if rule == .withLatest, let companion = field.companion, lhs.values[companion] != rhs.values[companion] {
+            return SyncValue.precedes(lhs.values[companion], rhs.values[companion]) ? rhs.values[index] : lhs.values[index]
+        }
+        if case .enumeration(let cases) = field.type {
+            return SyncValue.merged(lhs.values[index], rhs.values[index], by: rule, order: cases)
+        }
+        return SyncValue.merged(lhs.values[index], rhs.values[index], by: rule)
     }
 
     /// An empty record of `key`: every field at its empty value.

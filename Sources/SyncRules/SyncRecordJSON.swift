@@ -16,9 +16,12 @@ package struct SyncRecordCodec: Sendable {
     package let collection: SyncCollection
     /// The key fields, the other fields, then `deleted`.
     private let names: JSONNames
+    /// Each field's value when a record does not set it.
+    private let emptyValues: [SyncValue]
 
     package init(_ collection: SyncCollection) {
         self.collection = collection
+        emptyValues = collection.fields.map(\.emptyValue)
         names = JSONNames(collection.keys.map(\.name) + collection.fields.map(\.name) + [SyncCollection.deletedMember])
     }
 
@@ -75,42 +78,55 @@ package struct SyncRecordCodec: Sendable {
             try reader.skipValue()
             return .failure(Problem(path: path(), problem: "must be an object"))
         }
-        var raw = [Raw?](repeating: nil, count: collection.keys.count + collection.fields.count + 1)
+        // Each value is checked as it is read; the problem reported is that of the first member in
+        // the collection's order (keys, fields, `deleted`), whatever the body's order.
+        let keyCount = collection.keys.count
+        let fieldCount = collection.fields.count
+        var keyValues = [SyncValue](repeating: .none, count: keyCount)
+        var values = emptyValues
+        var deleted = SyncValue.none
+        var problem: (index: Int, problem: Problem)?
         try reader.beginObject()
         while let index = try reader.nextMember(among: names) {
-            if index < raw.count { raw[index] = try Raw(reading: &reader) } else { try reader.skipValue() }
+            guard index <= keyCount + fieldCount else {
+                try reader.skipValue()
+                continue
+            }
+            let raw = try Raw(reading: &reader)
+            if let problem, problem.index < index { continue }
+            do throws(Problem) {
+                if index < keyCount {
+                    keyValues[index] = try value(raw, collection.keys[index].type, at: collection.keys[index].name, checked: true)
+                } else if index < keyCount + fieldCount {
+                    let field = collection.fields[index - keyCount]
+                    values[index - keyCount] = try value(raw, of: field, at: field.name, checked: checked)
+                } else {
+                    deleted = try self.deleted(raw)
+                }
+            } catch {
+                // A stored field whose declared type changed since reads as no value.
+                if !checked, index >= keyCount { continue }
+                problem = (index, error)
+            }
         }
-        do throws(Problem) {
-            return .success(try record(raw, checked: checked))
-        } catch {
+        for (index, field) in collection.keys.enumerated() where keyValues[index] == .none {
+            if problem.map({ index < $0.index }) ?? true { problem = (index, Problem(path: field.name, problem: "is required")) }
+        }
+        if let problem {
             // Paths are made only for a problem: within the record until here.
-            return .failure(Problem(path: path() + "." + error.path, problem: error.problem))
+            return .failure(Problem(path: path() + "." + problem.problem.path, problem: problem.problem.problem))
         }
+        return .success(SyncRecord(keyValues: keyValues, key: Self.key(keyValues), values: values, deleted: deleted))
     }
 
-    /// The record of the raw values, in `names`' order. A problem's path is the member's, within the record.
-    private func record(_ raw: [Raw?], checked: Bool) throws(Problem) -> SyncRecord {
-        var keyValues: [SyncValue] = []
-        keyValues.reserveCapacity(collection.keys.count)
-        for (index, field) in collection.keys.enumerated() {
-            let value = try value(raw[index] ?? .null, field.type, at: field.name, checked: true)
-            if value == .none { throw Problem(path: field.name, problem: "is required") }
-            keyValues.append(value)
+    /// A record's `deleted` member: a "latest wins" boolean where deletion is allowed, else none.
+    private func deleted(_ raw: Raw) throws(Problem) -> SyncValue {
+        let path = SyncCollection.deletedMember
+        if case .null = raw { return .none }
+        guard collection.tombstoneDays != nil else {
+            throw Problem(path: path, problem: "is not allowed: records of \(collection.name) cannot be deleted")
         }
-        var values: [SyncValue] = []
-        values.reserveCapacity(collection.fields.count)
-        for (index, field) in collection.fields.enumerated() {
-            let raw = raw[collection.keys.count + index] ?? .null
-            values.append(try value(raw, of: field, at: field.name, checked: checked))
-        }
-        let deletedPath = SyncCollection.deletedMember
-        var deleted = SyncValue.none
-        switch raw[raw.count - 1] {
-        case nil, .null?: break
-        case let member? where collection.tombstoneDays != nil: deleted = try stamped(member, .boolean, at: deletedPath, checked: checked)
-        case _?: throw Problem(path: deletedPath, problem: "is not allowed: records of \(collection.name) cannot be deleted")
-        }
-        return SyncRecord(keyValues: keyValues, key: Self.key(keyValues), values: values, deleted: deleted)
+        return try stamped(raw, .boolean, at: path, checked: true)
     }
 
     /// The key of a record as one string: its values as a JSON array.

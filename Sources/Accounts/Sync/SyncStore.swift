@@ -286,7 +286,8 @@ package enum SyncStore {
                 changed[at].record = collection.merged(changed[at].record, merged)
                 continue
             }
-            changed.append(MergedRecord(collection: change.collection, name: collection.name, record: merged, json: [], isNew: current == nil))
+            changed.append(
+                MergedRecord(collection: change.collection, name: collection.name, record: merged, json: [], isNew: current == nil))
         }
         var added = [Int](repeating: 0, count: collections.codecs.count)
         for record in changed where record.isNew { added[record.collection] += 1 }
@@ -294,7 +295,8 @@ package enum SyncStore {
             let collection = collections.codecs[index].collection
             let limit = collection.limits.itemsPerUser
             if (index < stored.records.count ? stored.records[index].count : 0) + count > limit {
-                throw SyncLimitExceeded(path: "collections.\(collection.name)", problem: "would hold more than \(limit) records for this user")
+                throw SyncLimitExceeded(
+                    path: "collections.\(collection.name)", problem: "would hold more than \(limit) records for this user")
             }
         }
         for index in changed.indices { changed[index].json = collections.codecs[changed[index].collection].json(changed[index].record) }
