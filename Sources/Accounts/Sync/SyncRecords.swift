@@ -24,7 +24,7 @@ package enum SyncRecords {
         let rows = try connection.query(
             """
             SELECT user_id, item_key, version FROM sync_records
-            WHERE deleted = 1 AND collection = ? AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? DAY LIMIT ?
+            WHERE collection = ? AND deleted_at < UTC_TIMESTAMP(3) - INTERVAL ? DAY LIMIT ?
             """, collection, days, Int64(limit))
         var byUser: [UInt64: [(key: [UInt8], version: UInt64)]] = [:]
         for row in rows {

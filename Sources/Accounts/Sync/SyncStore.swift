@@ -501,12 +501,14 @@ package enum SyncStore {
         guard !records.isEmpty else { return }
         _ = try connection.executeBatch(
             """
-            INSERT INTO sync_records (user_id, collection, item_key, body, deleted, version) VALUES (?, ?, ?, ?, ?, ?)
-            ON DUPLICATE KEY UPDATE body = VALUES(body), deleted = VALUES(deleted), version = VALUES(version),
-                updated_at = UTC_TIMESTAMP(3)
+            INSERT INTO sync_records (user_id, collection, item_key, body, deleted, deleted_at, version)
+            VALUES (?, ?, ?, ?, ?, IF(? = 1, UTC_TIMESTAMP(3), NULL), ?)
+            ON DUPLICATE KEY UPDATE body = VALUES(body), deleted_at = IF(VALUES(deleted) = 1, IFNULL(deleted_at, UTC_TIMESTAMP(3)), NULL),
+                deleted = VALUES(deleted), version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
             """,
             rows: records.map { row in
-                [row.userID, row.record.name, Array(row.record.record.key.utf8), row.record.json, row.record.record.isDeleted, row.version]
+                let deleted = row.record.record.isDeleted
+                return [row.userID, row.record.name, Array(row.record.record.key.utf8), row.record.json, deleted, deleted, row.version]
             })
     }
 

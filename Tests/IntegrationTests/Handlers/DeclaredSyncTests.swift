@@ -186,7 +186,7 @@ struct DeclaredSyncTests {
         #expect(try harness.count("SELECT COUNT(*) FROM sync_records WHERE deleted = 1") == 1)
         let jobs = try #require(try harness.jobs())
         #expect(try jobs.runOnce().tombstonesPurged == 0, "not yet 30 days old")
-        _ = try harness.connection.execute("UPDATE sync_records SET updated_at = updated_at - INTERVAL 31 DAY WHERE deleted = 1")
+        _ = try harness.connection.execute("UPDATE sync_records SET deleted_at = deleted_at - INTERVAL 31 DAY WHERE deleted = 1")
         #expect(try jobs.runOnce().tombstonesPurged == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM sync_records") == 1)
         // The tablet never saw the deletion: it must start over.
