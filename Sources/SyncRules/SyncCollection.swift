@@ -149,6 +149,7 @@ public struct SyncCollection: Sendable, Equatable {
         precondition(lhs.key == rhs.key, "merging different records")
         // `lhs` itself, unless a field moves: the usual merge of a record a device sends again
         // allocates nothing.
+        if lhs == rhs { return lhs }
         var values: [SyncValue]?
         for index in fields.indices {
             let merged = mergedValue(index, lhs, rhs)
@@ -159,7 +160,7 @@ public struct SyncCollection: Sendable, Equatable {
         }
         let deleted = SyncValue.merged(lhs.deleted, rhs.deleted, by: .latestWins)
         guard values != nil || deleted != lhs.deleted else { return lhs }
-        return SyncRecord(keyValues: lhs.keyValues, key: lhs.key, values: values ?? lhs.values, deleted: deleted)
+        return SyncRecord(values: values ?? lhs.values, keyCount: lhs.keyCount, key: lhs.key, deleted: deleted)
     }
 
     /// The merged value of the field at `index`.
@@ -176,35 +177,46 @@ public struct SyncCollection: Sendable, Equatable {
         return SyncValue.merged(lhs.values[index], rhs.values[index], by: rule)
     }
 
-    /// An empty record of `key`: every field at its empty value.
-    func empty(keyValues: [SyncValue], key: String) -> SyncRecord {
-        SyncRecord(keyValues: keyValues, key: key, values: fields.map(\.emptyValue), deleted: .none)
-    }
 }
 
 /// One record of a declared collection: its key and its fields' values.
 public struct SyncRecord: Sendable, Hashable {
-    /// The values of the collection's key fields, in order.
-    public var keyValues: [SyncValue]
-    /// The key as one string (its values as a JSON array), which identifies the record within its
-    /// collection and orders records.
-    public var key: String
-    /// The values of the collection's other fields, in order.
+    /// The values of the collection's other fields, in order, then those of its key fields: one
+    /// array, so that a record is one allocation (a sync reads and merges hundreds).
     public var values: [SyncValue]
+    /// How many of `values`, at the end, are the key's.
+    let keyCount: Int
+    /// The key as one string, which identifies the record within its collection and orders records:
+    /// a one-field key's value as text, or the values as a JSON array.
+    public var key: String
     /// Whether the record is deleted: `none`, or a "latest wins" boolean.
     public var deleted: SyncValue
 
     /// A record.
     /// - Parameters:
     ///   - keyValues: the values of the collection's key fields, in order.
-    ///   - key: the key as one string (`SyncRecord.key(of:)`).
+    ///   - key: the key as one string (`SyncRecordCodec.key(_:)`).
     ///   - values: the values of the collection's other fields, in order.
     ///   - deleted: `none`, or a "latest wins" boolean.
     public init(keyValues: [SyncValue], key: String, values: [SyncValue], deleted: SyncValue) {
-        self.keyValues = keyValues
-        self.key = key
+        self.init(values: values + keyValues, keyCount: keyValues.count, key: key, deleted: deleted)
+    }
+
+    /// A record of `values` (fields, then keys) whose last `keyCount` are the key's.
+    init(values: [SyncValue], keyCount: Int, key: String, deleted: SyncValue) {
         self.values = values
+        self.keyCount = keyCount
+        self.key = key
         self.deleted = deleted
+    }
+
+    /// The values of the collection's key fields, in order.
+    public var keyValues: [SyncValue] {
+        get { Array(values[(values.count - keyCount)...]) }
+        set {
+            precondition(newValue.count == keyCount, "a key of another size")
+            values.replaceSubrange((values.count - keyCount)..., with: newValue)
+        }
     }
 
     /// Whether the latest change to the record deleted it.

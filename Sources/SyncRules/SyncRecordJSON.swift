@@ -16,12 +16,12 @@ package struct SyncRecordCodec: Sendable {
     package let collection: SyncCollection
     /// The key fields, the other fields, then `deleted`.
     private let names: JSONNames
-    /// Each field's value when a record does not set it.
+    /// Each field's value when a record does not set it, then the keys' (none).
     private let emptyValues: [SyncValue]
 
     package init(_ collection: SyncCollection) {
         self.collection = collection
-        emptyValues = collection.fields.map(\.emptyValue)
+        emptyValues = collection.fields.map(\.emptyValue) + collection.keys.map { _ in .none }
         names = JSONNames(collection.keys.map(\.name) + collection.fields.map(\.name) + [SyncCollection.deletedMember])
     }
 
@@ -82,7 +82,7 @@ package struct SyncRecordCodec: Sendable {
         // the collection's order (keys, fields, `deleted`), whatever the body's order.
         let keyCount = collection.keys.count
         let fieldCount = collection.fields.count
-        var keyValues = [SyncValue](repeating: .none, count: keyCount)
+        // The fields, then the keys.
         var values = emptyValues
         var deleted = SyncValue.none
         var problem: (index: Int, problem: Problem)?
@@ -96,7 +96,7 @@ package struct SyncRecordCodec: Sendable {
             if let problem, problem.index < index { continue }
             do throws(Problem) {
                 if index < keyCount {
-                    keyValues[index] = try value(raw, collection.keys[index].type, at: collection.keys[index].name, checked: true)
+                    values[fieldCount + index] = try value(raw, collection.keys[index].type, at: collection.keys[index].name, checked: true)
                 } else if index < keyCount + fieldCount {
                     let field = collection.fields[index - keyCount]
                     values[index - keyCount] = try value(raw, of: field, at: field.name, checked: checked)
@@ -109,14 +109,14 @@ package struct SyncRecordCodec: Sendable {
                 problem = (index, error)
             }
         }
-        for (index, field) in collection.keys.enumerated() where keyValues[index] == .none {
+        for (index, field) in collection.keys.enumerated() where values[fieldCount + index] == .none {
             if problem.map({ index < $0.index }) ?? true { problem = (index, Problem(path: field.name, problem: "is required")) }
         }
         if let problem {
             // Paths are made only for a problem: within the record until here.
             return .failure(Problem(path: path() + "." + problem.problem.path, problem: problem.problem.problem))
         }
-        return .success(SyncRecord(keyValues: keyValues, key: Self.key(keyValues), values: values, deleted: deleted))
+        return .success(SyncRecord(values: values, keyCount: keyCount, key: Self.key(values[fieldCount...]), deleted: deleted))
     }
 
     /// A record's `deleted` member: a "latest wins" boolean where deletion is allowed, else none.
@@ -129,8 +129,16 @@ package struct SyncRecordCodec: Sendable {
         return try stamped(raw, .boolean, at: path, checked: true)
     }
 
-    /// The key of a record as one string: its values as a JSON array.
-    package static func key(_ values: [SyncValue]) -> String {
+    /// The key of a record as one string: a one-field key's value as text (a string as it is, an
+    /// integer in decimal), or the values as a JSON array.
+    package static func key(_ values: some Collection<SyncValue>) -> String {
+        if values.count == 1 {
+            switch values.first! {
+            case .string(let text): return text
+            case .integer(let number): return String(number)
+            default: break
+            }
+        }
         // The usual key, ids and dates and integers, needs no escaping: made without a writer.
         var key = "["
         for (index, value) in values.enumerated() {
@@ -148,7 +156,7 @@ package struct SyncRecordCodec: Sendable {
     }
 
     /// `key(_:)` by the JSON writer, which escapes what a string needs.
-    static func written(_ values: [SyncValue]) -> String {
+    static func written(_ values: some Collection<SyncValue>) -> String {
         var json = JSONWriter(capacity: 32)
         json.beginArray()
         for value in values { write(value, into: &json) }
@@ -266,7 +274,7 @@ package struct SyncRecordCodec: Sendable {
     /// collection allows deletion.
     package func write(_ record: SyncRecord, into json: inout JSONWriter) {
         json.beginObject()
-        for (field, value) in zip(collection.keys, record.keyValues) {
+        for (field, value) in zip(collection.keys, record.values[collection.fields.count...]) {
             json.key(field.name)
             Self.write(value, into: &json)
         }

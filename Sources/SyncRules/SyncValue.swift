@@ -139,19 +139,24 @@ extension SyncValue {
         if lhs == rhs { return lhs }
         if case .none = lhs { return rhs }
         if case .none = rhs { return lhs }
-        switch (rule, lhs, rhs) {
-        case (.maximum, _, _), (.latest, _, _), (.withLatest, _, _): return SyncRule.larger(lhs, rhs, by: precedes)!
-        case (.minimum, _, _), (.earliest, _, _): return SyncRule.smaller(lhs, rhs, by: precedes)!
-        case (.forward, .string(let a), .string(let b)):
-            let (rankA, rankB) = (order.firstIndex(of: a) ?? -1, order.firstIndex(of: b) ?? -1)
-            return rankA != rankB ? (rankA > rankB ? lhs : rhs) : (a > b ? lhs : rhs)
-        case (.union, .strings(let a), .strings(let b)): return .strings(Array(Set(a).union(b)).sorted())
-        case (.counter, .counts(let a), .counts(let b)): return .counts(mergedCounts(a, b))
-        default:
-            // `stickyTrue` (false before true), `latestWins` (by stamp, then value), and values of
-            // different shapes (a declaration changed its type): the total order decides.
-            return SyncRule.larger(lhs, rhs, by: precedes)!
+        // By the rule first, then the values' shapes (a switch over a tuple of the values would copy them).
+        switch rule {
+        case .minimum, .earliest: return SyncRule.smaller(lhs, rhs, by: precedes)!
+        case .forward:
+            if case .string(let a) = lhs, case .string(let b) = rhs {
+                let (rankA, rankB) = (order.firstIndex(of: a) ?? -1, order.firstIndex(of: b) ?? -1)
+                return rankA != rankB ? (rankA > rankB ? lhs : rhs) : (a > b ? lhs : rhs)
+            }
+        case .union:
+            if case .strings(let a) = lhs, case .strings(let b) = rhs { return .strings(Array(Set(a).union(b)).sorted()) }
+        case .counter:
+            if case .counts(let a) = lhs, case .counts(let b) = rhs { return .counts(mergedCounts(a, b)) }
+        default: break
         }
+        // `maximum`, `latest`, `withLatest`, `stickyTrue` (false before true), `latestWins` (by stamp,
+        // then value), and values of different shapes (a declaration changed its type): the total
+        // order decides.
+        return SyncRule.larger(lhs, rhs, by: precedes)!
     }
 
     /// Two counters merged: each device's larger count.

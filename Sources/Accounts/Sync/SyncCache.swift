@@ -91,8 +91,7 @@ package final class SyncCache: Sendable {
     /// the sum of its records' (`Stored.recordBytes`), updated as records change, so that keeping a
     /// state does not visit every record.
     static func cost(of record: SyncRecord) -> Int {
-        var bytes = recordBytes + heapBytes(record.key) + 2 * 48 + (record.keyValues.count + record.values.count) * valueBytes
-        for value in record.keyValues { if case .string(let text) = value { bytes += heapBytes(text) } }
+        var bytes = recordBytes + heapBytes(record.key) + 48 + record.values.count * valueBytes
         for value in record.values { bytes += heapBytes(of: value) }
         return bytes
     }

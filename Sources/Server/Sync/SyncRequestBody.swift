@@ -55,6 +55,7 @@ extension SyncRoutes {
                 }
                 let codec = collections.codecs[index]
                 let container = "collections." + name
+                records.reserveCapacity(records.count + 32)
                 try reader.beginArray()
                 var count = 0
                 while try Objects.nextElement(&reader, of: container) {
