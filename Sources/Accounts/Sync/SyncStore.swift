@@ -276,18 +276,19 @@ package enum SyncStore {
         _ incoming: [CollectionRecord], of stored: Stored, _ collections: DeclaredCollections
     ) throws -> [MergedRecord] {
         var changed: [MergedRecord] = []
+        let declared = collections.schema.collections
         for change in incoming {
-            let collection = collections.codecs[change.collection].collection
             let current = change.collection < stored.records.count ? stored.records[change.collection][change.record.key]?.item : nil
-            let merged = current.map { collection.merged($0, change.record) } ?? change.record
+            let merged = current.map { declared[change.collection].merged($0, change.record) } ?? change.record
             guard merged != current else { continue }
             // A record listed twice: few records change, so it is looked for among those.
             if let at = changed.firstIndex(where: { $0.collection == change.collection && $0.record.key == merged.key }) {
-                changed[at].record = collection.merged(changed[at].record, merged)
+                changed[at].record = declared[change.collection].merged(changed[at].record, merged)
                 continue
             }
             changed.append(
-                MergedRecord(collection: change.collection, name: collection.name, record: merged, json: [], isNew: current == nil))
+                MergedRecord(
+                    collection: change.collection, name: declared[change.collection].name, record: merged, json: [], isNew: current == nil))
         }
         var added = [Int](repeating: 0, count: collections.codecs.count)
         for record in changed where record.isNew { added[record.collection] += 1 }
