@@ -130,7 +130,8 @@ package struct SyncRecordCodec: Sendable {
     }
 
     /// The key of a record as one string: a one-field key's value as text (a string as it is, an
-    /// integer in decimal), or the values as a JSON array.
+    /// integer in decimal), several ids, dates and integers joined by the unit separator (U+001F),
+    /// or else the values as a JSON array.
     package static func key(_ values: some Collection<SyncValue>) -> String {
         if values.count == 1 {
             switch values.first! {
@@ -139,24 +140,21 @@ package struct SyncRecordCodec: Sendable {
             default: break
             }
         }
-        // The usual key, ids and dates and integers, needs no escaping: made without a writer.
-        var key = "["
-        for (index, value) in values.enumerated() {
-            if index > 0 { key += "," }
+        // Ids, dates and integers cannot hold the unit separator (nor start with "["): joined by it.
+        var joined = ""
+        for value in values {
+            if !joined.isEmpty { joined += "\u{1F}" }
             switch value {
-            case .integer(let number): key += String(number)
-            case .string(let text) where SyncLimits.isIdentifier(text):
-                key += "\""
-                key += text
-                key += "\""
-            default: return written(values)
+            case .integer(let number): joined += String(number)
+            case .string(let text) where SyncLimits.isIdentifier(text): joined += text
+            default: return jsonKey(values)
             }
         }
-        return key + "]"
+        return joined
     }
 
-    /// `key(_:)` by the JSON writer, which escapes what a string needs.
-    static func written(_ values: some Collection<SyncValue>) -> String {
+    /// A key as a JSON array, for values that are not all ids, dates and integers.
+    static func jsonKey(_ values: some Collection<SyncValue>) -> String {
         var json = JSONWriter(capacity: 32)
         json.beginArray()
         for value in values { write(value, into: &json) }
@@ -225,34 +223,57 @@ package struct SyncRecordCodec: Sendable {
         }
     }
 
-    /// A plain value of `type`; `none` for null.
+    /// A plain value of `type`; `none` for null. By the value's JSON kind first, then the type (a
+    /// switch over both at once copies them).
     private func value(_ raw: Raw, _ type: SyncFieldType, at path: String, checked: Bool) throws(Problem) -> SyncValue {
-        if case .null = raw { return .none }
+        switch raw {
+        case .null: return .none
+        case .integer(let value):
+            switch type {
+            case .integer(let minimum, let maximum):
+                if checked, !(minimum...maximum).contains(value) {
+                    throw Problem(path: path, problem: "must be an integer from \(minimum) to \(maximum)")
+                }
+                return .integer(value)
+            case .time:
+                if checked, !(0...SyncLimits.latestTime).contains(value) {
+                    throw Problem(path: path, problem: "must be Unix milliseconds before 2100")
+                }
+                return .integer(value)
+            default: break
+            }
+        case .otherNumber:
+            if case .integer = type { throw Problem(path: path, problem: "must be an integer") }
+        case .string(let value):
+            switch type {
+            case .string(let length):
+                if checked, value.utf8.count > length { throw Problem(path: path, problem: "must be at most \(length) bytes of UTF-8") }
+                return .string(value)
+            case .id:
+                if !SyncLimits.isIdentifier(value) {
+                    throw Problem(path: path, problem: "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+                }
+                return .string(value)
+            case .date:
+                if !SyncLimits.isDate(value) { throw Problem(path: path, problem: "must be a date YYYY-MM-DD") }
+                return .string(value)
+            case .enumeration(let cases):
+                if checked, !cases.contains(value) {
+                    throw Problem(path: path, problem: "must be one of \(cases.joined(separator: ", "))")
+                }
+                return .string(value)
+            default: break
+            }
+        case .bool(let value):
+            if case .boolean = type { return .boolean(value) }
+        case .array, .object: break
+        }
+        return try compound(raw, type, at: path, checked: checked)
+    }
+
+    /// A set, or the problem of a value of the wrong type.
+    private func compound(_ raw: Raw, _ type: SyncFieldType, at path: String, checked: Bool) throws(Problem) -> SyncValue {
         switch (type, raw) {
-        case (.integer(let minimum, let maximum), .integer(let value)):
-            if checked, !(minimum...maximum).contains(value) {
-                throw Problem(path: path, problem: "must be an integer from \(minimum) to \(maximum)")
-            }
-            return .integer(value)
-        case (.integer, .otherNumber): throw Problem(path: path, problem: "must be an integer")
-        case (.string(let length), .string(let value)):
-            if checked, value.utf8.count > length { throw Problem(path: path, problem: "must be at most \(length) bytes of UTF-8") }
-            return .string(value)
-        case (.id, .string(let value)):
-            if !SyncLimits.isIdentifier(value) { throw Problem(path: path, problem: "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -") }
-            return .string(value)
-        case (.boolean, .bool(let value)): return .boolean(value)
-        case (.time, .integer(let value)):
-            if checked, !(0...SyncLimits.latestTime).contains(value) {
-                throw Problem(path: path, problem: "must be Unix milliseconds before 2100")
-            }
-            return .integer(value)
-        case (.date, .string(let value)):
-            if !SyncLimits.isDate(value) { throw Problem(path: path, problem: "must be a date YYYY-MM-DD") }
-            return .string(value)
-        case (.enumeration(let cases), .string(let value)):
-            if checked, !cases.contains(value) { throw Problem(path: path, problem: "must be one of \(cases.joined(separator: ", "))") }
-            return .string(value)
         case (.stringSet(let count, let length), .array(let elements)):
             var strings: [String] = []
             for (index, element) in elements.enumerated() {

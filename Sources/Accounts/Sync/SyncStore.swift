@@ -509,7 +509,7 @@ package enum SyncStore {
             """,
             rows: records.map { row in
                 let deleted = row.record.record.isDeleted
-                return [row.userID, row.record.name, Array(row.record.record.key.utf8), row.record.json, deleted, deleted, row.version]
+                return [row.userID, row.record.name, row.record.record.key, row.record.json, deleted, deleted, row.version]
             })
     }
 
