@@ -28,7 +28,11 @@ package final class SyncCache: Sendable {
     /// of 24 (docs/PERFORMANCE.md, "The sync cache's memory").
     package static let defaultCapacity = 160 * 1024 * 1024
 
-    package init(capacity: Int = SyncCache.defaultCapacity, maximumPerUser: Int = 5_000, shards: Int = 16) {
+    /// - Parameter maximumPerUser: 50,000 items: a user with as many records of a declared
+    ///   collection pages through them (a first sync of 20,000 is 40 requests) without reading them
+    ///   all again for each page. Such a state takes a few megabytes of its shard (a sixteenth of
+    ///   `capacity`); one larger than its shard is not kept.
+    package init(capacity: Int = SyncCache.defaultCapacity, maximumPerUser: Int = 50_000, shards: Int = 16) {
         self.capacity = capacity
         self.maximumPerUser = maximumPerUser
         self.shards = (0..<max(shards, 1)).map { _ in Shard() }
