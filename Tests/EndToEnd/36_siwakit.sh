@@ -9,21 +9,8 @@
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
-
-# Built by scripts/test as an app builds SIWAKit (Tests/SIWAKitConsumer).
-KIT=${E2E_KIT:-}
-[ -x "$KIT" ] || fail "siwakit-e2e is not built (run through scripts/test, which builds it): $KIT"
-export E2E_CLIENT_ID=com.example.siwa
+. "$(dirname "$0")/siwakit.sh"
 PHONE=$E2E_TMP/siwakit/phone IPAD=$E2E_TMP/siwakit/ipad
-# URLSession on Linux trusts the system's CA bundle only. Each launch runs in its own mount
-# namespace (unshare -rm works for root and, where user namespaces are allowed, for others) in
-# which that bundle has the stack's self-signed certificate appended: TLS is verified for real
-# and nothing on the machine changes.
-SYSTEM_CA=/etc/ssl/certs/ca-certificates.crt
-mkdir -p "$E2E_TMP/siwakit"
-cat "$SYSTEM_CA" "$E2E_TMP/tls/cert.pem" >"$E2E_TMP/siwakit/ca.pem"
-launch() { unshare -rm sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$E2E_TMP/siwakit/ca.pem" "$SYSTEM_CA" "$KIT" "$@"; }
-kit() { launch "$@" 2>"$E2E_TMP/siwakit.err" || fail "siwakit-e2e $*: $(cat "$E2E_TMP/siwakit.err")"; }
 
 # --- Both devices sign in; the phone gets Apple's first authorization with the name.
 new_apple_user "kit.e2e@example.com" Kit Appleseed

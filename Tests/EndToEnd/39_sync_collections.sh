@@ -7,19 +7,8 @@
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
-
-KIT=${E2E_KIT:-}
-[ -x "$KIT" ] || fail "siwakit-e2e is not built (run through scripts/test, which builds it): $KIT"
-export E2E_CLIENT_ID=com.example.siwa
+. "$(dirname "$0")/siwakit.sh"
 PHONE=$E2E_TMP/collections/phone IPAD=$E2E_TMP/collections/ipad
-mkdir -p "$E2E_TMP/collections"
-# As 36_siwakit.sh: each launch trusts the stack's certificate in a mount namespace of its own.
-SYSTEM_CA=/etc/ssl/certs/ca-certificates.crt
-cat "$SYSTEM_CA" "$E2E_TMP/tls/cert.pem" >"$E2E_TMP/collections/ca.pem"
-kit() {
-    unshare -rm sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$E2E_TMP/collections/ca.pem" "$SYSTEM_CA" "$KIT" "$@" \
-        2>"$E2E_TMP/collections.err" || fail "siwakit-e2e $*: $(cat "$E2E_TMP/collections.err")"
-}
 
 new_apple_user "collections.e2e@example.com" Col Lections
 kit "$PHONE" sign-in "$APPLE_USER" "phone" >/dev/null
