@@ -105,3 +105,23 @@ expect_error 400 invalid_request "a counter past its maximum"
 [ "$(json message <<<"$BODY")" = '`collections.workouts[1].laps.phone` must be an integer from 0 to 10000' ] || fail "the field's message: $BODY"
 [ "$(sql "SELECT COUNT(*) FROM sync_records")" = "$before" ] || fail "a refused request wrote records"
 pass "past a declared limit, or a field out of its bounds: 400 naming the path, and nothing written"
+
+# --- A declaration with an unknown rule, a key field missing and a limit out of range: siwa refuses
+# to start, naming each problem.
+cat >"$E2E_TMP/collections/bad.json" <<'JSON'
+{"collections": {"notes": {"key": ["noteId"], "fields": {"text": {"type": "string", "merge": "newest"}},
+                           "limits": {"itemsPerUser": 0}}}}
+JSON
+sed -e "s|^SIWA_SYNC_COLLECTIONS=.*|SIWA_SYNC_COLLECTIONS=$E2E_TMP/collections/bad.json|" \
+    -e "s|^SIWA_SOCKET_PATH=.*|SIWA_SOCKET_PATH=$E2E_TMP/collections/refused.sock|" "$E2E_ENV" >"$E2E_TMP/collections/bad.env"
+if timeout 30 bash -c '. "$1"; siwa_with_env "$2" "$3" serve' _ "$SIWA_ROOT/scripts/lib.sh" "$E2E_BIN" "$E2E_TMP/collections/bad.env" \
+    >"$E2E_TMP/collections/refused.out" 2>&1; then
+    fail "siwa started with a bad declaration"
+fi
+for problem in 'collections.notes.key: names "noteId", which is not one of its fields' \
+    'collections.notes.fields.text.merge: "newest" is not a merge rule' \
+    'collections.notes.limits.itemsPerUser: must be an integer from 1 to 1000000'; do
+    grep -qF "$problem" "$E2E_TMP/collections/refused.out" || fail "the refusal does not name: $problem ($(cat "$E2E_TMP/collections/refused.out"))"
+done
+[ ! -e "$E2E_TMP/collections/refused.sock" ] || fail "siwa listened before refusing"
+pass "siwa serve refuses a declaration with an unknown rule, a missing key field and a limit out of range, naming each"

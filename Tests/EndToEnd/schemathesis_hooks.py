@@ -52,6 +52,11 @@ def sign_in():
 def before_call(context, case, **kwargs):
     if case.operation.method.upper() == "POST" and case.operation.path == "/auth/apple" and random.random() < 0.5:
         case.body = sign_in_body()
+    # A sync's `collections` takes the collections this deployment declares, each record in the shape
+    # of its declaration, which the document cannot give: a generated one is refused (400 naming the
+    # collection or the member), so it is left out. 39_sync_collections.sh sends declared records.
+    if case.operation.method.upper() == "POST" and case.operation.path == "/sync" and isinstance(case.body, dict):
+        case.body.pop("collections", None)
 
 
 @schemathesis.auth(refresh_interval=5)

@@ -95,7 +95,7 @@ import Testing
             case 1:
                 return Answers.json(
                     200,
-                    #"{"cursor":"1.0.2.a","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("a"))]},"more":true}"#
+                    #"{"cursor":"1.0.2.61","profile":null,"progress":[],"achievements":[],"collections":{"workouts":[\#(record("a"))]},"more":true}"#
                 )
             case 2:
                 return Answers.json(
@@ -112,7 +112,7 @@ import Testing
         try await device.sync()
         #expect(try await device.records(Workout.self).map(\.workoutId) == ["a", "b"])
         let requests = harness.server.receivedRequests.filter { $0.path == "/sync" }.map(\.bodyText)
-        #expect(requests.count == 2 && requests[1].contains(#""cursor":"1.0.2.a""#))
+        #expect(requests.count == 2 && requests[1].contains(#""cursor":"1.0.2.61""#))
         try await device.sync()
         #expect(try await device.records(Workout.self).map(\.workoutId) == ["c"], "a and b were dropped by the resync")
     }

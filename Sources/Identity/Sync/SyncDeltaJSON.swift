@@ -1,6 +1,5 @@
 package import AccountData
 import Accounts
-import JOSE
 import StrictJSON
 import SyncRules
 
@@ -71,7 +70,8 @@ package enum SyncDeltaJSON {
 /// A cursor as devices see it: the version (`"42"`), or between the pages of one answer
 /// `"<version>.<base>.<list>.<key>"`: the version of the last item sent, the version the paging
 /// started from (0 for everything), that item's list (0 lessons, 1 achievements, 2 on the declared
-/// collections in order) and its key in base64url.
+/// collections in order) and its key's UTF-8 in lowercase hex (which a pattern can describe
+/// exactly: `docs/openapi.yaml`).
 extension SyncCursor {
     /// The cursor of `text`; nil when it is not one this server gives.
     package init?(text: String) {
@@ -81,16 +81,38 @@ extension SyncCursor {
             self.init(version: version)
             return
         }
-        guard parts.count == 4, parts[1].utf8.count <= 20, let base = UInt64(parts[1]), base <= version, parts[2].utf8.count <= 3,
-            let list = Int(parts[2]), parts[3].utf8.count <= 2_048,
-            let key = Base64URL.decode(parts[3]).flatMap({ String(validating: $0, as: UTF8.self) })
+        guard parts.count == 4, parts[1].utf8.count <= 20, let base = UInt64(parts[1]), parts[2].utf8.count <= 3, let list = Int(parts[2]),
+            parts[3].utf8.count <= 4_096, let bytes = Self.hexBytes(parts[3])
         else { return nil }
-        self.init(version: version, base: base, position: Position(list: list, key: key))
+        // A key that is not UTF-8 is no server's; it only orders, so it is read as it comes.
+        self.init(version: version, base: base, position: Position(list: list, key: String(decoding: bytes, as: UTF8.self)))
     }
 
     /// The cursor as text.
     package var text: String {
         guard let position else { return String(version) }
-        return "\(version).\(base).\(position.list).\(Base64URL.encode(Array(position.key.utf8)))"
+        let hex = position.key.utf8.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16) }.joined()
+        return "\(version).\(base).\(position.list).\(hex)"
+    }
+
+    /// The bytes of lowercase hex; nil for anything else.
+    private static func hexBytes(_ text: Substring) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        default: nil
+        }
     }
 }
