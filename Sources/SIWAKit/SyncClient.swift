@@ -24,19 +24,29 @@ public actor SyncClient {
     /// The server's limit on lessons and on achievements per request.
     static let batchLimit = SyncLimits.maximumItems
 
-    /// A sync client of `client`'s session, with the state kept in `storage` (read from it now,
-    /// when it holds one).
+    /// A sync client of `client`'s session for the built-in model only, with the state kept in
+    /// `storage` (read from it now, when it holds one).
+    /// - Parameters:
+    ///   - client: the client whose session authenticates the syncs.
+    ///   - storage: where the state is kept (a `FileStorage` in the app's Application Support
+    ///     directory, typically; the Keychain is for secrets).
+    ///   - storageKey: the state's key in `storage`.
+    /// - Throws: `SIWAError.storage` when a stored state exists but cannot be read.
+    public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state") throws {
+        try self.init(client: client, storage: storage, storageKey: storageKey, collections: .empty)
+    }
+
+    /// A sync client of `client`'s session that also syncs the collections the app declares, with
+    /// the state kept in `storage` (read from it now, when it holds one).
     /// - Parameters:
     ///   - client: the client whose session authenticates the syncs.
     ///   - storage: where the state is kept (a `FileStorage` in the app's Application Support
     ///     directory, typically; the Keychain is for secrets).
     ///   - storageKey: the state's key in `storage`.
     ///   - collections: the collections the app declares, read from the same declaration file the
-    ///     server is given (`SyncSchema(declaration:)`); none by default.
+    ///     server is given (`SyncSchema(declaration:)`).
     /// - Throws: `SIWAError.storage` when a stored state exists but cannot be read.
-    public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state", collections: SyncSchema = .empty)
-        throws
-    {
+    public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state", collections: SyncSchema) throws {
         self.converters = collections.collections.map { RecordConverter(codec: SyncRecordCodec($0)) }
         self.client = client
         self.storage = storage
