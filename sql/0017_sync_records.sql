@@ -1,6 +1,6 @@
 -- Records of the collections an app declares (SIWA_SYNC_COLLECTIONS), merged by the rules of their
 -- declaration. A record is kept as the JSON a device gets (its key, every field, a latest-wins
--- `deleted`), under its key as a JSON array. Its version is the user's sync_version that last
+-- `deleted`), under its key (a one-field key's value; several ids, dates and integers joined by U+001F; else a JSON array). Its version is the user's sync_version that last
 -- changed it, as for progress; deleted marks a tombstone, which the background jobs purge after the
 -- collection's tombstoneDays, counted from deleted_at. The built-in lessons, achievements and profile
 -- keep their own tables.

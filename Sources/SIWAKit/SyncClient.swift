@@ -149,12 +149,15 @@ public actor SyncClient {
         return try stored.keys.sorted().compactMap { key -> Record? in
             guard let record = converter.record(text: stored[key]!), !record.isDeleted else { return nil }
             do {
-                return try JSONDecoder().decode(Record.self, from: try converter.plain(record).data())
+                return try JSONCoding.decoder().decode(Record.self, from: try converter.plain(record).data())
             } catch {
                 throw SIWAError.storage("a record of \(converter.collection.name) does not decode as \(Record.self): \(error)")
             }
         }
     }
+
+    /// The whole state (tests).
+    var stateForTests: SyncState { state }
 
     /// This device's id in "latest wins" stamps and counters: made once and kept with the sync state.
     public var deviceID: String { state.deviceID }
@@ -206,7 +209,7 @@ public actor SyncClient {
             next.apply(answer, to: batch, collections: converters)
             try save(next)
             more = answer.more
-        } while state.hasPending || more
+        } while state.hasPending(sending: converters) || more
     }
 
     /// Syncs now and after every local change, or every `interval` seconds, until the task is

@@ -20,6 +20,14 @@ struct SyncState: Codable, Equatable {
         pendingProfile != nil || !pendingLessons.isEmpty || !pendingAchievements.isEmpty || pendingRecords.values.contains { !$0.isEmpty }
     }
 
+    /// Whether a batch for `collections` would send anything: records of a collection this client
+    /// was not given stay queued (a client given it later sends them) without being sent again and
+    /// again.
+    func hasPending(sending collections: [RecordConverter]) -> Bool {
+        pendingProfile != nil || !pendingLessons.isEmpty || !pendingAchievements.isEmpty
+            || collections.contains { pendingRecords[$0.collection.name]?.isEmpty == false }
+    }
+
     init() {}
 
     /// A stored state; one from before declared collections has none of their members.

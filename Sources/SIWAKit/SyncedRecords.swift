@@ -136,8 +136,20 @@ struct RecordConverter {
             default: break
             }
         }
-        if collection.tombstoneDays != nil { members[SyncCollection.deletedMember] = Self.stamped(.bool(false), stamp) }
-        return try record(.object(members))
+        guard collection.tombstoneDays != nil else { return try record(.object(members)) }
+        // A save restores a deleted record, and an edit counts as later than a deletion it did not
+        // see; a save that changes nothing keeps the record's deletion stamp (a no-op on a device
+        // that was offline must not undo another device's later deletion).
+        members[SyncCollection.deletedMember] = Self.stamped(.bool(false), stamp)
+        let change = try record(.object(members))
+        if let current, !current.isDeleted,
+            Array(change.values.prefix(collection.fields.count)) == Array(current.values.prefix(collection.fields.count))
+        {
+            var unchanged = change
+            unchanged.deleted = current.deleted
+            return unchanged
+        }
+        return change
     }
 
     /// A deletion of the record of `key` (the app's struct, of which only the key fields count).

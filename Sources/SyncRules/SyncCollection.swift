@@ -2,7 +2,7 @@
 public enum SyncFieldType: Sendable, Equatable {
     /// An integer from `minimum` to `maximum` (within ±(2^53 − 1), which JavaScript keeps exactly).
     case integer(minimum: Int64, maximum: Int64)
-    /// A string of up to `maximumLength` bytes of UTF-8.
+    /// A string of up to `maximumLength` bytes of UTF-8 (at most 8,192).
     case string(maximumLength: Int)
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`.
     case id

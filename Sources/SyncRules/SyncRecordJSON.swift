@@ -16,6 +16,8 @@ package struct SyncRecordCodec: Sendable {
     package let collection: SyncCollection
     /// The key fields, the other fields, then `deleted`.
     private let names: JSONNames
+    /// The longest key, as stored (`sync_records.item_key` holds 1,200 bytes).
+    package static let maximumKeyBytes = 1_024
     /// Each field's value when a record does not set it, then the keys' (none).
     private let emptyValues: [SyncValue]
 
@@ -112,11 +114,17 @@ package struct SyncRecordCodec: Sendable {
         for (index, field) in collection.keys.enumerated() where values[fieldCount + index] == .none {
             if problem.map({ index < $0.index }) ?? true { problem = (index, Problem(path: field.name, problem: "is required")) }
         }
+        let key = problem == nil ? Self.key(values[fieldCount...]) : ""
+        if problem == nil, key.utf8.count > Self.maximumKeyBytes, let first = collection.keys.first {
+            problem = (
+                0, Problem(path: first.name, problem: "and the other key fields make a key of more than \(Self.maximumKeyBytes) bytes")
+            )
+        }
         if let problem {
             // Paths are made only for a problem: within the record until here.
             return .failure(Problem(path: path() + "." + problem.problem.path, problem: problem.problem.problem))
         }
-        return .success(SyncRecord(values: values, keyCount: keyCount, key: Self.key(values[fieldCount...]), deleted: deleted))
+        return .success(SyncRecord(values: values, keyCount: keyCount, key: key, deleted: deleted))
     }
 
     /// A record's `deleted` member: a "latest wins" boolean where deletion is allowed, else none.

@@ -250,7 +250,8 @@ private struct SchemaReader {
             let maximum = integer("max", in: declaration, at: path, -largest...largest, fallback: largest)
             if minimum > maximum { problem(path + ".min", "is larger than max") }
             return .integer(minimum: minimum, maximum: maximum)
-        case "string": return .string(maximumLength: Int(integer("maxLength", in: declaration, at: path, 1...65_535, fallback: 256)))
+        // At most 8,192: a request's JSON strings are at most 16 KiB.
+        case "string": return .string(maximumLength: Int(integer("maxLength", in: declaration, at: path, 1...8_192, fallback: 256)))
         case "id": return .id
         case "boolean": return .boolean
         case "time": return .time

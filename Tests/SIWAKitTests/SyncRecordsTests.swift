@@ -59,6 +59,36 @@ import Testing
         #expect(try await device.records(Workout.self).count == 2, "a refused change records nothing")
     }
 
+    @Test("A save that changes nothing keeps the record's deletion stamp; one that changes a field stamps it anew")
+    func noOpSave() async throws {
+        let harness = try ClientHarness { _ in Answers.signIn(1) }
+        let device = try Self.device(harness)
+        let workout = Workout(workoutId: "w1", note: "easy", distance: 5, laps: 0, tags: [])
+        try await device.save(workout)
+        let first = try #require(await device.stateForTests.records["workouts"]?["w1"])
+        try await Task.sleep(nanoseconds: 5_000_000)
+        try await device.save(workout)
+        #expect(await device.stateForTests.records["workouts"]?["w1"] == first, "nothing moved, not even the deletion stamp")
+        try await device.save(Workout(workoutId: "w1", note: "easy", distance: 6, laps: 0, tags: []))
+        #expect(await device.stateForTests.records["workouts"]?["w1"] != first)
+    }
+
+    @Test("Queued records of a collection this client was not given stay queued and do not make sync() loop")
+    func recordsOfAnotherClient() async throws {
+        let harness = try ClientHarness { request in
+            guard request.path == "/sync" else { return Answers.signIn(1) }
+            return Answers.json(200, SyncTests.emptyAnswer)
+        }
+        try await harness.signIn()
+        let storage = MemoryStorage()
+        let declared = try SyncClient(client: harness.client, storage: storage, collections: Self.schema)
+        try await declared.save(Workout(workoutId: "w1", laps: 0, tags: []))
+        let builtInOnly = try SyncClient(client: harness.client, storage: storage)
+        try await builtInOnly.sync()
+        #expect(harness.count("POST", "/sync") == 1)
+        #expect(await builtInOnly.hasPendingChanges, "the workout waits for a client given its collection")
+    }
+
     @Test("Records go at most a collection's itemsPerRequest per request, stamped by this device; the answers' records merge into the view")
     func sync() async throws {
         let answers = Locked(0)

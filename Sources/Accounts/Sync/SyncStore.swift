@@ -126,13 +126,13 @@ package enum SyncStore {
         cache: SyncCache? = nil, collections: DeclaredCollections = .none
     ) throws -> SyncDelta? {
         let cached = cache?.state(of: userID)
-        guard var stored = try cached ?? read(userID: userID, session: session, lock: false, collections: collections, on: connection)
+        guard var stored = try cached ?? readConsistent(userID: userID, session: session, collections: collections, on: connection)
         else { return nil }
         var merge = try merged(changes, into: stored, collections)
         // A cached state that this sync does not change is checked against the stored version before
         // it answers (another device may have moved on); a changing sync's write checks it under lock.
         if cached != nil, merge.count == 0, try currentVersion(of: userID, session: session, on: connection) != stored.version {
-            guard let fresh = try read(userID: userID, session: session, lock: false, collections: collections, on: connection) else {
+            guard let fresh = try readConsistent(userID: userID, session: session, collections: collections, on: connection) else {
                 cache?.forget(userID)
                 return nil
             }
@@ -166,8 +166,10 @@ package enum SyncStore {
         // A cursor from the future (a restored backup, another server) gets everything, and so does
         // one older than a purged tombstone: that device missed a deletion, and must start over.
         var cursor = changes.cursor.flatMap { $0.version <= stored.version ? $0 : nil } ?? SyncCursor(version: 0)
-        let resync = cursor.base > 0 && cursor.base < state.purgedVersion
-        if resync { cursor = SyncCursor(version: 0) }
+        // A pass that starts from nothing carries the version it started at as its base: a tombstone
+        // purged after it, of a record an earlier page sent, calls for a resync as well.
+        let resync = (cursor.version > 0 || cursor.position != nil) && cursor.base < state.purgedVersion
+        if resync || (cursor.version == 0 && cursor.position == nil) { cursor = SyncCursor(version: 0, base: state.version) }
         var delta = SyncDelta(
             cursor: SyncCursor(version: version), profile: cursor.version == 0 || profileVersion > cursor.version ? merge.profile : nil,
             progress: merge.lessons, achievements: merge.achievements,
@@ -240,6 +242,15 @@ package enum SyncStore {
             state.recordBytes += SyncCache.cost(of: merged.record) - (old.map { SyncCache.cost(of: $0.item) } ?? 0)
         }
         return state
+    }
+
+    /// `read` without locks, its statements in one transaction: one snapshot of the user's row and
+    /// items, so that every item of the version read is there (a page's cursor can stop inside a
+    /// version, and a torn read would skip the rest of it).
+    static func readConsistent(userID: UInt64, session: UInt64?, collections: DeclaredCollections, on connection: Connection) throws
+        -> Stored?
+    {
+        try connection.transaction { try read(userID: userID, session: session, lock: false, collections: collections, on: connection) }
     }
 
     /// The user's version as stored now; nil when the user is gone or `session` is not active.

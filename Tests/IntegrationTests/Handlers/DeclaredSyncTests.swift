@@ -196,6 +196,19 @@ struct DeclaredSyncTests {
         // The phone saw it: no resync.
         let current = Self.sync(harness, phone, #"{"cursor":"\#(phoneCursor)"}"#)
         #expect(current.status == 200 && !current.text.contains("resync"))
+        // A first sync paused after its first page, a page that sent a record deleted and purged
+        // before the device came back: the rest of that pass is a resync too.
+        _ = Self.sync(harness, phone, #"{"collections":{"workouts":[{"workoutId":"later","distance":3}]}}"#)
+        let firstPage = Self.sync(harness, tablet, #"{"cursor":null,"limit":1}"#)
+        #expect(try Self.records(firstPage, "workouts").keys.sorted() == ["keep"] && firstPage.text.contains(#""more":true"#))
+        let paused = try #require(try firstPage.json().string("cursor"))
+        _ = Self.sync(
+            harness, phone,
+            #"{"collections":{"workouts":[{"workoutId":"keep","deleted":\#(deleted.replacingOccurrences(of: "2000", with: "3000"))}]}}"#)
+        _ = try harness.connection.execute("UPDATE sync_records SET deleted_at = deleted_at - INTERVAL 31 DAY WHERE deleted = 1")
+        #expect(try jobs.runOnce().tombstonesPurged == 1)
+        let resumed = Self.sync(harness, tablet, #"{"cursor":"\#(paused)"}"#)
+        #expect(try resumed.json().bool("resync") == true && Self.records(resumed, "workouts").keys.sorted() == ["later"])
     }
 
     @Test("An account export holds the declared collections' records")
