@@ -79,7 +79,7 @@ package struct SyncCursor: Sendable, Equatable, ExpressibleByIntegerLiteral {
     package var position: Position?
 
     /// The last item sent: items of one version are sent in order of list, then key.
-    package struct Position: Sendable, Hashable, Comparable {
+    package struct Position: Sendable, Equatable, Comparable {
         package var list: Int
         package var key: String
 

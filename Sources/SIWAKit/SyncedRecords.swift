@@ -193,7 +193,7 @@ struct RecordConverter {
         case .string(let value): .string(value)
         case .boolean(let value): .bool(value)
         case .strings(let values): .array(values.map { .string($0) })
-        case .counts(let counts): .integer(counts.reduce(0) { $0 + $1.count })
+        case .counts: .integer(value.total)
         case .stamped(let inner, _): plain(inner)
         }
     }

@@ -6,7 +6,7 @@
 
 /// When and where a "latest wins" value was set: a device's clock in Unix milliseconds, and the
 /// device's id to order two changes of the same millisecond.
-public struct SyncStamp: Sendable, Hashable, Comparable, Codable {
+public struct SyncStamp: Sendable, Hashable, Comparable {
     /// When the value was set, in Unix milliseconds by the device's clock.
     public var at: Int64
     /// The id of the device that set it.
