@@ -10,7 +10,7 @@ The snippets are the ```swift blocks of README.md, docs/*.md, the DocC catalog
 - A block whose lines start with `.package(` or `.product(` is the app's manifest: the package's
   dependency line (the URL and version replaced by this tree's path, every other argument, such as
   `traits: []`, kept) and its target dependency make OUT_DIR/Package.swift. The URL must be the
-  project's (deploy/debian/copyright), the version the latest release tag's, and every such block
+  project's (deploy/debian/copyright), the version the latest release's, and every such block
   the same.
 - A block that starts with `import` is a whole source file.
 - Any other block is the body of `@MainActor func ...(client: SIWAClient) async throws` in a file
@@ -87,13 +87,14 @@ def dedent(lines):
 
 
 def latest_release():
-    """The version of the newest release tag (vX.Y.Z) in this tree's history: what an app can depend on."""
+    """The version of the latest release (scripts/release: CHANGELOG.md's newest, with its tag or
+    the commit it names): what an app can depend on."""
     try:
-        tag = subprocess.run(["git", "-C", ROOT, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "HEAD"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+        line = subprocess.run(["bash", os.path.join(ROOT, "scripts/release")],
+                              check=True, capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError) as error:
-        sys.exit(f"no release tag (v*) in this clone's history, which the docs' dependency line names: {error}")
-    return tag[1:]
+        sys.exit(f"no latest release, which the docs' dependency line names: {error.stderr or error}")
+    return line.split()[0]
 
 
 def manifest_parts(path, number, lines, version):
