@@ -129,24 +129,39 @@ galera_init() {
     done
 }
 galera_start_node() {
-    local dir n peers="" bootstrap="" i
+    local dir n peers="" bootstrap="" i options
     dir=$(realpath "$1")
     n=$2
     for i in 1 2 3; do peers="$peers${peers:+,}127.0.0.1:$(cat "$dir/node$i/gcomm")"; done
+    # The documented provider options (deploy/galera/galera.cnf), or GALERA_PROVIDER_OPTIONS
+    # (Galera's defaults: "gcache.size=64M" alone) to measure another choice.
+    options=${GALERA_PROVIDER_OPTIONS:-$(sed -n 's/^wsrep_provider_options = "\(.*\)"$/\1/p' "$SIWA_ROOT/deploy/galera/galera.cnf")}
+    [ -n "$options" ] || die "no wsrep_provider_options in deploy/galera/galera.cnf"
     # The first node starts a new cluster, unless another node runs (then it rejoins).
     if [ "$n" = 1 ] && ! pidfile_alive "$dir/node2/mariadb.pid" && ! pidfile_alive "$dir/node3/mariadb.pid"; then
         bootstrap=--wsrep-new-cluster
     fi
+    local args=(--no-defaults --datadir="$dir/node$n/data" --socket="$dir/node$n/mysql.sock"
+        --port="$(cat "$dir/node$n/port")" --bind-address=127.0.0.1 --pid-file="$dir/node$n/mariadb.pid"
+        --user=mysql --character-set-server=utf8mb4
+        --collation-server=utf8mb4_unicode_ci --innodb-buffer-pool-size=128M --max-connections=500
+        --binlog-format=ROW --default-storage-engine=InnoDB --innodb-autoinc-lock-mode=2
+        --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so --wsrep-cluster-name=siwa
+        --wsrep-cluster-address="gcomm://$peers" --wsrep-node-address="127.0.0.1:$(cat "$dir/node$n/gcomm")"
+        --wsrep-provider-options="$options;gmcast.listen_addr=tcp://127.0.0.1:$(cat "$dir/node$n/gcomm");ist.recv_addr=127.0.0.1:$(cat "$dir/node$n/ist")"
+        --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(cat "$dir/node$n/sst")")
+    # A node that was killed left no position in grastate.dat (seqno -1): without one it would ask
+    # for a whole copy of the data (rsync, which locks the donor's writes for seconds). As the
+    # packaged service does (galera_recovery), the position is read from InnoDB first
+    # (--wsrep-recover), so that the node asks only for what it missed (IST).
+    local position=""
+    if grep -q '^seqno: *-1' "$dir/node$n/data/grastate.dat" 2>/dev/null; then
+        mariadbd "${args[@]}" --log-error="$dir/node$n/recover.log" --wsrep-recover >/dev/null 2>&1 || true
+        position=$(sed -n 's/.*WSREP: Recovered position: \([0-9a-f-]*:[0-9-]*\).*/\1/p' "$dir/node$n/recover.log" | tail -1)
+        rm -f "$dir/node$n/recover.log"
+    fi
     # In a subshell, so that the caller's shell does not report the node's end (50_galera kills one).
-    (mariadbd --no-defaults --datadir="$dir/node$n/data" --socket="$dir/node$n/mysql.sock" \
-        --port="$(cat "$dir/node$n/port")" --bind-address=127.0.0.1 --pid-file="$dir/node$n/mariadb.pid" \
-        --log-error="$dir/node$n/mariadb.log" --user=mysql --character-set-server=utf8mb4 \
-        --collation-server=utf8mb4_unicode_ci --innodb-buffer-pool-size=128M --max-connections=500 \
-        --binlog-format=ROW --default-storage-engine=InnoDB --innodb-autoinc-lock-mode=2 \
-        --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so --wsrep-cluster-name=siwa \
-        --wsrep-cluster-address="gcomm://$peers" --wsrep-node-address="127.0.0.1:$(cat "$dir/node$n/gcomm")" \
-        --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:$(cat "$dir/node$n/gcomm");ist.recv_addr=127.0.0.1:$(cat "$dir/node$n/ist");gcache.size=64M" \
-        --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(cat "$dir/node$n/sst")" \
+    (mariadbd "${args[@]}" --log-error="$dir/node$n/mariadb.log" ${position:+--wsrep-start-position="$position"} \
         $bootstrap >/dev/null 2>&1 &)
 }
 galera_start_cluster() {

@@ -28,6 +28,21 @@ package struct Configuration: Sendable {
     /// through two nodes, and sessions just opened on another node were not found: a write that ran
     /// on a node's stale rows.
     package var syncWait = 0
+    /// For several endpoints (a Galera cluster): the process's view of the nodes, which brings a
+    /// connection back to its first node once that node is synced again (`ClusterNodes`). Shared
+    /// by every connection made from this configuration; whoever made it stops it. Long-running
+    /// processes set it (`watchingNodes()`); without it a connection stays where it failed over to.
+    package var nodes: ClusterNodes?
+
+    /// This configuration with `nodes` set when it lists several servers, and those nodes (nil for
+    /// one server): stop them once every connection made from it is closed.
+    package func watchingNodes() -> (Configuration, ClusterNodes?) {
+        guard endpoints.count > 1 else { return (self, nil) }
+        var watching = self
+        let nodes = ClusterNodes(configuration: self)
+        watching.nodes = nodes
+        return (watching, nodes)
+    }
     package var user: String
     package var password: String?
     package var database: String?

@@ -85,6 +85,7 @@ package final class Connection {
     /// Reconnects once when the connection was lost, like a read.
     /// - Throws: `MariaDBError(.connectionLost)` when the server cannot be reached.
     package func ping() throws {
+        returnToPreferredNode()
         let started = ContinuousClock.now
         try recordingFailures {
             do {
@@ -102,6 +103,24 @@ package final class Connection {
     /// next server of its list.
     package func checkAnswersStatements() throws {
         _ = try query("SELECT 1")
+    }
+
+    /// What the server says of itself (`NodeState`): whether a Galera node is synced.
+    /// - Throws: `MariaDBError` when the server cannot be reached.
+    package func nodeState() throws -> NodeState {
+        try NodeState.read(try connected())
+    }
+
+    /// Moves a connection that left its first node back to an earlier node of its list once that
+    /// one has been synced for a while (`ClusterNodes`), between transactions only: the next
+    /// statement connects there.
+    private func returnToPreferredNode() {
+        guard endpointIndex > 0, !inTransaction, let nodes = configuration.nodes,
+            let preferred = nodes.preferred(before: endpointIndex)
+        else { return }
+        disconnect()
+        endpointIndex = preferred
+        metrics.failBacks.increment()
     }
 
     private func pingOnce() throws {
@@ -198,6 +217,7 @@ package final class Connection {
     ///   at once) before the COMMIT was sent.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
         guard !inTransaction else { throw MariaDBError(.misuse, message: "nested transaction") }
+        returnToPreferredNode()
         // Only a loss in this transaction tells whether it was rolled back.
         lossNoticedAtOnce = false
         if configuration.autocommit { try command("START TRANSACTION", retryable: true) }
@@ -254,6 +274,7 @@ package final class Connection {
         rows: [Row], result: ExecutionResult
     ) {
         try requireCommitMode()
+        returnToPreferredNode()
         guard !queuedWrites.isEmpty else {
             return try recordingFailures { try retryingLoss(anyLoss: retryAnyLoss) { try statement(for: sql).execute(values) } }
         }
@@ -307,7 +328,8 @@ package final class Connection {
         }
         if inTransaction { transactionWrote = true }
         let sql = "BEGIN NOT ATOMIC " + statements.joined(separator: "; ") + "; END"
-        return try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql).execute(binds) } }
+        let commits: Bool = if case .commit = ending { true } else { false }
+        return try recordingFailures { try retryingLoss(anyLoss: false, commits: commits) { try statement(for: sql).execute(binds) } }
     }
 
     /// Runs `body`, counting the database error it throws (`ConnectionMetrics`).
@@ -323,23 +345,40 @@ package final class Connection {
     /// Runs `body` (one statement), again once on a new connection when the connection was lost outside
     /// a transaction and running it again is safe: when it cannot have reached the server, or for
     /// `anyLoss`, a read.
-    private func retryingLoss<T>(anyLoss: Bool, _ body: () throws -> T) throws -> T {
+    private func retryingLoss<T>(anyLoss: Bool, commits: Bool = false, _ body: () throws -> T) throws -> T {
         let started = ContinuousClock.now
         do {
-            let value = try body()
+            let value = try limitingStalls(commits: commits, body)
             if inTransaction { transactionBegun = true }
             return value
         } catch let error as MariaDBError where error.code == .connectionLost {
+            let stalled = DatabaseBudget.takeStallCut()
             dropServer()
-            lossNoticedAtOnce = Connection.noticedAtOnce(since: started)
+            // A stalled node was left at once too: the next try goes to another node.
+            lossNoticedAtOnce = Connection.noticedAtOnce(since: started) || stalled
             // Without autocommit, a transaction's first statement begins it: when its connection is
             // lost, the server keeps nothing of it, so it runs again on a new one like a read.
             let nothingBegun = inTransaction && !transactionBegun
             let safe = nothingBegun || (!inTransaction && (anyLoss || Connection.neverReachedServer(error)))
-            guard safe, Connection.noticedAtOnce(since: started) else { throw error }
-            return try body()
+            guard safe, lossNoticedAtOnce else { throw error }
+            return try limitingStalls(commits: commits, body)
         }
     }
+
+    /// Runs `body` (one statement) with, on a cluster, each wait for its answer bounded by
+    /// `clusterStall`: a node that answers nothing for that long is left like a lost one (the
+    /// transaction, rolled back by the server as its connection closes, may run again on another
+    /// node). A COMMIT is not cut short: its outcome would be unknown either way.
+    private func limitingStalls<T>(commits: Bool, _ body: () throws -> T) throws -> T {
+        guard configuration.endpoints.count > 1, !commits else { return try body() }
+        return try DatabaseBudget.limitingStalls(to: Connection.clusterStall, body)
+    }
+
+    /// The longest a statement on a cluster waits for its node to send something. Galera's view
+    /// changes pause every node for about 1.5 s (50_galera.sh, with deploy/galera/galera.cnf); in
+    /// the same test a transaction's statement sometimes waited for a node that was rejoining
+    /// until the request's whole time was spent (10 s).
+    static let clusterStall: Duration = .seconds(3)
 
     /// Checks that the server still has this connection's transaction open. On a Galera cluster a
     /// replicated write can abort a local transaction between its statements (a brute-force
@@ -406,26 +445,59 @@ package final class Connection {
     }
 
     /// Connects to the servers in turn, from `endpointIndex`, until one accepts or the thread's
-    /// budget is spent.
+    /// budget is spent. Of several servers (a Galera cluster), the first that is synced is taken:
+    /// a node that is joining or cut off refuses statements (1047), and a donor or a node still
+    /// catching up makes them wait. When none is synced, the first that answers statements is.
     /// - Throws: the last server's failure.
     private func connect() throws {
         let count = configuration.endpoints.count
         var failure: (any Error)?
+        var fallback: (handle: UnsafeMutablePointer<MYSQL>, index: Int)?
+        defer { if let fallback, fallback.handle != handle { mysql_close(fallback.handle) } }
         for offset in 0..<count {
-            if DatabaseBudget.isSpent { throw failure ?? DatabaseBudget.spentError() }
+            if DatabaseBudget.isSpent { break }
             let index = (endpointIndex + offset) % count
             do {
-                try connect(to: configuration.endpoints[index])
-                endpointIndex = index
-                return
+                let mysql = try connect(to: configuration.endpoints[index])
+                let state: NodeState
+                do {
+                    state = count > 1 ? try NodeState.read(mysql) : .synced
+                } catch {
+                    mysql_close(mysql)
+                    throw MariaDBError(.connectionLost, errno: 2013, message: "\(configuration.endpoints[index]): \(error)")
+                }
+                if state == .synced {
+                    use(mysql, index: index)
+                    return
+                }
+                if state == .ready && fallback == nil {
+                    fallback = (mysql, index)
+                } else {
+                    mysql_close(mysql)
+                    failure = MariaDBError(
+                        .connectionLost, errno: 1047, sqlState: "08S01",
+                        message: "\(configuration.endpoints[index]) is not a synced node of the cluster")
+                }
             } catch {
                 failure = error
             }
         }
-        throw failure!
+        if let fallback {
+            use(fallback.handle, index: fallback.index)
+            return
+        }
+        throw failure ?? DatabaseBudget.spentError()
     }
 
-    private func connect(to endpoint: Configuration.Endpoint) throws {
+    private func use(_ mysql: UnsafeMutablePointer<MYSQL>, index: Int) {
+        handle = mysql
+        endpointIndex = index
+        if connectedBefore { metrics.reconnects.increment() }
+        connectedBefore = true
+    }
+
+    /// Opens a connection to `endpoint`.
+    private func connect(to endpoint: Configuration.Endpoint) throws -> UnsafeMutablePointer<MYSQL> {
         guard let mysql = mysql_init(nil) else {
             fatalError("mysql_init failed: out of memory")
         }
@@ -476,9 +548,7 @@ package final class Connection {
             // Every connect failure means "the database is unavailable" to the caller.
             throw MariaDBError(.connectionLost, errno: error.errno, sqlState: error.sqlState, message: error.message)
         }
-        handle = mysql
-        if connectedBefore { metrics.reconnects.increment() }
-        connectedBefore = true
+        return mysql
     }
 
     private func disconnect() {
@@ -502,13 +572,16 @@ package final class Connection {
 }
 
 /// The connection's counters in the process's metrics system: database errors by kind
-/// (`siwa_database_errors_total`) and reconnects (`siwa_database_reconnects_total`).
+/// (`siwa_database_errors_total`), reconnects (`siwa_database_reconnects_total`) and returns to an
+/// earlier node of a cluster (`siwa_database_fail_backs_total`).
 private struct ConnectionMetrics {
     let reconnects: Counter
+    let failBacks: Counter
     private let errors: [String: Counter]
 
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         reconnects = Counter(label: "siwa_database_reconnects_total", factory: factory)
+        failBacks = Counter(label: "siwa_database_fail_backs_total", factory: factory)
         errors = Dictionary(
             uniqueKeysWithValues: ["connection_lost", "deadlock", "lock_wait_timeout", "duplicate_entry", "statement_failed", "other"].map {
                 ($0, Counter(label: "siwa_database_errors_total", dimensions: [("kind", $0)], factory: factory))

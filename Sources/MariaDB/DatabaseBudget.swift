@@ -25,13 +25,35 @@ package enum DatabaseBudget {
 
     private static let none = Int64.min
 
-    /// The thread's cell, made on first use.
+    /// The thread's cell, made on first use: the budget, then the stall limit of each wait
+    /// (nanoseconds, 0 without one) and whether a wait was cut by it (1).
     private static var cell: UnsafeMutablePointer<Int64> {
         if let pointer = pthread_getspecific(key) { return pointer.assumingMemoryBound(to: Int64.self) }
-        let cell = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+        let cell = UnsafeMutablePointer<Int64>.allocate(capacity: 3)
         cell.initialize(to: none)
+        (cell + 1).initialize(to: 0)
+        (cell + 2).initialize(to: 0)
         pthread_setspecific(key, cell)
         return cell
+    }
+
+    /// Runs `body` with every wait for the server bounded by `limit` as well: a server that sends
+    /// nothing for that long is taken for stalled, and the connection is closed as after a
+    /// timeout. `stallCut` then tells it was this limit, not the budget or the library's timeout.
+    package static func limitingStalls<T, E: Error>(to limit: Duration, _ body: () throws(E) -> T) throws(E) -> T {
+        let cell = self.cell
+        let previous = cell[1]
+        cell[1] = nanoseconds(limit)
+        cell[2] = 0
+        defer { cell[1] = previous }
+        return try body()
+    }
+
+    /// Whether the latest wait was cut by the stall limit (`limitingStalls`); clears it.
+    package static func takeStallCut() -> Bool {
+        let cell = self.cell
+        defer { cell[2] = 0 }
+        return cell[2] != 0
     }
 
     /// Runs `body` with `limit` as the thread's budget, then restores the budget it had before.
@@ -97,6 +119,14 @@ package enum DatabaseBudget {
             let left = Int32(clamping: (cell.pointee + 999_999) / 1_000_000)
             limit = limit < 0 ? left : min(limit, left)
         }
+        var stallBinds = false
+        if cell[1] > 0 {
+            let stall = Int32(clamping: (cell[1] + 999_999) / 1_000_000)
+            if limit < 0 || stall < limit {
+                limit = stall
+                stallBinds = true
+            }
+        }
         var descriptor = pollfd(fd: socket, events: Int16(isRead != 0 ? POLLIN : POLLOUT), revents: 0)
         let started = DatabaseBudget.now()
         var result: Int32
@@ -104,7 +134,10 @@ package enum DatabaseBudget {
             result = poll(&descriptor, 1, limit)
         } while result == -1 && errno == EINTR
         if cell.pointee != DatabaseBudget.none { cell.pointee -= DatabaseBudget.now() - started }
-        if result == 0 { errno = ETIMEDOUT }
+        if result == 0 {
+            errno = ETIMEDOUT
+            if stallBinds { cell[2] = 1 }
+        }
         return result
     }
 }

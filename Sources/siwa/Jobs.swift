@@ -23,7 +23,7 @@ struct Jobs: ParsableCommand {
     var interval: Double = 30
 
     func run() throws {
-        let config = try loadConfiguration()
+        var config = try loadConfiguration()
         let logger = config.bootstrapLogging(label: "siwa-jobs")
         guard let apple = config.apple, let sessions = config.sessions else {
             FileHandle.standardError.write(
@@ -36,6 +36,11 @@ struct Jobs: ParsableCommand {
         if !once { TerminationSignals.block() }
         initializeMariaDBLibrary()
         initializeHTTPClientLibrary()
+        // On a cluster, connections return to their first node once it is synced again; stopped
+        // after every connection below is closed.
+        let (watching, nodes) = config.database.watchingNodes()
+        config.database = watching
+        defer { nodes?.stop() }
         let database = Connection(configuration: config.database)
         defer { database.close() }
         // Without --once the webhooks go out as soon as they are due, from threads of their own,

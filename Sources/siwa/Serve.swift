@@ -20,8 +20,11 @@ struct Serve: ParsableCommand {
         // Before any thread exists, so that every thread inherits the blocked mask (libfcgi's own
         // SIGTERM handler would otherwise keep the process alive; see docs/ARCHITECTURE.md).
         TerminationSignals.block()
-        let config = try loadConfiguration()
+        var config = try loadConfiguration()
         let logger = config.bootstrapLogging(label: "siwa")
+        // On a cluster, connections return to their first node once it is synced again.
+        let (database, nodes) = config.database.watchingNodes()
+        config.database = database
         guard config.apple != nil, config.sessions != nil else {
             FileHandle.standardError.write(
                 Data(
@@ -62,6 +65,7 @@ struct Serve: ParsableCommand {
         try pool.run()
         // Every thread joined and every connection closed before the process ends.
         application.stop()
+        nodes?.stop()
         signals.join()
         logger.notice("stopped")
     }

@@ -2,7 +2,7 @@
 
     galera_checks.py SIWA_URL APPLE_URL ADMIN_SECRET_FILE OUT_DIR CHECK [ARGS]
 
-Checks: syncs, replays, refreshes, notifications, load SECONDS. Each prints one line of results
+Checks: syncs, replays, refreshes, notifications, load STOP_FILE EVENTS_FILE. Each prints one line of results
 and exits 1 when a check fails (the shell script then reads the database for the rest).
 """
 import concurrent.futures
@@ -180,41 +180,67 @@ elif check == "notifications":
     open(f"{out}/notification_jtis", "w").write("\n".join(jti for jti, _ in payloads) + "\n")
 
 elif check == "load":
-    # Syncs from 8 people for SECONDS, each adding a new lesson per request; every answer is
-    # recorded with its time, so that the shell script can kill a node meanwhile and then check
-    # that no lesson answered 200 is missing.
-    seconds = float(args[0])
-    people = [signed_in(f"galera-load{i}") for i in range(8)]
+    # Syncs from 8 people until the file STOP exists (at most 120 s), each adding a new lesson per
+    # request; every answer is recorded with its wall-clock times, so that the shell script can kill
+    # or restart nodes and hosts meanwhile, and then check that no lesson answered 200 is missing.
+    # The events the script wrote to EVENTS ("<unix time> <what>" lines) split the failures by the
+    # time they were answered: each event's window runs from the sending of its first failure (or
+    # the event, if that was sent before) to the answer of its last.
+    stop, events_file = args[0], args[1]
+    people = [signed_in(f"galera-load{i}-{random.getrandbits(20)}") for i in range(8)]
     records = []
     lock = threading.Lock()
-    start = time.monotonic()
+    started = time.time()
+    open(stop + ".started", "w").write(f"{started}\n")
 
     def person(index):
         access = people[index][1]
         number = 0
-        while time.monotonic() - start < seconds:
+        while time.time() - started < 120:
+            try:
+                open(stop).close()
+                return
+            except FileNotFoundError:
+                pass
             number += 1
             lesson_id = f"p{index}-{number}"
-            sent = time.monotonic()
+            sent = time.time()
             status, body = sync(access, [lesson(lesson_id)])
             with lock:
-                records.append((sent - start, time.monotonic() - start, index, lesson_id, status, body.get("error", "")))
+                records.append((sent, time.time(), index, lesson_id, status, body.get("error", "")))
 
     parallel(8, person)
     acknowledged = [(index, lesson_id) for _, _, index, lesson_id, status, _ in records if status == 200]
     failed = [record for record in records if record[4] != 200]
     missing = []
     for index, (_, access, _, _) in enumerate(people):
-        # The load ends while the killed node may still be rejoining.
+        # The load may end while a node still rejoins.
         kept = stored_lessons(access, patience=60)
         missing += [lesson_id for i, lesson_id in acknowledged if i == index and lesson_id not in kept]
-    window = (min(r[0] for r in failed), max(r[1] for r in failed)) if failed else (0, 0)
-    reasons = sorted({f"{r[4]} {r[5]}" for r in failed})
-    summary = {"requests": len(records), "answered200": len(acknowledged), "failed": len(failed),
-               "failureWindowSeconds": round(window[1] - window[0], 2), "failuresFrom": round(window[0], 2),
-               "failureReasons": reasons, "acknowledgedMissing": len(missing)}
+    events = [(float(line.split(" ", 1)[0]), line.split(" ", 1)[1].strip()) for line in open(events_file) if line.strip()]
+    windows = []
+    for number, (at, what) in enumerate(events):
+        until = events[number + 1][0] if number + 1 < len(events) else float("inf")
+        mine = [r for r in failed if at <= r[1] < until]
+        first, last = (max(at, min(r[0] for r in mine)), max(r[1] for r in mine)) if mine else (at, at)
+        slowest = max((r[1] - r[0] for r in records if at <= r[0] < until), default=0)
+        windows.append({"event": what, "failed": len(mine), "failureWindowSeconds": round(last - first, 2),
+                        "failuresFrom": round(first - at, 2), "slowestSeconds": round(slowest, 2),
+                        "failureReasons": sorted({f"{r[4]} {r[5]}" for r in mine})})
+    before = [r for r in failed if not events or r[1] < events[0][0]]
+    summary = {"requests": len(records), "seconds": round(max((r[1] for r in records), default=started) - started, 1),
+               "answered200": len(acknowledged), "failed": len(failed), "failedBeforeAnyEvent": len(before),
+               "acknowledgedMissing": len(missing), "events": windows}
     json.dump(summary, open(f"{out}/load_summary.json", "w"))
-    print("  " + json.dumps(summary))
+    # Every failure, for the record: its send and answer times after the first event, and why.
+    zero = events[0][0] if events else started
+    with open(f"{out}/load_failures", "a") as failures:
+        for sent, answered, index, lesson_id, status, error in sorted(failed):
+            failures.write(f"{sent - zero:8.3f} {answered - zero:8.3f} {status} {error} {lesson_id}\n")
+    for window in windows:
+        print("  " + json.dumps(window))
+    print(f"  {len(records)} syncs in {summary['seconds']} s, {len(acknowledged)} answered 200, {len(failed)} failed "
+          f"({len(before)} before the first event), {len(missing)} acknowledged missing")
     if missing:
         fail(f"acknowledged lessons missing: {missing[:10]}")
 

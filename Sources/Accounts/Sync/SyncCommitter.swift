@@ -237,6 +237,9 @@ package final class SyncCommitter: Sendable {
     package static func commit(_ batch: [Write], on connection: Connection) -> [Outcome] {
         do {
             return try commitOrThrow(batch, on: connection).map { $0 ? .committed : .writeAlone }
+        } catch let error as MariaDBError where error.code == .connectionLost && error.rolledBackTransaction {
+            // Lost before its COMMIT, at once or by a stalled node: nothing of it was kept.
+            return batch.map { _ in .writeAlone }
         } catch let error as MariaDBError where error.code == .connectionLost {
             return batch.map { _ in .failed(error) }
         } catch {
