@@ -5,6 +5,25 @@
 # server's, with the certification conflicts (Galera's wsrep_local_cert_failures and
 # wsrep_local_bf_aborts on all nodes) and siwa's retried conflicts per thousand requests. Sourced
 # by scripts/bench; uses MODE, URL, TMP, BIN, THREADS, and the bench locations /bench/metrics-a|b.
+# The nodes run with deploy/galera/galera.cnf's provider options, as 50_galera.sh's do.
+
+# BENCH_PIN=1 (two CPUs or more): the databases run on CPU 1 and everything else (nginx, siwa, the
+# load, this script) on CPU 0, for the single server and for the cluster, so that the three nodes
+# get the single server's CPU between them and nothing else competes with them: the ratio is then
+# what the cluster's own work (every node applying every write, certification, replication) costs.
+pin() { # pin CPU PID...
+    local cpu=$1 pid
+    shift
+    for pid in "$@"; do taskset -a -p -c "$cpu" "$pid" >/dev/null || die "taskset $cpu $pid failed"; done
+}
+nginx_pids() { local master; master=$(cat "$TMP/nginx/nginx.pid"); echo "$master" $(pgrep -P "$master"); }
+if [ "${BENCH_PIN:-}" = 1 ]; then
+    [ "$(nproc)" -ge 2 ] || die "BENCH_PIN=1 needs two CPUs"
+    taskset -p -c 0 $$ >/dev/null
+    pin 1 "$(cat "$TMP/db/mariadb.pid")"
+    pin 0 "$(cat "$TMP/siwa.pid")" $(nginx_pids)
+    log "pinned: MariaDB on CPU 1; nginx, siwa and the load on CPU 0"
+fi
 
 log "single server"
 # (`|| true`: the benchmark's last command, a grep for logged errors, fails when there is none.)
@@ -17,6 +36,12 @@ create_database "$G/node1" siwa siwa "$TMP/db_password"
 galera_sql "$G" 1 "CREATE USER IF NOT EXISTS 'siwa'@'127.0.0.1' IDENTIFIED BY '$(cat "$TMP/db_password")';
     GRANT ALL PRIVILEGES ON siwa.* TO 'siwa'@'127.0.0.1';"
 P1=$(cat "$G/node1/port") P2=$(cat "$G/node2/port") P3=$(cat "$G/node3/port")
+if [ "${BENCH_PIN:-}" = 1 ]; then
+    pin 1 "$(cat "$G/node1/mariadb.pid")" "$(cat "$G/node2/mariadb.pid")" "$(cat "$G/node3/mariadb.pid")"
+    # The single server has done its part: off CPU 1, so that the nodes have it to themselves.
+    pin 0 "$(cat "$TMP/db/mariadb.pid")"
+    log "pinned: the three nodes on CPU 1"
+fi
 stop_pidfile "$TMP/siwa.pid" 30
 cluster_env() { # cluster_env NAME SOCKET HOSTS
     grep -vE '^SIWA_(SOCKET_PATH|DB_SOCKET|WORKER_THREADS)=' "$TMP/siwa.env" >"$TMP/$1.env"
