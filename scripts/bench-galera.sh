@@ -25,9 +25,28 @@ if [ "${BENCH_PIN:-}" = 1 ]; then
     log "pinned: MariaDB on CPU 1; nginx, siwa and the load on CPU 0"
 fi
 
+# The database's CPU for each request of a run: user and system time of the server processes
+# (/proc/PID/stat), against the requests siwa counted.
+pid_ticks() { # pid_ticks PID...: each process's user + system clock ticks, on one line
+    local pid
+    for pid in "$@"; do awk '{ print $14 + $15 }' "/proc/$pid/stat"; done | paste -sd' '
+}
+served() { # served: the requests to /auth and /sync that siwa-a and siwa-b (the single server's siwa is siwa-a) counted
+    { curl -ks "$URL/bench/metrics-a"; curl -ks "$URL/bench/metrics-b" 2>/dev/null || true; } \
+        | { grep -E '^siwa_http_requests_total\{route="/(auth|sync)' || true; } | awk '{ s += $NF } END { printf "%d", s }'
+}
+cpu_per_request() { # cpu_per_request "TICKS BEFORE" "TICKS AFTER" REQUESTS: milliseconds per request, per process
+    python3 -c 'import os, sys
+before, after, requests = sys.argv[1].split(), sys.argv[2].split(), int(sys.argv[3])
+tick = os.sysconf("SC_CLK_TCK")
+print(" ".join(f"{(int(a) - int(b)) * 1000 / tick / max(requests, 1):.3f}" for b, a in zip(before, after)))' "$1" "$2" "$3"
+}
+
 log "single server"
+single_before=$(pid_ticks "$(cat "$TMP/db/mariadb.pid")") single_served=$(served)
 # (`|| true`: the benchmark's last command, a grep for logged errors, fails when there is none.)
 . "$SIWA_ROOT/scripts/bench-$MODE.sh" | tee "$TMP/single.out" || true
+single_cpu=$(cpu_per_request "$single_before" "$(pid_ticks "$(cat "$TMP/db/mariadb.pid")")" $(( $(served) - single_served )))
 
 log "a three-node Galera cluster"
 G=$TMP/galera
@@ -70,6 +89,8 @@ scrape() { # scrape NAME
     done | awk '{ s += $1 } END { print s }' >"$TMP/$1.conflicts"
 }
 scrape before
+nodes=("$(cat "$G/node1/mariadb.pid")" "$(cat "$G/node2/mariadb.pid")" "$(cat "$G/node3/mariadb.pid")")
+cluster_before=$(pid_ticks "${nodes[@]}")
 BENCH_DB_SOCKET=$G/node1/mysql.sock
 . "$SIWA_ROOT/scripts/bench-$MODE.sh" | tee "$TMP/cluster.out" || true
 scrape after
@@ -84,6 +105,8 @@ extract() { # extract FILE: "label req/s" for each measured line of the benchmar
 }
 join -t$'\t' <(extract "$TMP/single.out" | sort) <(extract "$TMP/cluster.out" | sort) \
     | awk -F'\t' '{ printf "%-44s single %8d/s  cluster %8d/s  ratio %.3fx\n", $1, $2, $3, $3 / $2 }'
+cluster_cpu=$(cpu_per_request "$cluster_before" "$(pid_ticks "${nodes[@]}")" "$requests")
+echo "database CPU per request to /auth and /sync over each whole run (ms): single server $single_cpu; cluster nodes 1, 2, 3: $cluster_cpu"
 awk -v r="$requests" -v c="$conflicts" -v t="$retried" 'BEGIN {
     printf "cluster run: %d requests to /auth and /sync; certification conflicts (cert failures + BF aborts, all nodes) %d = %.2f per 1,000; conflicts siwa retried %d = %.2f per 1,000\n",
         r, c, r ? 1000 * c / r : 0, t, r ? 1000 * t / r : 0 }'
