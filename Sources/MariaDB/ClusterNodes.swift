@@ -65,6 +65,8 @@ package final class ClusterNodes: Sendable {
     private struct State {
         /// Per node: since when every check found it synced (nil: the last check did not).
         var syncedSince: [ContinuousClock.Instant?]
+        /// Per node: no connection returns to it before then (a connection left it).
+        var heldOffUntil: [ContinuousClock.Instant?]
         /// When a connection last asked: the checks stop some seconds after the last question.
         var askedAt: ContinuousClock.Instant?
         var started = false
@@ -96,7 +98,8 @@ package final class ClusterNodes: Sendable {
         settings.connectTimeout = 1
         settings.readWriteTimeout = 2
         self.settings = settings
-        state = Mutex(State(syncedSince: Array(repeating: nil, count: configuration.endpoints.count)))
+        let count = configuration.endpoints.count
+        state = Mutex(State(syncedSince: Array(repeating: nil, count: count), heldOffUntil: Array(repeating: nil, count: count)))
     }
 
     /// The first node before `index` that has been synced for `failBackAfter`, for a connection on
@@ -106,7 +109,10 @@ package final class ClusterNodes: Sendable {
         let (answer, start) = state.withLock { state -> (Int?, Bool) in
             guard !state.stopped else { return (nil, false) }
             state.askedAt = now
-            let answer = state.syncedSince.prefix(index).firstIndex { $0.map { now - $0 >= failBackAfter } ?? false }
+            let answer = state.syncedSince.indices.prefix(index).first { node in
+                state.syncedSince[node].map { now - $0 >= failBackAfter } ?? false
+                    && state.heldOffUntil[node].map { now >= $0 } ?? true
+            }
             let start = !state.started
             state.started = true
             return (answer, start)
@@ -120,6 +126,22 @@ package final class ClusterNodes: Sendable {
         }
         return answer
     }
+
+    /// Tells that a connection left node `index`: it must be seen synced for `failBackAfter` again
+    /// before connections return to it, and, when it stalled a statement while its status said
+    /// synced, for `stallHoldOff` at least (a node that answers the checks but not the statements
+    /// would draw connections back into a stall every few seconds).
+    package func left(_ index: Int, stalled: Bool) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            guard state.syncedSince.indices.contains(index) else { return }
+            state.syncedSince[index] = nil
+            if stalled { state.heldOffUntil[index] = now + ClusterNodes.stallHoldOff }
+        }
+    }
+
+    /// How long no connection returns to a node that stalled a statement.
+    package static let stallHoldOff: Duration = .seconds(30)
 
     /// Stops the checks and waits until their thread has closed its connections and ended.
     package func stop() {

@@ -347,22 +347,31 @@ package final class Connection {
     /// `anyLoss`, a read.
     private func retryingLoss<T>(anyLoss: Bool, commits: Bool = false, _ body: () throws -> T) throws -> T {
         let started = ContinuousClock.now
+        // A cut of an earlier wait (a connect's) says nothing of this statement.
+        _ = DatabaseBudget.takeStallCut()
         do {
             let value = try limitingStalls(commits: commits, body)
             if inTransaction { transactionBegun = true }
             return value
         } catch let error as MariaDBError where error.code == .connectionLost {
-            let stalled = DatabaseBudget.takeStallCut()
-            dropServer()
+            let stalled = stallsLimited(commits: commits) && DatabaseBudget.takeStallCut()
+            dropServer(stalled: stalled)
             // A stalled node was left at once too: the next try goes to another node.
             lossNoticedAtOnce = Connection.noticedAtOnce(since: started) || stalled
             // Without autocommit, a transaction's first statement begins it: when its connection is
-            // lost, the server keeps nothing of it, so it runs again on a new one like a read.
-            let nothingBegun = inTransaction && !transactionBegun
+            // lost, the server keeps nothing of it, so it runs again on a new one like a read. Not a
+            // COMMIT's: what it sent may have been committed.
+            let nothingBegun = inTransaction && !transactionBegun && !commits
             let safe = nothingBegun || (!inTransaction && (anyLoss || Connection.neverReachedServer(error)))
             guard safe, lossNoticedAtOnce else { throw error }
+            _ = DatabaseBudget.takeStallCut()
             return try limitingStalls(commits: commits, body)
         }
+    }
+
+    /// Whether a statement's waits are bounded by `clusterStall`: on a cluster, but not a COMMIT.
+    private func stallsLimited(commits: Bool) -> Bool {
+        configuration.endpoints.count > 1 && !commits
     }
 
     /// Runs `body` (one statement) with, on a cluster, each wait for its answer bounded by
@@ -370,7 +379,7 @@ package final class Connection {
     /// transaction, rolled back by the server as its connection closes, may run again on another
     /// node). A COMMIT is not cut short: its outcome would be unknown either way.
     private func limitingStalls<T>(commits: Bool, _ body: () throws -> T) throws -> T {
-        guard configuration.endpoints.count > 1, !commits else { return try body() }
+        guard stallsLimited(commits: commits) else { return try body() }
         return try DatabaseBudget.limitingStalls(to: Connection.clusterStall, body)
     }
 
@@ -482,7 +491,7 @@ package final class Connection {
                 failure = error
             }
         }
-        if let fallback {
+        if let fallback, !DatabaseBudget.isSpent {
             use(fallback.handle, index: fallback.index)
             return
         }
@@ -559,8 +568,9 @@ package final class Connection {
 
     /// Drops a connection whose server was lost or is not ready: the next connect tries the next
     /// server first.
-    private func dropServer() {
+    private func dropServer(stalled: Bool = false) {
         disconnect()
+        configuration.nodes?.left(endpointIndex, stalled: stalled)
         endpointIndex = (endpointIndex + 1) % configuration.endpoints.count
     }
 

@@ -237,8 +237,9 @@ package final class SyncCommitter: Sendable {
     package static func commit(_ batch: [Write], on connection: Connection) -> [Outcome] {
         do {
             return try commitOrThrow(batch, on: connection).map { $0 ? .committed : .writeAlone }
-        } catch let error as MariaDBError where error.code == .connectionLost && error.rolledBackTransaction {
-            // Lost before its COMMIT, at once or by a stalled node: nothing of it was kept.
+        } catch let error as MariaDBError where error.code == .connectionLost && error.rolledBackTransaction && !DatabaseBudget.isSpent {
+            // Lost before its COMMIT, at once or by a stalled node, with time left: nothing of it
+            // was kept, and each worker writes alone on another node.
             return batch.map { _ in .writeAlone }
         } catch let error as MariaDBError where error.code == .connectionLost {
             return batch.map { _ in .failed(error) }
