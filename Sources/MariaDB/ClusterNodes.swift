@@ -26,10 +26,7 @@ package enum NodeState: Equatable, Sendable {
     /// - Throws: `MariaDBError` when the server does not answer.
     static func read(_ mysql: UnsafeMutablePointer<MYSQL>) throws -> NodeState {
         let status = query.withCString { mysql_real_query(mysql, $0, UInt(query.utf8.count)) }
-        guard status == 0, let result = mysql_store_result(mysql) else {
-            throw MariaDBError(
-                errno: mysql_errno(mysql), sqlState: String(cString: mysql_sqlstate(mysql)), message: String(cString: mysql_error(mysql)))
-        }
+        guard status == 0, let result = mysql_store_result(mysql) else { throw MariaDBError(connection: mysql) }
         defer { mysql_free_result(result) }
         guard let row = mysql_fetch_row(result) else { return .notReady }
         let column = { (index: Int) in row[index].map { String(cString: $0) } }
@@ -152,6 +149,11 @@ package final class ClusterNodes: Sendable {
     /// The checks' loop: while connections ask (within the last 10 s), each node but the last is
     /// checked every `checkInterval`; otherwise the thread's connections are closed and it waits.
     private func check(_ context: OwnedThread.Context) {
+        let probes = endpoints.map { endpoint in
+            var single = settings
+            single.endpoints = [endpoint]
+            return single
+        }
         var connections: [Connection?] = Array(repeating: nil, count: endpoints.count)
         defer { for connection in connections { connection?.close() } }
         let interval = Double(checkInterval.components.seconds) + Double(checkInterval.components.attoseconds) / 1e18
@@ -159,9 +161,7 @@ package final class ClusterNodes: Sendable {
             let asked = state.withLock { $0.askedAt.map { ContinuousClock.now - $0 < .seconds(10) } ?? false }
             if asked {
                 for index in endpoints.indices.dropLast() {
-                    var settings = self.settings
-                    settings.endpoints = [endpoints[index]]
-                    let connection = connections[index] ?? Connection(configuration: settings)
+                    let connection = connections[index] ?? Connection(configuration: probes[index])
                     connections[index] = connection
                     let synced = (try? connection.nodeState()) == .synced
                     if !synced { connection.close() }

@@ -31,17 +31,15 @@ package struct Configuration: Sendable {
     /// For several endpoints (a Galera cluster): the process's view of the nodes, which brings a
     /// connection back to its first node once that node is synced again (`ClusterNodes`). Shared
     /// by every connection made from this configuration; whoever made it stops it. Long-running
-    /// processes set it (`watchingNodes()`); without it a connection stays where it failed over to.
+    /// processes set it (`watchNodes()`); without it a connection stays where it failed over to.
     package var nodes: ClusterNodes?
 
-    /// This configuration with `nodes` set when it lists several servers, and those nodes (nil for
-    /// one server): stop them once every connection made from it is closed.
-    package func watchingNodes() -> (Configuration, ClusterNodes?) {
-        guard endpoints.count > 1 else { return (self, nil) }
-        var watching = self
-        let nodes = ClusterNodes(configuration: self)
-        watching.nodes = nodes
-        return (watching, nodes)
+    /// Sets `nodes` when this configuration lists several servers, and returns them (nil for one
+    /// server): stop them once every connection made from it is closed.
+    package mutating func watchNodes() -> ClusterNodes? {
+        guard endpoints.count > 1 else { return nil }
+        nodes = ClusterNodes(configuration: self)
+        return nodes
     }
     package var user: String
     package var password: String?

@@ -347,13 +347,13 @@ package final class Connection {
     /// `anyLoss`, a read.
     private func retryingLoss<T>(anyLoss: Bool, commits: Bool = false, _ body: () throws -> T) throws -> T {
         let started = ContinuousClock.now
-        // A cut of an earlier wait (a connect's) says nothing of this statement.
-        _ = DatabaseBudget.takeStallCut()
         do {
             let value = try limitingStalls(commits: commits, body)
             if inTransaction { transactionBegun = true }
             return value
         } catch let error as MariaDBError where error.code == .connectionLost {
+            // Read only where this statement's waits were limited (which cleared it first): a cut of
+            // an earlier wait, a connect's, says nothing of this statement.
             let stalled = stallsLimited(commits: commits) && DatabaseBudget.takeStallCut()
             dropServer(stalled: stalled)
             // A stalled node was left at once too: the next try goes to another node.
@@ -364,7 +364,6 @@ package final class Connection {
             let nothingBegun = inTransaction && !transactionBegun && !commits
             let safe = nothingBegun || (!inTransaction && (anyLoss || Connection.neverReachedServer(error)))
             guard safe, lossNoticedAtOnce else { throw error }
-            _ = DatabaseBudget.takeStallCut()
             return try limitingStalls(commits: commits, body)
         }
     }
@@ -575,9 +574,7 @@ package final class Connection {
     }
 
     private func failure(_ mysql: UnsafeMutablePointer<MYSQL>, file: String = #fileID, line: Int = #line) -> MariaDBError {
-        MariaDBError(
-            errno: mysql_errno(mysql), sqlState: String(cString: mysql_sqlstate(mysql)),
-            message: String(cString: mysql_error(mysql)), file: file, line: line)
+        MariaDBError(connection: mysql, file: file, line: line)
     }
 }
 

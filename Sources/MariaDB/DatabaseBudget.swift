@@ -49,7 +49,8 @@ package enum DatabaseBudget {
         return try body()
     }
 
-    /// Whether the latest wait was cut by the stall limit (`limitingStalls`); clears it.
+    /// Whether a wait of the latest `limitingStalls` (which clears it on entry) was cut by its
+    /// limit; clears it.
     package static func takeStallCut() -> Bool {
         let cell = self.cell
         defer { cell[2] = 0 }

@@ -1,3 +1,5 @@
+internal import CMariaDB
+
 /// A MariaDB failure with the server's or client library's error number and SQLSTATE.
 ///
 /// `description` names only the code; bound values and SQL are never included (they can hold tokens).
@@ -59,6 +61,13 @@ package struct MariaDBError: Error, CustomStringConvertible, CustomDebugStringCo
             default: .statementFailed
             }
         self.init(code, errno: errno, sqlState: sqlState, message: message, file: file, line: line)
+    }
+
+    /// The latest error of the connection `mysql`.
+    init(connection mysql: UnsafeMutablePointer<MYSQL>, file: String = #fileID, line: Int = #line) {
+        self.init(
+            errno: mysql_errno(mysql), sqlState: String(cString: mysql_sqlstate(mysql)), message: String(cString: mysql_error(mysql)),
+            file: file, line: line)
     }
 
     package var description: String { "MariaDBError.\(code) (\(errno)/\(sqlState))" }

@@ -18,9 +18,7 @@ final class PreparedStatement {
     /// - Throws: `MariaDBError` from `mysql_stmt_prepare`.
     init(connection: UnsafeMutablePointer<MYSQL>, sql: String) throws {
         guard let statement = mysql_stmt_init(connection) else {
-            throw MariaDBError(
-                errno: mysql_errno(connection), sqlState: String(cString: mysql_sqlstate(connection)),
-                message: String(cString: mysql_error(connection)))
+            throw MariaDBError(connection: connection)
         }
         let prepared = sql.withCString { mysql_stmt_prepare(statement, $0, UInt(sql.utf8.count)) }
         guard prepared == 0 else {

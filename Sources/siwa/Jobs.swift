@@ -38,8 +38,7 @@ struct Jobs: ParsableCommand {
         initializeHTTPClientLibrary()
         // On a cluster, connections return to their first node once it is synced again; stopped
         // after every connection below is closed.
-        let (watching, nodes) = config.database.watchingNodes()
-        config.database = watching
+        let nodes = config.database.watchNodes()
         defer { nodes?.stop() }
         let database = Connection(configuration: config.database)
         defer { database.close() }

@@ -23,8 +23,7 @@ struct Serve: ParsableCommand {
         var config = try loadConfiguration()
         let logger = config.bootstrapLogging(label: "siwa")
         // On a cluster, connections return to their first node once it is synced again.
-        let (database, nodes) = config.database.watchingNodes()
-        config.database = database
+        let nodes = config.database.watchNodes()
         guard config.apple != nil, config.sessions != nil else {
             FileHandle.standardError.write(
                 Data(

@@ -13,7 +13,7 @@
 # node restarted in turn, an upgrade's migration while both hosts serve, and each host restarted
 # in turn, without a failed request. Everything it started is stopped.
 #   GALERA_KILLS=5 scripts/test --e2e-only 50_galera
-#   GALERA_KEEP=DIR also keeps the logs, the load's failures and statements running 2 s or more
+#   GALERA_KEEP=DIR also keeps the hosts' and nodes' logs and the load's failures
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -120,27 +120,11 @@ pass "across both hosts: 50 syncs kept, one sign-in of 20 replays, at most one l
 # is written to $EVENTS with its time, and the load's summary gives each event's failures.
 EVENTS=$DIR/events
 event() { echo "$(date +%s.%N) $*" >>"$EVENTS"; }
-# GALERA_KEEP also records, twice a second, every statement running for 2 s or more on a node.
-watch_slow() {
-    while [ ! -e "$DIR/stop" ]; do
-        for n in 1 2 3; do
-            galera_sql "$G" "$n" "SELECT NOW(3), $n, p.ID, p.COMMAND, p.TIME_MS, p.STATE, LEFT(p.INFO, 100), t.trx_state,
-                t.trx_started, t.trx_rows_locked, LEFT(t.trx_query, 100) FROM information_schema.PROCESSLIST p
-                LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
-                WHERE p.COMMAND <> 'Sleep' AND p.TIME_MS >= 2000 AND p.USER = 'siwa'
-                UNION ALL SELECT NOW(3), $n, t.trx_mysql_thread_id, 'TRX', TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state,
-                t.trx_operation_state, t.trx_lock_structs, t.trx_started, t.trx_rows_locked, LEFT(t.trx_query, 100)
-                FROM information_schema.INNODB_TRX t WHERE t.trx_started < NOW() - INTERVAL 2 SECOND" 2>/dev/null || true
-        done >>"$DIR/load_slow"
-        sleep 0.5
-    done
-}
 load_start() {
     rm -f "$DIR/stop" "$DIR/stop.started"
     : >"$EVENTS"
     checks load "$DIR/stop" "$EVENTS" >"$DIR/load.out" 2>&1 &
     load=$!
-    [ -z "${GALERA_KEEP:-}" ] || watch_slow &
     for _ in $(seq 600); do
         [ -s "$DIR/stop.started" ] && return 0
         kill -0 "$load" 2>/dev/null || break
