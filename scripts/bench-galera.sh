@@ -31,9 +31,14 @@ pid_ticks() { # pid_ticks PID...: each process's user + system clock ticks, on o
     local pid
     for pid in "$@"; do awk '{ print $14 + $15 }' "/proc/$pid/stat"; done | paste -sd' '
 }
-served() { # served: the requests to /auth and /sync that siwa-a and siwa-b (the single server's siwa is siwa-a) counted
-    { curl -ks "$URL/bench/metrics-a"; curl -ks "$URL/bench/metrics-b" 2>/dev/null || true; } \
-        | { grep -E '^siwa_http_requests_total\{route="/(auth|sync)' || true; } | awk '{ s += $NF } END { printf "%d", s }'
+counter() { # counter FILE PATTERN: the sum of the matching series
+    { grep -E "$2" "$1" || true; } | awk '{ s += $NF } END { printf "%d", s }'
+}
+# The requests to /auth and /sync in a scrape of siwa's metrics.
+REQUESTS='^siwa_http_requests_total\{route="/(auth|sync)'
+served() { # served: the requests the single server's siwa (behind /bench/metrics-a) counted
+    curl -ks "$URL/bench/metrics-a" >"$TMP/served.prom"
+    counter "$TMP/served.prom" "$REQUESTS"
 }
 cpu_per_request() { # cpu_per_request "TICKS BEFORE" "TICKS AFTER" REQUESTS: milliseconds per request, per process
     python3 -c 'import os, sys
@@ -76,9 +81,6 @@ start_nginx "$TMP/nginx"
 sleep 1
 curl -ksf "$URL/health" >/dev/null || die "the cluster's siwa hosts do not answer"
 
-counter() { # counter FILE PATTERN: the sum of the matching series
-    { grep -E "$2" "$1" || true; } | awk '{ s += $NF } END { printf "%d", s }'
-}
 scrape() { # scrape NAME
     curl -ks "$URL/bench/metrics-a" >"$TMP/$1-a.prom"
     curl -ks "$URL/bench/metrics-b" >"$TMP/$1-b.prom"
@@ -94,7 +96,7 @@ cluster_before=$(pid_ticks "${nodes[@]}")
 BENCH_DB_SOCKET=$G/node1/mysql.sock
 . "$SIWA_ROOT/scripts/bench-$MODE.sh" | tee "$TMP/cluster.out" || true
 scrape after
-requests=$(( $(counter "$TMP/after.prom" '^siwa_http_requests_total\{route="/(auth|sync)') - $(counter "$TMP/before.prom" '^siwa_http_requests_total\{route="/(auth|sync)') ))
+requests=$(( $(counter "$TMP/after.prom" "$REQUESTS") - $(counter "$TMP/before.prom" "$REQUESTS") ))
 retried=$(( $(counter "$TMP/after.prom" '^siwa_database_errors_total\{kind="deadlock"') - $(counter "$TMP/before.prom" '^siwa_database_errors_total\{kind="deadlock"') ))
 conflicts=$(( $(cat "$TMP/after.conflicts") - $(cat "$TMP/before.conflicts") ))
 
