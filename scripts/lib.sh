@@ -35,7 +35,8 @@ install_packages() {
 python_tools() {
     local suffix=${1:+-$1}
     local venv=$SIWA_ROOT/.venv$suffix requirements=$SIWA_ROOT/Tests/EndToEnd/requirements$suffix.txt
-    if ! cmp -s "$requirements" "$venv/requirements.txt" 2>/dev/null; then
+    # Made again when its requirements changed, or when its interpreter is gone.
+    if ! cmp -s "$requirements" "$venv/requirements.txt" 2>/dev/null || ! "$venv/bin/python" -c '' 2>/dev/null; then
         log "installing the Python tools into $venv"
         rm -rf "$venv"
         python3 -m venv "$venv" >&2

@@ -116,20 +116,30 @@ if check == "syncs":
     # lesson among them. A sync whose lesson was stored already (by an earlier try of it, whose
     # outcome was lost on its way back) changes nothing and answers the version it found: two
     # answers may share a cursor.
-    wrong = [(i, body.get("cursor"), len(body.get("progress", []))) for i, (status, body) in enumerate(results)
-             if status == 200 and (f"s{i}" not in {item["lessonId"] for item in body["progress"]}
-                                   or len(body["progress"]) != int(body["cursor"]))]
-    cursors = [body.get("cursor") for status, body in results if status == 200]
-    kept = stored_lessons(access)
+    # Answers that share a cursor hold the same state: two writes that both moved the version to
+    # v + 1 (an increment lost) would each hold v + 1 lessons, but not the same ones. In the end the
+    # version is 50, with 50 lessons.
+    lessons_of = {i: {item["lessonId"] for item in body["progress"]} for i, (status, body) in enumerate(results) if status == 200}
+    wrong = [(i, results[i][1]["cursor"], len(held)) for i, held in lessons_of.items()
+             if f"s{i}" not in held or len(held) != int(results[i][1]["cursor"])]
+    by_cursor = {}
+    for i, held in lessons_of.items():
+        by_cursor.setdefault(results[i][1]["cursor"], set()).add(frozenset(held))
+    differing = sorted(cursor for cursor, states in by_cursor.items() if len(states) > 1)
+    final_status, final = sync(access, [])
+    kept = {item["lessonId"] for item in final.get("progress", [])}
     missing = [f"s{i}" for i in range(50) if f"s{i}" not in kept]
     print(f"  50 concurrent syncs: statuses {sorted(set(statuses))} ({len(retried)} retried after a 503), "
-          f"{50 - len(missing)} of 50 lessons kept, {len(set(cursors))} distinct versions")
+          f"{50 - len(missing)} of 50 lessons kept, {len(by_cursor)} distinct versions, version {final.get('cursor')} in the end")
     open(f"{out}/syncs_user", "w").write(str(user_id))
-    if statuses.count(200) != 50 or missing or wrong:
+    if statuses.count(200) != 50 or missing or wrong or differing or final_status != 200 or final.get("cursor") != "50" \
+            or len(kept) != 50:
         time.sleep(1)
         later = stored_lessons(access)
         fail(f"statuses {statuses}, missing {missing}; a second later still missing: {[m for m in missing if m not in later]}; "
-             f"answers without their lesson or not holding as many lessons as their version (sync, cursor, lessons): {wrong}")
+             f"answers without their lesson or not holding as many lessons as their version (sync, cursor, lessons): {wrong}; "
+             f"cursors answered with different states: {differing}; in the end {final_status}, version {final.get('cursor')}, "
+             f"{len(kept)} lessons")
 
 elif check == "replays":
     # One identity token and nonce presented 20 times at once: exactly one sign-in.
