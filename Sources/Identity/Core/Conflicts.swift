@@ -28,7 +28,8 @@ package func retryingConflicts<T>(attempts: Int = 12, _ body: () throws -> T) th
         do {
             return try body()
         } catch let error as MariaDBError where error.code == .duplicateEntry || error.code == .deadlock {
-            let wait = Duration.nanoseconds(Int64.random(in: 0...1_000_000) << min(attempt - 1, 6))
+            let seconds = Double.random(in: 0...0.001) * Double(1 << min(attempt - 1, 6))
+            let wait = Duration.seconds(seconds)
             if error.code == .duplicateEntry {
                 duplicates += 1
                 if duplicates >= attempts { throw error }
@@ -44,7 +45,7 @@ package func retryingConflicts<T>(attempts: Int = 12, _ body: () throws -> T) th
                 deadlocks += 1
                 if deadlocks >= attempts { throw error }
             }
-            Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds))
+            Thread.sleep(forTimeInterval: seconds)
         } catch let error as MariaDBError where error.rolledBackTransaction && !reconnected {
             reconnected = true
         }
