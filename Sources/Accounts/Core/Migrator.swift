@@ -110,9 +110,11 @@ package struct Migrator: Sendable {
             } catch {
                 throw MigrationError(problems: ["\(migration.fileName) failed: \(String(reflecting: error))"])
             }
-            _ = try connection.execute(
-                "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
-                migration.version, migration.name, migration.checksum)
+            try MigrationLease.retryingAborts {
+                _ = try connection.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
+                    migration.version, migration.name, migration.checksum)
+            }
             done.append(migration)
         }
         return done
@@ -175,11 +177,11 @@ struct MigrationLease {
         var tableExists = false
         while true {
             do {
-                // Created once, not on each attempt: on a Galera cluster even a CREATE TABLE IF NOT
+                // Created only when missing, and once: on a Galera cluster even a CREATE TABLE IF NOT
                 // EXISTS is replicated in total order and aborts another node's statements on the
                 // table, such as the running migration's renewal of its lease (50_galera.sh saw it).
                 if !tableExists {
-                    try createTable(on: connection)
+                    if try !exists(on: connection) { try createTable(on: connection) }
                     tableExists = true
                 }
                 if try lease.take(on: connection) { return lease }
@@ -189,6 +191,12 @@ struct MigrationLease {
             guard Date() < deadline else { throw MigrationError(problems: ["another migration run holds the lock"]) }
             Thread.sleep(forTimeInterval: 0.2)
         }
+    }
+
+    private static func exists(on connection: Connection) throws -> Bool {
+        try !connection.query(
+            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'schema_migrations_lock'"
+        ).isEmpty
     }
 
     private static func createTable(on connection: Connection) throws {
@@ -216,13 +224,34 @@ struct MigrationLease {
     /// Extends the lease by `duration` from now.
     /// - Throws: `MigrationError` when it expired and another run took it.
     func renew(on connection: Connection) throws {
-        _ = try connection.execute(
-            "UPDATE schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = 1 AND holder = ?",
-            MigrationLease.duration, holder)
-        // Read back rather than counted: an update within the same millisecond changes no row.
-        let held: Bool? = try connection.query("SELECT holder <=> ? AS held FROM schema_migrations_lock WHERE id = 1", holder).first?
-            .decode(column: "held")
+        let held: Bool? = try MigrationLease.retryingAborts {
+            _ = try connection.execute(
+                "UPDATE schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = 1 AND holder = ?",
+                MigrationLease.duration, holder)
+            // Read back rather than counted: an update within the same millisecond changes no row.
+            return try connection.query("SELECT holder <=> ? AS held FROM schema_migrations_lock WHERE id = 1", holder).first?
+                .decode(column: "held")
+        }
         if held != true { throw MigrationError(problems: ["the migration lock expired and another run took it"]) }
+    }
+
+    /// Runs `body`, again when it is aborted as a deadlock, up to `attempts` times in all.
+    ///
+    /// On a Galera cluster a statement of the run holding the lease can be aborted by another
+    /// node's replicated DDL on the same table: a waiting run that found `schema_migrations_lock`
+    /// missing creates it, and its CREATE TABLE IF NOT EXISTS may arrive after this run took the
+    /// lease (two concurrent runs on a new database, 3 times in 100 under load in 50_galera.sh).
+    /// The aborted statement was rolled back, so running it again is safe.
+    static func retryingAborts<T>(attempts: Int = 10, _ body: () throws -> T) throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try body()
+            } catch let error as MariaDBError where error.code == .deadlock && attempt < attempts {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
     }
 
     /// Gives the lease up (best effort: it expires anyway).
