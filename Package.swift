@@ -196,7 +196,7 @@ let package = Package(
                 serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "AccountsTests", dependencies: ["AccountData", "Accounts"], swiftSettings: swiftSettings),
+        .testTarget(name: "AccountsTests", dependencies: ["AccountData", "Accounts", "MariaDB"], swiftSettings: swiftSettings),
         .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "StrictJSON", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.

@@ -41,11 +41,9 @@ wait_for_package() {
     [ "$(cat "$1/result")" = ok ] || fail "scripts/package: $(tail -20 "$1/log")"
     cat "$1/deb"
 }
-DEB=$(wait_for_package "$E2E_PACKAGE")
+# The package upgraded from first: its part runs while this tree's package may still be building.
 OLD_DEB=$(wait_for_package "$E2E_PACKAGE_OLD")
-[ -f "$DEB" ] && [ -f "$OLD_DEB" ] || fail "no package was built"
-grep -q '^[EW]: ' "$E2E_PACKAGE/log" && fail "lintian: $(grep '^[EW]: ' "$E2E_PACKAGE/log")"
-pass "scripts/package built $(basename "$DEB") ($(du -h "$DEB" | cut -f1)), lintian: no error, no warning; and $(basename "$OLD_DEB") to upgrade from"
+[ -f "$OLD_DEB" ] || fail "no package to upgrade from was built"
 
 SETUP_FILES="/etc/siwa/siwa.env /etc/siwa/db_password /etc/siwa/data_keys /etc/siwa/access_keys /etc/siwa/apple.p8
     /etc/siwa/apple-developer-domain-association.txt"
@@ -162,6 +160,11 @@ sync_state() { # the user's whole synced state, as a new device gets it
 STATE=$(sync_state)
 grep -q l-upgrade <<<"$STATE" || fail "the synced lesson: $STATE"
 pass "siwa $OLD_VERSION installed as its README said: setup, the domain file in /usr/share/siwa/public, the site enabled, both units running; user $USER_ID signed in and synced"
+
+DEB=$(wait_for_package "$E2E_PACKAGE")
+[ -f "$DEB" ] || fail "no package was built"
+grep -q '^[EW]: ' "$E2E_PACKAGE/log" && fail "lintian: $(grep '^[EW]: ' "$E2E_PACKAGE/log")"
+pass "scripts/package built $(basename "$DEB") ($(du -h "$DEB" | cut -f1)), lintian: no error, no warning"
 
 # --- 2. The upgrade, with the units running. The keys are compared whole; siwa.env.example is the
 # package's (a conffile the upgrade replaces, unless edited).

@@ -24,6 +24,18 @@ import Testing
         try sql.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
     }
 
+    @Test("Reading the applied migrations of an empty database finds none and creates nothing (siwa doctor, migrate --status)")
+    func readingChangesNothing() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        let migrator = try Migrator(directory: directory)
+        #expect(try migrator.applied(on: connection).isEmpty)
+        #expect(try connection.query("SHOW TABLES").isEmpty, "no table made by reading")
+        _ = try migrator.migrate(on: connection)
+        #expect(try migrator.applied(on: connection) == [1: migrator.migrations[0].checksum])
+    }
+
     @Test("Each file is applied once, in order, with its checksum; a changed file stops the next run")
     func appliesOnceAndDetectsChanges() throws {
         let connection = try database.connect(multipleStatements: true)

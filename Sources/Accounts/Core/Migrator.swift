@@ -80,9 +80,11 @@ package struct Migrator: Sendable {
             checksum: SHA256.hex(Array(data)))
     }
 
-    /// The applied versions and their checksums.
+    /// The applied versions and their checksums; none when `schema_migrations` does not exist yet.
+    /// It only reads: `siwa doctor` and `siwa migrate --status` change nothing, not even by DDL
+    /// (which a Galera cluster replicates in total order, aborting other nodes' statements on the table).
     package func applied(on connection: Connection) throws -> [Int: String] {
-        try connection.run(Migrator.createTable)
+        guard try tableExists("schema_migrations", on: connection) else { return [:] }
         var applied: [Int: String] = [:]
         for row in try connection.query("SELECT version, checksum FROM schema_migrations") {
             applied[try row.decode(column: "version")] = try row.decode(String.self, column: "checksum")
@@ -94,23 +96,26 @@ package struct Migrator: Sendable {
     /// - Parameter connection: a connection that allows multiple statements.
     /// - Returns: the migrations applied by this call.
     /// - Throws: `MigrationError` when an applied file changed, disappeared, or a pending file is older
-    ///   than an applied one; `MariaDBError` when a statement fails (naming the file in the log).
+    ///   than an applied one, when a file's statements fail (naming the file), or when another run
+    ///   holds the lock; `MariaDBError` when the bookkeeping around the files fails.
     package func migrate(on connection: Connection, wait: Double = 60, log: (String) -> Void = { _ in }) throws -> [Migration] {
         let lease = try MigrationLease.acquire(on: connection, wait: wait)
         defer { lease.release(on: connection) }
 
+        if try !tableExists("schema_migrations", on: connection) { try connection.run(Migrator.createTable) }
         let applied = try applied(on: connection)
         try verify(applied: applied)
         var done: [Migration] = []
         for migration in migrations where applied[migration.version] == nil {
             log("applying \(migration.fileName)")
             try lease.renew(on: connection)
+            // Never run again on an error: a file of several statements may have applied some of them.
             do {
                 try connection.run(migration.sql)
             } catch {
                 throw MigrationError(problems: ["\(migration.fileName) failed: \(String(reflecting: error))"])
             }
-            try MigrationLease.retryingAborts {
+            try Migrator.retryingAborts {
                 _ = try connection.execute(
                     "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
                     migration.version, migration.name, migration.checksum)
@@ -174,15 +179,17 @@ struct MigrationLease {
     static func acquire(on connection: Connection, wait: Double) throws -> MigrationLease {
         let lease = MigrationLease(holder: try SecureRandom.bytes(count: 16).map { String(format: "%02x", $0) }.joined())
         let deadline = Date().addingTimeInterval(wait)
-        var tableExists = false
+        var tableReady = false
         while true {
             do {
                 // Created only when missing, and once: on a Galera cluster even a CREATE TABLE IF NOT
                 // EXISTS is replicated in total order and aborts another node's statements on the
                 // table, such as the running migration's renewal of its lease (50_galera.sh saw it).
-                if !tableExists {
-                    if try !exists(on: connection) { try createTable(on: connection) }
-                    tableExists = true
+                // Two runs on a new database can both find it missing: the running run's statements
+                // on the table are tried again when aborted (`retryingAborts`).
+                if !tableReady {
+                    if try !tableExists("schema_migrations_lock", on: connection) { try createTable(on: connection) }
+                    tableReady = true
                 }
                 if try lease.take(on: connection) { return lease }
             } catch let error as MariaDBError where error.code == .deadlock {
@@ -191,12 +198,6 @@ struct MigrationLease {
             guard Date() < deadline else { throw MigrationError(problems: ["another migration run holds the lock"]) }
             Thread.sleep(forTimeInterval: 0.2)
         }
-    }
-
-    private static func exists(on connection: Connection) throws -> Bool {
-        try !connection.query(
-            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'schema_migrations_lock'"
-        ).isEmpty
     }
 
     private static func createTable(on connection: Connection) throws {
@@ -224,7 +225,7 @@ struct MigrationLease {
     /// Extends the lease by `duration` from now.
     /// - Throws: `MigrationError` when it expired and another run took it.
     func renew(on connection: Connection) throws {
-        let held: Bool? = try MigrationLease.retryingAborts {
+        let held: Bool? = try Migrator.retryingAborts {
             _ = try connection.execute(
                 "UPDATE schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND WHERE id = 1 AND holder = ?",
                 MigrationLease.duration, holder)
@@ -235,14 +236,31 @@ struct MigrationLease {
         if held != true { throw MigrationError(problems: ["the migration lock expired and another run took it"]) }
     }
 
-    /// Runs `body`, again when it is aborted as a deadlock, up to `attempts` times in all.
+    /// Gives the lease up (best effort: it expires anyway, but a waiting run gives up sooner).
+    func release(on connection: Connection) {
+        _ = try? Migrator.retryingAborts {
+            try connection.execute("UPDATE schema_migrations_lock SET holder = NULL WHERE id = 1 AND holder = ?", holder)
+        }
+    }
+}
+
+/// Whether the connection's database has the table `name`, read without touching the table.
+private func tableExists(_ name: String, on connection: Connection) throws -> Bool {
+    try !connection.query(
+        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", name
+    ).isEmpty
+}
+
+extension Migrator {
+    /// Runs `body`, again when it is aborted as a deadlock, up to `attempts` times in all, 50 ms apart.
     ///
-    /// On a Galera cluster a statement of the run holding the lease can be aborted by another
-    /// node's replicated DDL on the same table: a waiting run that found `schema_migrations_lock`
-    /// missing creates it, and its CREATE TABLE IF NOT EXISTS may arrive after this run took the
-    /// lease (two concurrent runs on a new database, 3 times in 100 under load in 50_galera.sh).
-    /// The aborted statement was rolled back, so running it again is safe.
-    static func retryingAborts<T>(attempts: Int = 10, _ body: () throws -> T) throws -> T {
+    /// On a Galera cluster a statement of the run holding the lease can be aborted by another node's
+    /// replicated DDL on its table: two runs on a new database can both find `schema_migrations_lock`
+    /// missing, and the waiting run's CREATE TABLE IF NOT EXISTS may arrive after the other took the
+    /// lease (3 rounds in 100 under load in 50_galera.sh, before the runs checked for the table first).
+    /// An aborted statement was rolled back, and each `body` here can be run again without effect
+    /// (a renewal, a release) or fails loudly if it did commit (a duplicate record of a file).
+    package static func retryingAborts<T>(attempts: Int = 10, _ body: () throws -> T) throws -> T {
         var attempt = 1
         while true {
             do {
@@ -252,10 +270,5 @@ struct MigrationLease {
                 Thread.sleep(forTimeInterval: 0.05)
             }
         }
-    }
-
-    /// Gives the lease up (best effort: it expires anyway).
-    func release(on connection: Connection) {
-        _ = try? connection.execute("UPDATE schema_migrations_lock SET holder = NULL WHERE id = 1 AND holder = ?", holder)
     }
 }
