@@ -1,6 +1,6 @@
 -- Security-relevant events (sign-in, refresh-token reuse, deletion, Apple notifications).
 -- Holds no token, code, nonce or full email: only ids, a type and a small JSON detail.
-CREATE TABLE audit_events (
+CREATE TABLE IF NOT EXISTS audit_events (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     occurred_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
     event_type VARCHAR(64) NOT NULL,

@@ -4,7 +4,7 @@
 -- Apple's refresh token encrypted (AES-256-GCM, with the id of the data key).
 -- Times are UTC in DATETIME(3) columns (no 2038 limit), set with UTC_TIMESTAMP(3).
 
-CREATE TABLE users (
+CREATE TABLE IF NOT EXISTS users (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     first_name VARCHAR(100) NULL,
     last_name VARCHAR(100) NULL,
@@ -13,7 +13,7 @@ CREATE TABLE users (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
 -- One row per (team, Apple sub): the only way to find a user from Apple (never by email).
-CREATE TABLE apple_identities (
+CREATE TABLE IF NOT EXISTS apple_identities (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     user_id BIGINT UNSIGNED NOT NULL,
     team_id VARCHAR(16) NOT NULL,
@@ -36,7 +36,7 @@ CREATE TABLE apple_identities (
     CONSTRAINT apple_identities_user_fk FOREIGN KEY (user_id) REFERENCES users (id) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-CREATE TABLE user_emails (
+CREATE TABLE IF NOT EXISTS user_emails (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     user_id BIGINT UNSIGNED NOT NULL,
     address VARCHAR(320) NOT NULL,
@@ -51,7 +51,7 @@ CREATE TABLE user_emails (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- One session per device; its refresh tokens rotate within it (the token family).
-CREATE TABLE sessions (
+CREATE TABLE IF NOT EXISTS sessions (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     user_id BIGINT UNSIGNED NOT NULL,
     device VARCHAR(128) NULL,
@@ -65,7 +65,7 @@ CREATE TABLE sessions (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- Every refresh token a session was given, as SHA-256; spent ones stay to detect reuse.
-CREATE TABLE refresh_tokens (
+CREATE TABLE IF NOT EXISTS refresh_tokens (
     token_hash BINARY(32) NOT NULL PRIMARY KEY,
     session_id BIGINT UNSIGNED NOT NULL,
     issued_at DATETIME(3) NOT NULL DEFAULT UTC_TIMESTAMP(3),
@@ -75,7 +75,7 @@ CREATE TABLE refresh_tokens (
 ) ENGINE=InnoDB;
 
 -- Nonces already accepted (SHA-256 of the raw nonce), kept until the token they came with expires.
-CREATE TABLE used_nonces (
+CREATE TABLE IF NOT EXISTS used_nonces (
     nonce_hash BINARY(32) NOT NULL PRIMARY KEY,
     expires_at DATETIME(3) NOT NULL,
     KEY used_nonces_expiry (expires_at)
@@ -83,7 +83,7 @@ CREATE TABLE used_nonces (
 
 -- The web flow: state and nonce kept server side, bound to the browser; then the verified result
 -- under a one-time handle.
-CREATE TABLE web_sign_ins (
+CREATE TABLE IF NOT EXISTS web_sign_ins (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     state_hash BINARY(32) NOT NULL,
     binding_hash BINARY(32) NOT NULL,
@@ -103,7 +103,7 @@ CREATE TABLE web_sign_ins (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- Revocations to send to Apple, retried until Apple answers 200. No link to the user, who is gone.
-CREATE TABLE apple_revocations (
+CREATE TABLE IF NOT EXISTS apple_revocations (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     client_id VARCHAR(255) NOT NULL,
     token VARBINARY(1024) NOT NULL,

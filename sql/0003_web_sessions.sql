@@ -1,5 +1,5 @@
 -- Web sessions are authenticated by an HttpOnly cookie; like refresh tokens, only its SHA-256 is
 -- stored. Native sessions leave it NULL.
 ALTER TABLE sessions
-    ADD COLUMN cookie_hash BINARY(32) NULL AFTER device,
-    ADD UNIQUE KEY sessions_cookie (cookie_hash);
+    ADD COLUMN IF NOT EXISTS cookie_hash BINARY(32) NULL AFTER device,
+    ADD UNIQUE KEY IF NOT EXISTS sessions_cookie (cookie_hash);

@@ -1,7 +1,7 @@
 -- Apple's server-to-server notifications, one row per `jti`: each is handled once. The user is
 -- recorded only as the SHA-256 of Apple's `sub`, so the row outlives a deleted account without
 -- keeping its identifier.
-CREATE TABLE apple_notifications (
+CREATE TABLE IF NOT EXISTS apple_notifications (
     jti VARCHAR(255) NOT NULL PRIMARY KEY,
     event_type VARCHAR(64) NOT NULL,
     sub_hash BINARY(32) NOT NULL,

@@ -3,14 +3,14 @@
 -- seen, so "what changed since" is `version > cursor`. Client times (completed_at) are Unix
 -- milliseconds as the devices send them; server times are UTC DATETIME(3).
 ALTER TABLE users
-    ADD COLUMN total_xp BIGINT UNSIGNED NOT NULL DEFAULT 0,
-    ADD COLUMN current_level INT UNSIGNED NOT NULL DEFAULT 0,
-    ADD COLUMN streak_days INT UNSIGNED NOT NULL DEFAULT 0,
-    ADD COLUMN last_active_date DATE NULL,
-    ADD COLUMN profile_version BIGINT UNSIGNED NOT NULL DEFAULT 0,
-    ADD COLUMN sync_version BIGINT UNSIGNED NOT NULL DEFAULT 0;
+    ADD COLUMN IF NOT EXISTS total_xp BIGINT UNSIGNED NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS current_level INT UNSIGNED NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS streak_days INT UNSIGNED NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS last_active_date DATE NULL,
+    ADD COLUMN IF NOT EXISTS profile_version BIGINT UNSIGNED NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS sync_version BIGINT UNSIGNED NOT NULL DEFAULT 0;
 
-CREATE TABLE progress (
+CREATE TABLE IF NOT EXISTS progress (
     user_id BIGINT UNSIGNED NOT NULL,
     belief_system_id VARCHAR(128) NOT NULL,
     lesson_id VARCHAR(128) NOT NULL,
@@ -26,7 +26,7 @@ CREATE TABLE progress (
     CONSTRAINT progress_user_fk FOREIGN KEY (user_id) REFERENCES users (id) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
-CREATE TABLE user_achievements (
+CREATE TABLE IF NOT EXISTS user_achievements (
     user_id BIGINT UNSIGNED NOT NULL,
     achievement_id VARCHAR(128) NOT NULL,
     progress INT UNSIGNED NOT NULL,

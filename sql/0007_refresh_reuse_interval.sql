@@ -2,5 +2,5 @@
 -- interval (a retry whose answer was lost), it gets a new pair for the same session instead of
 -- ending it as reuse.
 ALTER TABLE sessions
-    ADD COLUMN previous_token_hash BINARY(32) NULL,
-    ADD COLUMN rotated_at DATETIME(3) NULL;
+    ADD COLUMN IF NOT EXISTS previous_token_hash BINARY(32) NULL,
+    ADD COLUMN IF NOT EXISTS rotated_at DATETIME(3) NULL;

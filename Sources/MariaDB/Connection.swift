@@ -44,6 +44,9 @@ package final class Connection {
     private var queuedWrites: [(sql: String, values: [Value])] = []
     /// Whether a connection was open before, so that the next connect is a reconnect.
     private var connectedBefore = false
+    /// The number of the server session in use, counting from 1: every (re)connect opens a new
+    /// one. `run(_:inSession:)` sends only to the session a caller started with.
+    package private(set) var session = 0
     private let metrics = ConnectionMetrics()
 
     /// The index in `configuration.endpoints` of the server the next connect tries first: the one
@@ -191,10 +194,22 @@ package final class Connection {
 
     /// Runs SQL text without binds over the text protocol, several statements when the configuration
     /// allows them (migrations). Result sets are discarded.
-    /// - Throws: `MariaDBError` of the first failing statement.
-    package func run(_ sql: String) throws {
+    /// - Parameter session: when given, the text is sent only while that server session (`session`)
+    ///   is still open: a lost connection is not reopened for it, so that nothing a caller started in
+    ///   one session (a migration under its lease) goes on in another.
+    /// - Throws: `MariaDBError` of the first failing statement; `.connectionLost` when `session` is
+    ///   no longer the open one.
+    package func run(_ sql: String, inSession session: Int? = nil) throws {
         try sendQueuedWrites()
-        let mysql = try connected()
+        let mysql: UnsafeMutablePointer<MYSQL>
+        if let session {
+            guard let handle, self.session == session else {
+                throw MariaDBError(.connectionLost, errno: 2006, message: "the server session \(session) is no longer open")
+            }
+            mysql = handle
+        } else {
+            mysql = try connected()
+        }
         let status = sql.withCString { mysql_real_query(mysql, $0, UInt(sql.utf8.count)) }
         guard status == 0 else { throw failure(mysql) }
         while true {
@@ -502,6 +517,7 @@ package final class Connection {
         endpointIndex = index
         if connectedBefore { metrics.reconnects.increment() }
         connectedBefore = true
+        session += 1
     }
 
     /// Opens a connection to `endpoint`.

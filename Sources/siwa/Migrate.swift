@@ -1,5 +1,6 @@
 import Accounts
 import ArgumentParser
+import Foundation
 import MariaDB
 import SiwaConfig
 
@@ -29,7 +30,12 @@ struct Migrate: ParsableCommand {
             try migrator.verify(applied: applied)
             return
         }
-        let done = try migrator.migrate(on: connection) { print($0) }
+        // Each line as it happens (a pipe would hold them until the end): what a run that is
+        // stopped got to.
+        let done = try migrator.migrate(on: connection) {
+            print($0)
+            fflush(nil)
+        }
         print(done.isEmpty ? "up to date (\(migrator.migrations.count) migrations)" : "applied \(done.count) migration(s)")
     }
 }

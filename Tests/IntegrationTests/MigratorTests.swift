@@ -28,7 +28,7 @@ import Testing
     func readingChangesNothing() throws {
         let connection = try database.connect(multipleStatements: true)
         defer { connection.close() }
-        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);")
         let migrator = try Migrator(directory: directory)
         #expect(try migrator.applied(on: connection).isEmpty)
         #expect(try connection.query("SHOW TABLES").isEmpty, "no table made by reading")
@@ -40,8 +40,8 @@ import Testing
     func appliesOnceAndDetectsChanges() throws {
         let connection = try database.connect(multipleStatements: true)
         defer { connection.close() }
-        try write("0002_second.sql", "ALTER TABLE a ADD COLUMN b INT NULL;")
-        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);\nINSERT INTO a VALUES (1);")
+        try write("0002_second.sql", "ALTER TABLE a ADD COLUMN IF NOT EXISTS b INT NULL;")
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);\nINSERT INTO a VALUES (1);")
         let first = try Migrator(directory: directory).migrate(on: connection)
         #expect(first.map(\.fileName) == ["0001_first.sql", "0002_second.sql"])
         #expect(try Migrator(directory: directory).migrate(on: connection).isEmpty)
@@ -49,8 +49,8 @@ import Testing
         #expect(recorded.count == 2)
         #expect(try recorded[0].decode(String.self, at: 1) == Migrator(directory: directory).migrations[0].checksum)
 
-        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
-        try write("0003_third.sql", "CREATE TABLE c (id INT PRIMARY KEY);")
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);")
+        try write("0003_third.sql", "CREATE TABLE IF NOT EXISTS c (id INT PRIMARY KEY);")
         do {
             _ = try Migrator(directory: directory).migrate(on: connection)
             Issue.record("a changed migration was accepted")
@@ -67,9 +67,9 @@ import Testing
     func refusesGapsAndMissingFiles() throws {
         let connection = try database.connect(multipleStatements: true)
         defer { connection.close() }
-        try write("0002_second.sql", "CREATE TABLE b (id INT PRIMARY KEY);")
+        try write("0002_second.sql", "CREATE TABLE IF NOT EXISTS b (id INT PRIMARY KEY);")
         _ = try Migrator(directory: directory).migrate(on: connection)
-        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);")
         #expect(throws: MigrationError.self) { try Migrator(directory: directory).migrate(on: connection) }
         try FileManager.default.removeItem(atPath: directory + "/0001_first.sql")
         try FileManager.default.removeItem(atPath: directory + "/0002_second.sql")
@@ -80,8 +80,8 @@ import Testing
     func refusesDowngrade() throws {
         let connection = try database.connect(multipleStatements: true)
         defer { connection.close() }
-        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
-        try write("0002_second.sql", "CREATE TABLE b (id INT PRIMARY KEY);")
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);")
+        try write("0002_second.sql", "CREATE TABLE IF NOT EXISTS b (id INT PRIMARY KEY);")
         _ = try Migrator(directory: directory).migrate(on: connection)
         // The older siwa's files: the first only, and a pending one of its own.
         try FileManager.default.removeItem(atPath: directory + "/0002_second.sql")
@@ -137,9 +137,11 @@ import Testing
     @Test("From version 12 on, a migration file holds one statement; a second is refused before anything runs")
     func oneStatementPerFile() throws {
         try write(
-            "0012_two.sql", "-- two changes; one too many\nALTER TABLE a ADD COLUMN b INT NULL;\nALTER TABLE a ADD COLUMN c INT NULL;\n")
+            "0012_two.sql",
+            "-- two changes; one too many\nALTER TABLE a ADD COLUMN IF NOT EXISTS b INT NULL;\nALTER TABLE a ADD COLUMN IF NOT EXISTS c INT NULL;\n"
+        )
         #expect(throws: MigrationError.self) { try Migrator(directory: self.directory) }
-        try write("0012_two.sql", "-- one change\nALTER TABLE a ADD COLUMN b INT NULL;\n")
+        try write("0012_two.sql", "-- one change\nALTER TABLE a ADD COLUMN IF NOT EXISTS b INT NULL;\n")
         #expect(try Migrator(directory: directory).migrations.count == 1)
     }
 
@@ -151,7 +153,7 @@ import Testing
             connection.close()
             other.close()
         }
-        try write("0001_first.sql", "CREATE TABLE a (id INT PRIMARY KEY);")
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);")
         // Another run's lease, held for a while.
         _ = try Migrator(directory: directory).migrate(on: other)
         _ = try other.execute(
@@ -159,7 +161,7 @@ import Testing
         #expect(throws: MigrationError.self) { try Migrator(directory: self.directory).migrate(on: connection, wait: 0.5) }
         // An expired lease is taken over.
         _ = try other.execute("UPDATE schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = 1")
-        try write("0002_second.sql", "ALTER TABLE a ADD COLUMN b INT NULL;")
+        try write("0002_second.sql", "ALTER TABLE a ADD COLUMN IF NOT EXISTS b INT NULL;")
         #expect(try Migrator(directory: directory).migrate(on: connection, wait: 0.5).map(\.version) == [2])
         #expect(try connection.query("SELECT holder IS NULL FROM schema_migrations_lock WHERE id = 1")[0].decode(Bool.self, at: 0))
     }
@@ -245,5 +247,145 @@ import Testing
         #expect(try Migrator(directory: directory).migrate(on: connection).map(\.version) == [17, 18])
         #expect(try fingerprint() == before)
         #expect(try connection.query("SELECT COUNT(*) FROM users WHERE sync_purged_version = 0")[0].decode(Int64.self, at: 0) == 200)
+    }
+
+    @Test("Statements are split at semicolons outside quotes and comments, comments left out")
+    func splitsStatements() {
+        let sql = """
+            -- a comment; not a statement
+            CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY, note VARCHAR(9) DEFAULT 'x;y'); # another; comment
+            /* a block; comment */ INSERT INTO a VALUES (1, "a \\" ; b");
+            ;
+            """
+        #expect(
+            Migrator.statements(sql) == [
+                "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY, note VARCHAR(9) DEFAULT 'x;y')",
+                "INSERT INTO a VALUES (1, \"a \\\" ; b\")",
+            ])
+    }
+
+    @Test("DDL that cannot run again after itself is refused before anything runs, naming the file and statement")
+    func refusesUnrepeatableStatements() throws {
+        for refused in [
+            "CREATE TABLE a (id INT PRIMARY KEY)", "CREATE UNIQUE INDEX i ON a (id)", "DROP TABLE a", "RENAME TABLE a TO b",
+            "ALTER TABLE a ADD COLUMN b INT NULL", "ALTER TABLE a ADD COLUMN IF NOT EXISTS b INT, ADD KEY k (b)",
+            "ALTER TABLE a DROP INDEX k", "ALTER TABLE a CHANGE b c INT", "ALTER TABLE a RENAME COLUMN b TO c",
+        ] {
+            #expect(Migrator.unrepeatable(refused) != nil, "\(refused)")
+        }
+        for accepted in [
+            "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY, b DECIMAL(9, 2))", "CREATE OR REPLACE VIEW v AS SELECT 1",
+            "DROP TABLE IF EXISTS a", "ALTER TABLE a ADD COLUMN IF NOT EXISTS b DECIMAL(9, 2) NULL, ADD UNIQUE KEY IF NOT EXISTS k (b)",
+            "ALTER TABLE a DROP INDEX IF EXISTS k, MODIFY b INT NOT NULL", "INSERT IGNORE INTO a SELECT 1",
+        ] {
+            #expect(Migrator.unrepeatable(accepted) == nil, "\(accepted)")
+        }
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);\nALTER TABLE a ADD COLUMN b INT NULL;")
+        #expect {
+            try Migrator(directory: self.directory)
+        } throws: {
+            "\($0)".contains("0001_first.sql, statement 2: ALTER TABLE … ADD without IF NOT EXISTS")
+        }
+    }
+
+    @Test("A run stopped inside a file goes on from the first statement it did not record, which runs again")
+    func resumesInsideAFile() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        try write(
+            "0001_first.sql",
+            """
+            CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);
+            INSERT INTO a VALUES (1);
+            ALTER TABLE a ADD COLUMN IF NOT EXISTS b INT NULL;
+            INSERT INTO a (id) VALUES (2);
+            """)
+        let migrator = try Migrator(directory: directory)
+        // A run killed after its first two statements, and after the third had completed but
+        // before it was recorded: the record says 2 done.
+        _ = try migrator.migrate(on: connection, wait: 0.5)
+        _ = try connection.execute("DELETE FROM schema_migrations")
+        _ = try connection.execute("DELETE FROM a WHERE id = 2")
+        _ = try connection.execute(
+            "INSERT INTO schema_migrations_progress (version, checksum, statements_done) VALUES (1, ?, 2)", migrator.migrations[0].checksum)
+        var lines: [String] = []
+        #expect(try migrator.migrate(on: connection, wait: 0.5) { lines.append($0) }.map(\.version) == [1])
+        #expect(lines.first == "applying 0001_first.sql from statement 3 of 4 (a run stopped there)")
+        // The first two statements did not run again (a second INSERT of 1 would have failed).
+        #expect(try connection.query("SELECT id FROM a ORDER BY id").map { try $0.decode(Int.self, at: 0) } == [1, 2])
+        #expect(try connection.query("SELECT 1 FROM schema_migrations_progress").isEmpty, "the progress ends with the file's record")
+
+        // A file changed since a run stopped inside it is refused.
+        _ = try connection.execute("DELETE FROM schema_migrations")
+        _ = try connection.execute("INSERT INTO schema_migrations_progress (version, checksum, statements_done) VALUES (1, 'earlier', 2)")
+        #expect {
+            try migrator.migrate(on: connection, wait: 0.5)
+        } throws: {
+            "\($0)".contains("0001_first.sql changed after a run applied 2 of its statements and stopped")
+        }
+    }
+
+    @Test("A lease whose session has ended on the server is taken over at once; one whose session lives is waited for")
+    func leaseOfAnEndedSessionIsTakenOver() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        try write("0001_first.sql", "CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY);")
+        _ = try Migrator(directory: directory).migrate(on: connection)
+        // Another run's lease, recorded as its session took it, for 5 minutes.
+        func leaseHeld(by other: Connection) throws {
+            _ = try other.execute(
+                """
+                UPDATE schema_migrations_lock SET holder = 'another', session_holder = 'another', expires_at = UTC_TIMESTAMP(3) + INTERVAL 300 SECOND,
+                    session_server = CONCAT(SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '@', @@hostname, ':', @@port, ':', @@datadir),
+                    session_connection = CONNECTION_ID(), taken_at = UTC_TIMESTAMP(3)
+                WHERE id = 1
+                """)
+        }
+        try write("0002_second.sql", "ALTER TABLE a ADD COLUMN IF NOT EXISTS b INT NULL;")
+        let live = try database.connect(multipleStatements: true)
+        defer { live.close() }
+        try leaseHeld(by: live)
+        #expect(throws: MigrationError.self) { try Migrator(directory: self.directory).migrate(on: connection, wait: 0.5) }
+
+        let stopped = try database.connect(multipleStatements: true)
+        try leaseHeld(by: stopped)
+        let id = try stopped.query("SELECT CONNECTION_ID()")[0].decode(Int64.self, at: 0)
+        stopped.close()
+        // The server ends the session a moment after its client went: the run waits until then.
+        var lines: [String] = []
+        #expect(try Migrator(directory: directory).migrate(on: connection, wait: 10) { lines.append($0) }.map(\.version) == [2])
+        #expect(lines.first == "taking over the lease of a run that stopped (its connection \(id) has ended)")
+
+        // Written by an older siwa's run (holder without a session of its own): waited for.
+        try leaseHeld(by: stopped)
+        _ = try connection.execute("UPDATE schema_migrations_lock SET holder = 'older' WHERE id = 1")
+        try write("0003_third.sql", "ALTER TABLE a ADD COLUMN IF NOT EXISTS c INT NULL;")
+        #expect(throws: MigrationError.self) { try Migrator(directory: self.directory).migrate(on: connection, wait: 0.5) }
+    }
+
+    @Test("A statement is sent only in the session that took the lease: a lost connection stops the run, never reopened for it")
+    func statementsStayInTheLeaseSession() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        let session = connection.session
+        try connection.run("DO 1")
+        let opened = connection.session
+        #expect(opened > session)
+        connection.close()
+        #expect(throws: MariaDBError.self) { try connection.run("DO 1", inSession: opened) }
+        try connection.run("DO 1")
+        #expect(connection.session == opened + 1)
+    }
+
+    @Test("Files rewritten only to run again are not refused as changed on a database that applied their earlier text")
+    func rewrittenFilesAccepted() throws {
+        let sql = #filePath.replacingOccurrences(of: "Tests/IntegrationTests/MigratorTests.swift", with: "sql")
+        let migrator = try Migrator(directory: sql)
+        var applied: [Int: String] = [:]
+        for migration in migrator.migrations { applied[migration.version] = migration.checksum }
+        applied[2] = "4b52786e0d8ccbd2224009c1e763bdb6aab88b8dff70ec55ccbafdfeeb5f7d95"
+        try migrator.verify(applied: applied)
+        applied[3] = String(repeating: "0", count: 64)
+        #expect(throws: MigrationError.self) { try migrator.verify(applied: applied) }
     }
 }
