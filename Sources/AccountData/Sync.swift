@@ -11,11 +11,16 @@ package struct SyncChanges: Sendable {
     package var records: [CollectionRecord]
     /// The most items an answer may hold; nil for `SyncCursor.defaultPage`.
     package var limit: Int?
+    /// The tag that binds `cursor` to the user it was given to, as the device sent it (nil for a
+    /// cursor without one). The use case checks it before `cursor` is used, and drops a cursor the
+    /// user was never given.
+    package var cursorTag: String?
 
     package init(
         cursor: SyncCursor?, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress],
-        records: [CollectionRecord] = [], limit: Int? = nil
+        records: [CollectionRecord] = [], limit: Int? = nil, cursorTag: String? = nil
     ) {
+        self.cursorTag = cursorTag
         self.cursor = cursor
         self.profile = profile
         self.progress = progress
@@ -50,8 +55,11 @@ package struct SyncDelta: Sendable, Equatable {
     /// Whether more pages follow: the device syncs again with `cursor` at once.
     package var more = false
     /// Whether the device must drop what it synced before and take this answer (and the pages after
-    /// it) as its whole state: its cursor is older than deleted records the server no longer keeps.
+    /// it) as its whole state: its cursor is older than deleted records the server no longer keeps,
+    /// ahead of the user's version, or not one the user was given.
     package var resync = false
+    /// The tag that binds `cursor` to the user, sent after it; nil sends the cursor alone.
+    package var cursorTag: String?
 
     package init(
         cursor: SyncCursor, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress],

@@ -41,6 +41,9 @@ package enum MetricNames {
     package static let syncRequests = "siwa_sync_requests_total"
     /// Progress and achievement rows written by syncs.
     package static let syncRowsWritten = "siwa_sync_rows_written_total"
+    /// Sync cursors dropped because the user was never given them (another user's, forged, or
+    /// untagged): each such sync answered the whole state with `resync`.
+    package static let syncCursorsRefused = "siwa_sync_cursors_refused_total"
     /// Changes per sync request.
     package static let syncBatchSize = "siwa_sync_batch_changes"
     /// Sync requests committed together in one transaction of the group commit.

@@ -72,6 +72,11 @@ def lesson(lesson_id):
             "completedAt": 1000}
 
 
+def version(cursor):
+    """The version of a cursor's text: what comes before its tag (`~`) and its page position (`.`)."""
+    return int(cursor.split("~")[0].split(".")[0])
+
+
 def sync(access, lessons, cursor=None):
     return call(siwa + "/sync", {"cursor": cursor, "progress": lessons, "achievements": []},
                 {"Authorization": "Bearer " + access})
@@ -121,10 +126,10 @@ if check == "syncs":
     # version is 50, with 50 lessons.
     lessons_of = {i: {item["lessonId"] for item in body["progress"]} for i, (status, body) in enumerate(results) if status == 200}
     wrong = [(i, results[i][1]["cursor"], len(held)) for i, held in lessons_of.items()
-             if f"s{i}" not in held or len(held) != int(results[i][1]["cursor"])]
+             if f"s{i}" not in held or len(held) != version(results[i][1]["cursor"])]
     by_cursor = {}
     for i, held in lessons_of.items():
-        by_cursor.setdefault(results[i][1]["cursor"], set()).add(frozenset(held))
+        by_cursor.setdefault(version(results[i][1]["cursor"]), set()).add(frozenset(held))
     differing = sorted(cursor for cursor, states in by_cursor.items() if len(states) > 1)
     final_status, final = sync(access, [])
     kept = {item["lessonId"] for item in final.get("progress", [])}
@@ -132,7 +137,7 @@ if check == "syncs":
     print(f"  50 concurrent syncs: statuses {sorted(set(statuses))} ({len(retried)} retried after a 503), "
           f"{50 - len(missing)} of 50 lessons kept, {len(by_cursor)} distinct versions, version {final.get('cursor')} in the end")
     open(f"{out}/syncs_user", "w").write(str(user_id))
-    if statuses.count(200) != 50 or missing or wrong or differing or final_status != 200 or final.get("cursor") != "50" \
+    if statuses.count(200) != 50 or missing or wrong or differing or final_status != 200 or version(final.get("cursor", "0")) != 50 \
             or len(kept) != 50:
         time.sleep(1)
         later = stored_lessons(access)

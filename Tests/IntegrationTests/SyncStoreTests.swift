@@ -140,6 +140,22 @@ import Testing
         #expect(try everything(together) == everything(oneByOne))
     }
 
+    @Test("A cursor ahead of the user's version (a restored backup, another server) gets the whole state with resync")
+    func cursorAheadOfTheVersion() throws {
+        let user = try newUser()
+        let lessons = (1...3).map {
+            LessonProgress(beliefSystemID: "bs", lessonID: "l\($0)", status: .completed, score: 1, earnedXP: 1, completedAt: nil)
+        }
+        for lesson in lessons { _ = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [lesson], achievements: [])) }
+        let ahead = try sync(
+            user,
+            SyncChanges(
+                cursor: SyncCursor(version: 9, base: 2, position: .init(list: 0, key: "x")), profile: nil, progress: [], achievements: []))
+        #expect(ahead.resync && ahead.progress.count == 3 && ahead.cursor == 3)
+        let current = try sync(user, SyncChanges(cursor: 3, profile: nil, progress: [], achievements: []))
+        #expect(!current.resync && current.progress.isEmpty)
+    }
+
     @Test("Re-sending what the server has writes nothing and keeps the cursor; a new device's null cursor gets everything")
     func unchangedAndFull() throws {
         let user = try newUser()

@@ -163,12 +163,14 @@ package enum SyncStore {
         // The cache learns the state, unless it is the cached state itself, unchanged.
         if cached?.version != state.version { cache?.keep(state, of: userID) }
         let profileVersion = merge.profileChanged ? version : stored.profileVersion
-        // A cursor from the future (a restored backup, another server) gets everything, and so does
-        // one older than a purged tombstone: that device missed a deletion, and must start over.
-        var cursor = changes.cursor.flatMap { $0.version <= stored.version ? $0 : nil } ?? SyncCursor(version: 0)
+        // A cursor from the future (a restored backup, another server) gets everything with a
+        // resync, and so does one older than a purged tombstone: that device missed a deletion,
+        // and must start over.
+        let ahead = changes.cursor.map { $0.version > stored.version } ?? false
+        var cursor = ahead ? SyncCursor(version: 0) : changes.cursor ?? SyncCursor(version: 0)
         // A pass that starts from nothing carries the version it started at as its base: a tombstone
         // purged after it, of a record an earlier page sent, calls for a resync as well.
-        let resync = (cursor.version > 0 || cursor.position != nil) && cursor.base < state.purgedVersion
+        let resync = ahead || ((cursor.version > 0 || cursor.position != nil) && cursor.base < state.purgedVersion)
         if resync || (cursor.version == 0 && cursor.position == nil) { cursor = SyncCursor(version: 0, base: state.version) }
         var delta = SyncDelta(
             cursor: SyncCursor(version: version), profile: cursor.version == 0 || profileVersion > cursor.version ? merge.profile : nil,

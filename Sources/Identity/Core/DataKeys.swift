@@ -40,6 +40,13 @@ package struct DataKeys: Sendable {
         return SealedAppleToken(ciphertext: box, keyID: key.id, clientID: clientID)
     }
 
+    /// A key for `purpose` derived from each data key (HMAC-SHA256 of the purpose under it), the
+    /// current key's first: a key that protects something else than Apple's tokens is never the
+    /// data key itself.
+    package func derivedKeys(purpose: String) -> [[UInt8]] {
+        keys.map { HMACSHA256.authenticationCode(key: $0.key, message: Array(purpose.utf8)) }
+    }
+
     /// Decrypts a stored token; nil when its key is gone or it was tampered with.
     package func open(_ sealed: SealedAppleToken) -> String? {
         guard let key = keys.first(where: { $0.id == sealed.keyID }),

@@ -18,6 +18,8 @@ package final class IdentityCore: Sendable {
     package let syncCache = SyncCache()
     /// The collections the app declared, synced besides the built-in model.
     package let collections: DeclaredCollections
+    /// Binds the sync cursors given to a user to that user; nil without sessions (no sync then).
+    package let syncCursors: SyncCursorBinding?
     /// The sessions seen active recently, behind the database (see `SessionCache`).
     package let sessionCache: SessionCache
     /// Where lifecycle events for the app's backend are recorded (nothing when no endpoint is set).
@@ -41,6 +43,7 @@ package final class IdentityCore: Sendable {
         self.databaseServers = database.endpoints.count
         self.apple = apple
         self.sessions = sessions
+        self.syncCursors = sessions.map { SyncCursorBinding(dataKeys: $0.dataKeys) }
         self.webhooks = webhooks?.outbox ?? WebhookOutbox()
         self.clock = clock
         self.syncCommits = SyncCommitter(database: database)

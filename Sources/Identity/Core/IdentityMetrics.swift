@@ -12,6 +12,7 @@ package struct IdentityMetrics: Sendable {
     let notifications: MetricFamily<Counter>
     let syncRequests: MetricFamily<Counter>
     let syncRowsWritten: Counter
+    let syncCursorsRefused: Counter
     let syncBatchSize: Recorder
     let keyFetches: MetricFamily<Counter>
 
@@ -23,6 +24,7 @@ package struct IdentityMetrics: Sendable {
         notifications = MetricFamily(counter: MetricNames.notifications, labels: ["type", "outcome"], factory: factory)
         syncRequests = MetricFamily(counter: MetricNames.syncRequests, labels: ["result"], factory: factory)
         syncRowsWritten = Counter(label: MetricNames.syncRowsWritten, factory: factory)
+        syncCursorsRefused = Counter(label: MetricNames.syncCursorsRefused, factory: factory)
         syncBatchSize = Recorder(label: MetricNames.syncBatchSize, factory: factory)
         keyFetches = MetricFamily(counter: MetricNames.appleKeyFetches, labels: ["result"], factory: factory)
     }

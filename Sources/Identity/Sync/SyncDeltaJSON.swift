@@ -13,7 +13,7 @@ package enum SyncDeltaJSON {
     package static func json(_ delta: SyncDelta, collections: DeclaredCollections = .none) -> [UInt8] {
         var json = JSONWriter(capacity: 256 + 160 * (delta.progress.count + delta.achievements.count + delta.records.count))
         json.beginObject()
-        json.member("cursor", delta.cursor.text)
+        json.member("cursor", delta.cursor.text + (delta.cursorTag.map { SyncCursor.tagSeparator + $0 } ?? ""))
         json.key("profile")
         if let profile = delta.profile {
             json.beginObject()
@@ -71,8 +71,23 @@ package enum SyncDeltaJSON {
 /// `"<version>.<base>.<list>.<key>"`: the version of the last item sent, the version the paging
 /// started from (0 for everything), that item's list (0 lessons, 1 achievements, 2 on the declared
 /// collections in order) and its key's UTF-8 in lowercase hex (which a pattern can describe
-/// exactly: `docs/openapi.yaml`).
+/// exactly: `docs/openapi.yaml`); then `~` and the tag that binds it to its user
+/// (`SyncCursorBinding`).
 extension SyncCursor {
+    /// What separates a cursor's text from its tag.
+    package static let tagSeparator = "~"
+
+    /// The cursor and tag of `text` as a device presents it; nil when it is not a cursor this
+    /// server gives. A cursor without a tag (given before cursors were bound to their users) has
+    /// a nil tag.
+    package static func presented(_ text: String) -> (cursor: SyncCursor, tag: String?)? {
+        let parts = text.split(separator: Character(tagSeparator), maxSplits: 1, omittingEmptySubsequences: false)
+        guard let cursor = SyncCursor(text: String(parts[0])) else { return nil }
+        guard parts.count == 2 else { return (cursor, nil) }
+        guard SyncCursorBinding.isWellFormed(parts[1]) else { return nil }
+        return (cursor, String(parts[1]))
+    }
+
     /// The cursor of `text`; nil when it is not one this server gives.
     package init?(text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)

@@ -19,10 +19,24 @@ extension SyncUseCases {
     /// Merges a device's changes into the user's synced state and returns what changed since the
     /// device's cursor. `uncheckedSession` is the session of an access token whose activity the
     /// sync's own statements check (see `authenticateDeferringSessionCheck`).
+    ///
+    /// A cursor the user was never given (its tag is not the user's: another user's, forged, or
+    /// from before cursors were tagged) is dropped: the answer holds the whole state with `resync`.
+    /// The answer's cursor is tagged for the user (`SyncCursorBinding`).
     /// - Throws: `IdentityError(.sessionEnded)` when that session is no longer active;
     ///   `.syncLimitExceeded` when a declared collection would hold more records than it allows.
-    package func sync(_ principal: Principal, uncheckedSession: UInt64?, changes: SyncChanges) throws -> SyncDelta {
+    package func sync(_ principal: Principal, uncheckedSession: UInt64?, changes presented: SyncChanges) throws -> SyncDelta {
         let metrics = core.metrics
+        var changes = presented
+        var refusedCursor = false
+        if let cursor = changes.cursor {
+            let binding = try syncCursors()
+            if !(changes.cursorTag.map { binding.accepts($0, for: cursor, userID: principal.userID) } ?? false) {
+                changes.cursor = nil
+                refusedCursor = true
+                metrics.syncCursorsRefused.increment()
+            }
+        }
         metrics.syncBatchSize.record(
             changes.progress.count + changes.achievements.count + changes.records.count + (changes.profile == nil ? 0 : 1))
         return try metrics.counting(metrics.syncRequests, [], success: "ok") {
@@ -43,7 +57,17 @@ extension SyncUseCases {
                 throw IdentityError(.sessionEnded)
             }
             metrics.syncRowsWritten.increment(by: delta.changed)
-            return delta
+            var answer = delta
+            if refusedCursor { answer.resync = true }
+            answer.cursorTag = try syncCursors().tag(answer.cursor, userID: principal.userID)
+            return answer
         }
+    }
+}
+
+extension SyncUseCases {
+    fileprivate func syncCursors() throws -> SyncCursorBinding {
+        guard let binding = core.syncCursors else { throw IdentityError(.notConfigured, "sessions are not configured on this server") }
+        return binding
     }
 }

@@ -41,9 +41,9 @@ package enum SyncRoutes {
         } catch {
             throw HTTPError.badRequest("The body is not a JSON object")
         }
-        var cursor: SyncCursor?
+        var cursor: (cursor: SyncCursor, tag: String?)?
         if let text = try body.top.string("cursor") {
-            guard let value = SyncCursor(text: text) else { throw invalid("cursor", "is not a cursor this server gave") }
+            guard let value = SyncCursor.presented(text) else { throw invalid("cursor", "is not a cursor this server gave") }
             cursor = value
         }
         var limit: Int?
@@ -58,8 +58,9 @@ package enum SyncRoutes {
         guard progress.count <= maximumItems else { throw invalid("progress", "has more than \(maximumItems) items") }
         guard achievements.count <= maximumItems else { throw invalid("achievements", "has more than \(maximumItems) items") }
         let changes = SyncChanges(
-            cursor: cursor, profile: try body.profile.items(path: "profile").first.map(profile),
-            progress: try progress.map(lesson), achievements: try achievements.map(achievement), records: body.records, limit: limit)
+            cursor: cursor?.cursor, profile: try body.profile.items(path: "profile").first.map(profile),
+            progress: try progress.map(lesson), achievements: try achievements.map(achievement), records: body.records, limit: limit,
+            cursorTag: cursor?.tag)
         if let problem = body.recordsProblem { throw HTTPError.badRequest(problem) }
         return changes
     }

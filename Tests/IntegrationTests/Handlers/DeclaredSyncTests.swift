@@ -222,4 +222,41 @@ struct DeclaredSyncTests {
             export.text.contains(
                 #""favourites":[{"itemId":"trail-7","addedAt":null,"label":{"value":"Ridge","at":5,"device":"phone"},"deleted":null}]"#))
     }
+
+    @Test(
+        "A cursor the user was never given (another user's page, an altered tag, none) gets the whole state with resync, never a part of it"
+    )
+    func cursorsBoundToTheirUser() throws {
+        let harness = try HandlerHarness(environment: ["SIWA_SYNC_COLLECTIONS": Self.declaration, "SIWA_GUEST_ACCOUNTS": "true"])
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let alice = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
+        let bob = try #require(try harness.send("POST", "/auth/guest").json().string("accessToken"))
+        func workouts(_ prefix: String, _ count: Int) -> String {
+            (1...count).map { #"{"workoutId":"\#(prefix)\#($0)","distance":\#($0),"deleted":{"value":false,"at":1500,"device":"phone"}}"# }
+                .joined(separator: ",")
+        }
+        let lessons = (1...5).map { #"{"beliefSystemId":"stoicism","lessonId":"b\#($0)","status":"completed","score":1}"# }
+        #expect(Self.sync(harness, alice, #"{"cursor":null,"collections":{"workouts":[\#(workouts("a", 6))]}}"#).status == 200)
+        let bobs = Self.sync(
+            harness, bob,
+            #"{"cursor":null,"progress":[\#(lessons.joined(separator: ","))],"collections":{"workouts":[\#(workouts("b", 5))]}}"#)
+        let bobsCursor = try #require(try bobs.json().string("cursor"))
+        let page = Self.sync(harness, alice, #"{"cursor":null,"limit":3}"#)
+        let alicesCursor = try #require(try page.json().string("cursor"))
+        #expect(page.text.contains(#""more":true"#) && alicesCursor.contains("."), "a continuation cursor: \(alicesCursor)")
+
+        let altered = String(bobsCursor.dropLast()) + (bobsCursor.hasSuffix("0") ? "1" : "0")
+        let untagged = String(bobsCursor.prefix { $0 != "~" })
+        for (cursor, what) in [(alicesCursor, "another user's"), (altered, "an altered tag"), (untagged, "no tag")] {
+            let answer = Self.sync(harness, bob, #"{"cursor":"\#(cursor)","limit":1000}"#)
+            let object = try JSONSerialization.jsonObject(with: Data(answer.text.utf8)) as? [String: Any]
+            #expect(answer.status == 200 && object?["resync"] as? Bool == true, "\(what): \(answer.text)")
+            #expect(try Self.records(answer, "workouts").count == 5, "\(what): all of Bob's workouts")
+            #expect((object?["progress"] as? [Any])?.count == 5, "\(what): all of Bob's lessons")
+            #expect(try answer.json().string("cursor") == bobsCursor, "\(what): the answer's cursor is Bob's own")
+        }
+        // Bob's own cursor: nothing new, no resync.
+        let own = Self.sync(harness, bob, #"{"cursor":"\#(bobsCursor)"}"#)
+        #expect(own.status == 200 && !own.text.contains("resync") && !own.text.contains("b1"), "\(own.text)")
+    }
 }
