@@ -93,6 +93,25 @@ print(f"20000 records in {pages} pages of at most {largest}")
 PY
 pass "a first sync of 20,000 records comes in 41 pages of at most 500: every record, once, and one changed after its page again"
 
+# --- Another user's paging cursor (an app that switched accounts and kept its cursor): the whole
+# state with resync, not the part of it after the other user's position.
+request POST /auth/guest -H 'Content-Type: application/json' -d '{"device":"switched"}'
+expect_status 200 "a guest for the cursor check"
+GUEST_ACCESS=$(json accessToken <<<"$BODY")
+request POST /sync -H "$(bearer "$GUEST_ACCESS")" -H 'Content-Type: application/json' \
+    -d '{"collections":{"workouts":[{"workoutId":"g1","distance":1},{"workoutId":"g2","distance":2},{"workoutId":"g3","distance":3}]}}'
+expect_status 200 "the guest's workouts"
+request POST /sync -H "$(bearer "$ACCESS")" -H 'Content-Type: application/json' -d '{"cursor":null,"limit":2}'
+OTHER_CURSOR=$(json cursor <<<"$BODY")
+for cursor in "$OTHER_CURSOR" "${OTHER_CURSOR%%~*}"; do
+    request POST /sync -H "$(bearer "$GUEST_ACCESS")" -H 'Content-Type: application/json' -d "{\"cursor\":\"$cursor\",\"limit\":1000}"
+    expect_status 200 "another user's cursor"
+    python3 -c 'import json, sys; a = json.loads(sys.argv[1]); ids = sorted(r["workoutId"] for r in a["collections"]["workouts"])
+assert a.get("resync") is True and ids == ["g1", "g2", "g3"] and "more" not in a, (a.get("resync"), ids)' "$BODY" \
+        || fail "another user's cursor $cursor: $BODY"
+done
+pass "another user's paging cursor, tagged or not, gets the guest's whole state (3 of 3 workouts) with resync"
+
 # --- Declared limits: 400 naming the path, nothing written.
 before=$(sql "SELECT COUNT(*) FROM sync_records")
 too_many=$(python3 -c 'import json; print(json.dumps({"collections": {"favourites": [{"itemId": f"f{i}"} for i in range(101)]}}))')
