@@ -247,7 +247,7 @@ apple_emulator() {
              {"id": "com.example.other"}, {"id": "com.example.moving"}],
  "otherTeams": [{"teamId": "TEAMID0002", "keyId": "KEYID00002", "teamKeyFile": "$dir/apple_key_b.p8"}],
  "adminSecretFile": "$dir/admin_secret", "notificationURL": "https://localhost:$siwa_port/webhook/apple",
- "caFile": "$certs/cert.pem", "threads": 4}
+ "caFile": "$certs/cert.pem", "threads": 32}
 JSON
     cat >"$extra" <<CONF
 # The Apple ID emulator, on its own TLS port, as appleid.apple.com would be.

@@ -10,12 +10,15 @@ import Testing
 @Suite struct AppleCallGateTests {
     struct Unreachable: Error {}
 
-    @Test("Beyond the limit of calls in flight, a call is refused at once with apple_unavailable")
+    @Test(
+        "Beyond the limit of calls in flight, once a call has taken longer than the wait, a call is refused at once with apple_unavailable")
     func limit() throws {
-        let gate = AppleCallGate(limit: 2, clock: ManualClock(1_000))
+        let clock = ManualClock(1_000)
+        let gate = AppleCallGate(limit: 2, clock: clock)
         let group = DispatchGroup()
         let releases = [holdSlot(gate, group, failing: false), holdSlot(gate, group, failing: false)]
         #expect(gate.inFlight == 2)
+        clock.advance(1.5)
         var called = false
         #expect(throws: IdentityError(.appleUnavailable)) {
             try gate.pass({ called = true }, unreachable: { _ in false })
@@ -26,11 +29,15 @@ import Testing
         #expect(try gate.pass({ 7 }, unreachable: { _ in false }) == 7, "free again once the calls ended")
     }
 
-    @Test("Beyond the limit, a few calls wait for a slot and go through when one frees; one more than may wait is refused at once")
+    @Test(
+        "Beyond the limit with a slow Apple, a few calls wait for a slot and go through when one frees; one more than may wait is refused at once"
+    )
     func burstWaits() throws {
-        let gate = AppleCallGate(limit: 1, waiting: 1, wait: 30, clock: ManualClock(1_000))
+        let clock = ManualClock(1_000)
+        let gate = AppleCallGate(limit: 1, waiting: 1, wait: 30, clock: clock)
         let group = DispatchGroup()
         let release = holdSlot(gate, group, failing: false)
+        clock.advance(31)
         let waited = Mutex<Int?>(nil)
         onThread(group) {
             let value = try? gate.pass({ 2 }, unreachable: { _ in false })
@@ -43,6 +50,29 @@ import Testing
         release.signal()
         group.wait()
         #expect(waited.withLock { $0 } == 2, "the waiting call went through once the slot was free")
+        #expect(gate.inFlight == 0 && gate.waiting == 0)
+    }
+
+    @Test("While Apple answers (no call in flight older than the wait), a burst beyond the waiting calls waits too, and all go through")
+    func burstWaitsWhileAppleAnswers() throws {
+        let gate = AppleCallGate(limit: 2, waiting: 1, wait: 30, clock: ManualClock(1_000))
+        let group = DispatchGroup()
+        let releases = [holdSlot(gate, group, failing: false), holdSlot(gate, group, failing: false)]
+        let passed = Mutex(0)
+        let refused = Mutex(0)
+        for _ in 0..<6 {
+            onThread(group) {
+                if (try? gate.pass({ 1 }, unreachable: { _ in false })) != nil {
+                    passed.withLock { $0 += 1 }
+                } else {
+                    refused.withLock { $0 += 1 }
+                }
+            }
+        }
+        while gate.waiting + refused.withLock({ $0 }) < 6 { sched_yield() }
+        for release in releases { release.signal() }
+        group.wait()
+        #expect(passed.withLock { $0 } == 6, "six calls waited, five more than `waiting`, and all went through")
         #expect(gate.inFlight == 0 && gate.waiting == 0)
     }
 

@@ -4,15 +4,20 @@ import Foundation
 /// to Apple are in flight at once, and after a call could not reach Apple (a timeout, a refused
 /// connection) none is made for `cooldown` seconds.
 ///
-/// Beyond the limit, up to `waiting` calls wait at most `wait` seconds for a slot, so that a
-/// burst (an app's launch after a release) is served a moment later instead of refused. A call
-/// that is not let through fails with `IdentityError(.appleUnavailable)` (503 with
-/// `Retry-After`), so the worker threads beyond `limit + waiting` stay free for the routes that
-/// do not call Apple.
+/// Beyond the limit, a call waits at most `wait` seconds for a slot, so that a burst (an app's
+/// launch after a release) is served a moment later instead of refused. While Apple answers (every
+/// call in flight began less than `wait` seconds ago) any number of calls may wait: each gets a
+/// slot within about one of Apple's latencies. Once a call in flight has taken longer (Apple slow
+/// or hanging), only `waiting` calls may wait and any other is refused at once, so that the worker
+/// threads beyond `limit + waiting` stay free for the routes that do not call Apple. A call that is
+/// not let through fails with `IdentityError(.appleUnavailable)` (503 with `Retry-After`).
 package final class AppleCallGate: Sendable {
     private struct State {
         var inFlight = 0
         var waiting = 0
+        /// When each call in flight began (clock seconds), by its ticket.
+        var started: [Int: Double] = [:]
+        var nextTicket = 0
         /// Until when no call is let through (Unix seconds).
         var closedUntil = 0.0
     }
@@ -45,28 +50,26 @@ package final class AppleCallGate: Sendable {
     /// - Throws: `IdentityError(.appleUnavailable)` when the gate is closed, or full for longer
     ///   than a call may wait; else what `call` throws.
     package func pass<T>(_ call: () throws -> T, unreachable: (any Error) -> Bool) throws -> T {
-        try enter()
+        let ticket = try enter()
         do {
             let value = try call()
-            leave(closing: false)
+            leave(ticket, closing: false)
             return value
         } catch {
-            leave(closing: unreachable(error))
+            leave(ticket, closing: unreachable(error))
             throw error
         }
     }
 
-    /// Takes a slot, waiting for one if the gate is full and few calls wait already.
-    private func enter() throws {
+    /// Takes a slot, waiting for one if the gate is full (`AppleCallGate`: who may wait); returns
+    /// the call's ticket.
+    private func enter() throws -> Int {
         condition.lock()
         defer { condition.unlock() }
         try refuseWhileClosed()
-        if state.inFlight < limit {
-            state.inFlight += 1
-            return
-        }
+        if state.inFlight < limit { return take() }
         let full = IdentityError(.appleUnavailable, "too many calls to Apple are waiting; try again shortly")
-        guard state.waiting < waitingLimit else { throw full }
+        guard state.waiting < waitingLimit || appleAnswers else { throw full }
         state.waiting += 1
         defer { state.waiting -= 1 }
         let deadline = Date(timeIntervalSinceNow: wait)
@@ -75,7 +78,21 @@ package final class AppleCallGate: Sendable {
             // Apple became unreachable while this call waited.
             try refuseWhileClosed()
         }
+        return take()
+    }
+
+    /// Whether every call in flight began less than `wait` seconds ago. Called with the lock held.
+    private var appleAnswers: Bool {
+        guard let oldest = state.started.values.min() else { return true }
+        return clock.now() - oldest < wait
+    }
+
+    /// Counts a call in flight from now. Called with the lock held.
+    private func take() -> Int {
         state.inFlight += 1
+        state.nextTicket &+= 1
+        state.started[state.nextTicket] = clock.now()
+        return state.nextTicket
     }
 
     private func refuseWhileClosed() throws {
@@ -86,11 +103,12 @@ package final class AppleCallGate: Sendable {
 
     /// Frees the slot; after a call that could not reach Apple, closes the gate for the cooldown
     /// and lets every waiting call know.
-    private func leave(closing: Bool) {
+    private func leave(_ ticket: Int, closing: Bool) {
         let reopening = clock.now() + cooldown
         condition.lock()
         defer { condition.unlock() }
         state.inFlight -= 1
+        state.started[ticket] = nil
         if closing {
             state.closedUntil = max(state.closedUntil, reopening)
             condition.broadcast()
