@@ -48,15 +48,18 @@ done
 sign_in "$(body nonce-andy-1)"
 expect_status 400 "a Services ID's code without redirectUri"
 grep -q 'send it as redirectUri' <<<"$BODY" || fail "the message does not say what to send: $BODY"
-# The same code then works: Apple was never called with it (codes are single use), and the nonce
-# was not spent.
+# A redirect URI registered for the Services ID but not the authorization's: Apple refuses the code
+# without using it, and the nonce is not spent either.
+sign_in "$(body nonce-andy-1 "$E2E_URL/auth/app-callback/flutter")"
+expect_error 400 invalid_grant "a registered redirectUri that is not the authorization's"
+# The same code then works: Apple never used it (codes are single use), and the nonce was not spent.
 sign_in "$(body nonce-andy-1 "$SPA")"
 expect_status 200 "the Services ID's credential with its registered redirectUri"
 andy_id=$(json user.id <<<"$BODY")
 [ "$(sql "SELECT t.client_id FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id WHERE i.user_id = $andy_id")" = "$APP" ] \
     || fail "no Apple token stored for $APP: $(sql 'SELECT identity_id, client_id FROM apple_tokens')"
 [ "$(sql "SELECT apple_client_id FROM sessions WHERE user_id = $andy_id")" = "$APP" ] || fail "the session's client id"
-pass "a Services ID's credential: refused (400 invalid_redirect_uri) for 4 unregistered URIs and without one, before Apple is called; with its registered redirectUri signed in, Apple's token stored for $APP"
+pass "a Services ID's credential: refused (400 invalid_redirect_uri) for 4 unregistered URIs and without one, before Apple is called; refused by Apple (invalid_grant) with a registered redirectUri that is not the authorization's, the nonce not spent; with its registered redirectUri signed in, Apple's token stored for $APP"
 
 sign_in "$(body nonce-andy-1 "$SPA")"
 expect_error 401 nonce_reused "the same credential again"
