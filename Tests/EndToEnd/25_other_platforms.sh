@@ -156,14 +156,28 @@ app_code desktop "$LOOPBACK" "$VERIFIER" st-desk-1
 [[ "$APP_LOCATION" == "$LOOPBACK?code="*"&state=st-desk-1" ]] && [ -n "$APP_CODE" ] || fail "back to the app: $APP_LOCATION"
 token "grant_type=authorization_code&client_id=desktop&code=$APP_CODE&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
 expect_status 200 "the app's code with its verifier"
+# RFC 6749 §5.1: the token endpoint's answers are never cached.
+expect_header "cache-control: no-store" "the token answer"
+expect_header "pragma: no-cache" "the token answer"
 ACCESS=$(json accessToken <<<"$BODY")
-remember "$ACCESS" "$(json refreshToken <<<"$BODY")"
+DESK_REFRESH=$(json refreshToken <<<"$BODY")
+remember "$ACCESS" "$DESK_REFRESH"
 request GET /auth/me -H "$(bearer "$ACCESS")"
 expect_status 200 "/auth/me with the app's token"
 [ "$(json user.firstName <<<"$BODY")" = Desk ] || fail "the app's user: $BODY"
 token "grant_type=authorization_code&client_id=desktop&code=$APP_CODE&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
 expect_error 400 invalid_grant "the code again"
-pass "the PKCE flow with a loopback redirect (any port): the browser comes back to http://127.0.0.1:53682/callback with a code and the state; the code and its verifier give a session; the code again is invalid_grant"
+# RFC 6749 §5.2: error_description (message kept for this API's clients), and never cached.
+python3 -c 'import json,sys; b=json.loads(sys.argv[1]); assert b["error_description"] and b["error_description"] == b["message"], b' "$BODY" \
+    || fail "the token error's error_description: $BODY"
+expect_header "cache-control: no-store" "the token error"
+expect_header "pragma: no-cache" "the token error"
+# RFC 6749 §4.1.2: the session the code opened is revoked, its access and refresh tokens with it.
+request GET /auth/me -H "$(bearer "$ACCESS")"
+expect_error 401 invalid_token "/auth/me with the token of a code presented twice"
+request POST /auth/refresh -H 'Content-Type: application/json' -d "{\"refreshToken\":\"$DESK_REFRESH\"}"
+expect_status 401 "the refresh token of a code presented twice"
+pass "the PKCE flow with a loopback redirect (any port): the browser comes back to http://127.0.0.1:53682/callback with a code and the state; the code and its verifier give a session; the code again is invalid_grant with error_description and revokes that session; both answers Cache-Control: no-store and Pragma: no-cache"
 
 # Each refusal spends its code; each is the RFC's error.
 refuse() { # refuse DESCRIPTION FORM_SUFFIX: a fresh code, refused with invalid_grant
