@@ -203,6 +203,16 @@ token "grant_type=authorization_code&code=x&client_id=desktop"
 expect_error 400 invalid_request "no verifier"
 pass "a wrong verifier, another client's code, a changed redirect_uri and a code past its 60 s are invalid_grant (each spends the code); grant_type=password is unsupported_grant_type, an unregistered client invalid_client, a missing verifier invalid_request"
 
+# Apple failing the code exchange during the browser step: the browser goes back to the app with
+# error=temporarily_unavailable and the app's state (RFC 6749 §4.1.2.1), not to a page of ours.
+apple POST /admin/behaviour -H "$ADMIN" -d '{"failureRate":1}'
+[ "$APPLE_STATUS" = 200 ] || fail "the emulator's behaviour: $APPLE_STATUS $APPLE_BODY"
+browser_sign_in "$E2E_URL/auth/app/start?client_id=desktop&redirect_uri=$(urlq "$LOOPBACK")&code_challenge=$(challenge_of "$VERIFIER")&code_challenge_method=S256&state=st-desk-down" "$DESK"
+apple POST /admin/behaviour -H "$ADMIN" -d '{}'
+[[ "$BROWSER_LOCATION" == "$LOOPBACK?error=temporarily_unavailable&error_description="*"&state=st-desk-down" ]] \
+    || fail "Apple failing during the browser step: $BROWSER_LOCATION"
+pass "Apple failing the exchange during the browser step: back to the app with error=temporarily_unavailable and its state"
+
 # The start refuses an unregistered client or redirect URI with a page, never a redirect: the 17
 # open-redirect forms return_to is tested with, and look-alikes of the registered URIs.
 start_status() { curl -ks -o "$E2E_TMP/start.html" -w '%{http_code} %header{location}' -H 'Accept: text/html' \

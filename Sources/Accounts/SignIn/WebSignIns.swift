@@ -9,6 +9,8 @@ package enum WebSignIns {
         package var id: UInt64
         package var nonce: String
         package var returnTo: String
+        /// Whether a native app started it (RFC 8252), rather than the web.
+        package var isApp: Bool
     }
 
     /// A sign-in that came back from Apple, as its handle redeems it.
@@ -74,13 +76,14 @@ package enum WebSignIns {
         guard
             let row = try connection.query(
                 """
-                SELECT id, nonce, return_to FROM web_sign_ins
+                SELECT id, nonce, return_to, app_client_id IS NOT NULL AS is_app FROM web_sign_ins
                 WHERE state_hash = ? AND completed_at IS NULL AND expires_at > UTC_TIMESTAMP(3) FOR UPDATE
                 """, stateHash
             ).first
         else { return nil }
         return Pending(
-            id: try row.decode(column: "id"), nonce: try row.decode(column: "nonce"), returnTo: try row.decode(column: "return_to"))
+            id: try row.decode(column: "id"), nonce: try row.decode(column: "nonce"), returnTo: try row.decode(column: "return_to"),
+            isApp: try row.decode(column: "is_app"))
     }
 
     /// Stores the outcome under the one-time handle (its SHA-256).

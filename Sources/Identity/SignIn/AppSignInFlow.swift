@@ -57,13 +57,21 @@ extension SignInUseCases {
     }
 
     /// Step 2, in the redemption's transaction: a one-time code for a sign-in that signed someone
-    /// in, Apple's refusal or ours otherwise (`access_denied`, with our code as the description).
+    /// in, otherwise the error of RFC 6749 §4.1.2.1: `temporarily_unavailable` when Apple failed,
+    /// `server_error` when Apple refused this server's credentials, `access_denied` (with Apple's
+    /// or our code as the description) when the person or Apple refused.
     func redeemApp(_ completed: WebSignIns.Completed, app: WebSignIns.AppRequest, on connection: Connection) throws -> WebRedemption {
         guard completed.error == nil, completed.userID != nil else {
-            let description = completed.error ?? "sign_in_failed"
+            let (error, description) =
+                switch completed.error {
+                case WebSignInFailure.appleUnavailable.code?: ("temporarily_unavailable", "Apple could not be reached; try again shortly")
+                case WebSignInFailure.appleRefusedCredentials.code?: ("server_error", "Apple refused the server's credentials")
+                case let code?: ("access_denied", code)
+                case nil: ("access_denied", "sign_in_failed")
+                }
             return .app(
                 location: AppURIs.adding(
-                    [("error", "access_denied"), ("error_description", description), ("state", app.state)], to: app.redirectURI),
+                    [("error", error), ("error_description", description), ("state", app.state)], to: app.redirectURI),
                 signedIn: false)
         }
         let code = try OpaqueToken()
