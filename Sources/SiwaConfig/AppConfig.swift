@@ -232,7 +232,9 @@ package struct AppConfig: Sendable {
         ),
         Key(
             name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", required: "no",
-            summary: "lifetime of the client secrets made from the `.p8` key (renewed at half)"),
+            summary:
+                "lifetime of the client secrets made from the `.p8` key: `iat` is set a minute back (a quarter of the lifetime under 240 s), and a secret is renewed at half its lifetime or once less than a minute (that quarter) remains before its `exp`, whichever comes first"
+        ),
         Key(
             name: "SIWA_PUBLIC_URL", type: "https URL", defaultValue: nil, required: "to serve",
             summary:
@@ -495,7 +497,8 @@ extension EnvironmentReader {
         let leeway = integer("SIWA_APPLE_LEEWAY", in: 0...IdentityTokenPolicy.maximumLeeway)
         let requireNonce = boolean("SIWA_APPLE_REQUIRE_NONCE")
         let keysCooldown = Double(integer("SIWA_APPLE_KEYS_COOLDOWN", in: 1...3600))
-        let clientSecretLifetime = integer("SIWA_APPLE_CLIENT_SECRET_LIFETIME", in: 60...ClientSecretFactory.maximumLifetime)
+        let clientSecretLifetime = integer(
+            "SIWA_APPLE_CLIENT_SECRET_LIFETIME", in: ClientSecretFactory.minimumLifetime...ClientSecretFactory.maximumLifetime)
         var anonymise = false
         switch string("SIWA_APPLE_ACCOUNT_DELETE").lowercased() {
         case "delete": anonymise = false

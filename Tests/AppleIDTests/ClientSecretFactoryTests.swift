@@ -68,6 +68,41 @@ import Testing
         #expect(try claims.integer("exp") == 1_700_001_800 - 60 + 3_600)
     }
 
+    @Test(
+        "No secret handed out is expired or about to expire, for every allowed lifetime",
+        arguments: [60, 61, 90, 119, 120, 121, 239, 240, 241, 3_600, 86_400, ClientSecretFactory.maximumLifetime])
+    func neverExpired(lifetime: Int) throws {
+        let start = 1_700_000_000.25
+        let now = Mutex<Double>(start)
+        let factory = ClientSecretFactory(
+            teamID: "T", keyID: "K", privateKey: try P256PrivateKey(), lifetime: lifetime, clock: { now.withLock { $0 } })
+        // At least 15 s left for Apple to receive it: a minute from 4 minutes of lifetime up.
+        let margin = lifetime >= 240 ? 60.0 : 15.0
+        let step = max(0.25, Double(lifetime) / 400)
+        var secrets: Set<String> = []
+        // The least time left before `exp` of any secret handed out, and when; whether any had its
+        // `iat` in the future or another lifetime.
+        var least = (left: Double.infinity, at: 0.0)
+        var wrongClaims: [String] = []
+        while now.withLock({ $0 }) < start + 3 * Double(lifetime) {
+            let time = now.withLock { $0 }
+            let secret = try factory.secret(for: "com.example.app")
+            secrets.insert(secret)
+            let claims = try CompactJWS(secret).decodePayload()
+            let issuedAt = Double(try #require(try claims.integer("iat")))
+            let expiresAt = Double(try #require(try claims.integer("exp")))
+            if issuedAt > time || expiresAt - issuedAt != Double(lifetime) {
+                wrongClaims.append("iat \(issuedAt) exp \(expiresAt) at \(time)")
+            }
+            if expiresAt - time < least.left { least = (expiresAt - time, time - start) }
+            now.withLock { $0 += step }
+        }
+        #expect(least.left >= margin, "a secret with \(least.left) s left before exp was handed out \(least.at) s in")
+        #expect(wrongClaims.isEmpty, "iat in the future or another lifetime: \(wrongClaims.prefix(3))")
+        // Cached, not made for each call: renewed at half its lifetime at the latest, about 6 in 3 lifetimes.
+        #expect((6...14).contains(secrets.count), "\(secrets.count) secrets in 3 lifetimes of \(lifetime) s")
+    }
+
     @Test("The .p8 loader refuses keys that are not P-256 private keys")
     func p8Loading() throws {
         #expect(throws: OpenSSLError.self) { try P256PrivateKey(pem: "not a key") }

@@ -48,15 +48,18 @@ done
 sign_in "$(body nonce-andy-1)"
 expect_status 400 "a Services ID's code without redirectUri"
 grep -q 'send it as redirectUri' <<<"$BODY" || fail "the message does not say what to send: $BODY"
-# The same code then works: Apple was never called with it (codes are single use), and the nonce
-# was not spent.
+# A redirect URI registered for the Services ID but not the authorization's: Apple refuses the code
+# without using it, and the nonce is not spent either.
+sign_in "$(body nonce-andy-1 "$E2E_URL/auth/app-callback/flutter")"
+expect_error 400 invalid_grant "a registered redirectUri that is not the authorization's"
+# The same code then works: Apple never used it (codes are single use), and the nonce was not spent.
 sign_in "$(body nonce-andy-1 "$SPA")"
 expect_status 200 "the Services ID's credential with its registered redirectUri"
 andy_id=$(json user.id <<<"$BODY")
 [ "$(sql "SELECT t.client_id FROM apple_tokens t JOIN apple_identities i ON i.id = t.identity_id WHERE i.user_id = $andy_id")" = "$APP" ] \
     || fail "no Apple token stored for $APP: $(sql 'SELECT identity_id, client_id FROM apple_tokens')"
 [ "$(sql "SELECT apple_client_id FROM sessions WHERE user_id = $andy_id")" = "$APP" ] || fail "the session's client id"
-pass "a Services ID's credential: refused (400 invalid_redirect_uri) for 4 unregistered URIs and without one, before Apple is called; with its registered redirectUri signed in, Apple's token stored for $APP"
+pass "a Services ID's credential: refused (400 invalid_redirect_uri) for 4 unregistered URIs and without one, before Apple is called; refused by Apple (invalid_grant) with a registered redirectUri that is not the authorization's, the nonce not spent; with its registered redirectUri signed in, Apple's token stored for $APP"
 
 sign_in "$(body nonce-andy-1 "$SPA")"
 expect_error 401 nonce_reused "the same credential again"
@@ -153,14 +156,28 @@ app_code desktop "$LOOPBACK" "$VERIFIER" st-desk-1
 [[ "$APP_LOCATION" == "$LOOPBACK?code="*"&state=st-desk-1" ]] && [ -n "$APP_CODE" ] || fail "back to the app: $APP_LOCATION"
 token "grant_type=authorization_code&client_id=desktop&code=$APP_CODE&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
 expect_status 200 "the app's code with its verifier"
+# RFC 6749 §5.1: the token endpoint's answers are never cached.
+expect_header "cache-control: no-store" "the token answer"
+expect_header "pragma: no-cache" "the token answer"
 ACCESS=$(json accessToken <<<"$BODY")
-remember "$ACCESS" "$(json refreshToken <<<"$BODY")"
+DESK_REFRESH=$(json refreshToken <<<"$BODY")
+remember "$ACCESS" "$DESK_REFRESH"
 request GET /auth/me -H "$(bearer "$ACCESS")"
 expect_status 200 "/auth/me with the app's token"
 [ "$(json user.firstName <<<"$BODY")" = Desk ] || fail "the app's user: $BODY"
 token "grant_type=authorization_code&client_id=desktop&code=$APP_CODE&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
 expect_error 400 invalid_grant "the code again"
-pass "the PKCE flow with a loopback redirect (any port): the browser comes back to http://127.0.0.1:53682/callback with a code and the state; the code and its verifier give a session; the code again is invalid_grant"
+# RFC 6749 §5.2: error_description (message kept for this API's clients), and never cached.
+python3 -c 'import json,sys; b=json.loads(sys.argv[1]); assert b["error_description"] and b["error_description"] == b["message"], b' "$BODY" \
+    || fail "the token error's error_description: $BODY"
+expect_header "cache-control: no-store" "the token error"
+expect_header "pragma: no-cache" "the token error"
+# RFC 6749 §4.1.2: the session the code opened is revoked, its access and refresh tokens with it.
+request GET /auth/me -H "$(bearer "$ACCESS")"
+expect_error 401 invalid_token "/auth/me with the token of a code presented twice"
+request POST /auth/refresh -H 'Content-Type: application/json' -d "{\"refreshToken\":\"$DESK_REFRESH\"}"
+expect_status 401 "the refresh token of a code presented twice"
+pass "the PKCE flow with a loopback redirect (any port): the browser comes back to http://127.0.0.1:53682/callback with a code and the state; the code and its verifier give a session; the code again is invalid_grant with error_description and revokes that session; both answers Cache-Control: no-store and Pragma: no-cache"
 
 # Each refusal spends its code; each is the RFC's error.
 refuse() { # refuse DESCRIPTION FORM_SUFFIX: a fresh code, refused with invalid_grant
@@ -185,6 +202,16 @@ expect_error 401 invalid_client "an unregistered client"
 token "grant_type=authorization_code&code=x&client_id=desktop"
 expect_error 400 invalid_request "no verifier"
 pass "a wrong verifier, another client's code, a changed redirect_uri and a code past its 60 s are invalid_grant (each spends the code); grant_type=password is unsupported_grant_type, an unregistered client invalid_client, a missing verifier invalid_request"
+
+# Apple failing the code exchange during the browser step: the browser goes back to the app with
+# error=temporarily_unavailable and the app's state (RFC 6749 §4.1.2.1), not to a page of ours.
+apple POST /admin/behaviour -H "$ADMIN" -d '{"failureRate":1}'
+[ "$APPLE_STATUS" = 200 ] || fail "the emulator's behaviour: $APPLE_STATUS $APPLE_BODY"
+browser_sign_in "$E2E_URL/auth/app/start?client_id=desktop&redirect_uri=$(urlq "$LOOPBACK")&code_challenge=$(challenge_of "$VERIFIER")&code_challenge_method=S256&state=st-desk-down" "$DESK"
+apple POST /admin/behaviour -H "$ADMIN" -d '{}'
+[[ "$BROWSER_LOCATION" == "$LOOPBACK?error=temporarily_unavailable&error_description="*"&state=st-desk-down" ]] \
+    || fail "Apple failing during the browser step: $BROWSER_LOCATION"
+pass "Apple failing the exchange during the browser step: back to the app with error=temporarily_unavailable and its state"
 
 # The start refuses an unregistered client or redirect URI with a page, never a redirect: the 17
 # open-redirect forms return_to is tested with, and look-alikes of the registered URIs.

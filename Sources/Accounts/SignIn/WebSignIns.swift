@@ -9,6 +9,8 @@ package enum WebSignIns {
         package var id: UInt64
         package var nonce: String
         package var returnTo: String
+        /// Whether a native app started it (RFC 8252), rather than the web.
+        package var isApp: Bool
     }
 
     /// A sign-in that came back from Apple, as its handle redeems it.
@@ -43,12 +45,16 @@ package enum WebSignIns {
 
     /// An app's one-time code, as the token endpoint finds it.
     package struct AppCode: Sendable, Equatable {
+        /// The sign-in's row.
+        package var id: UInt64
         package var app: AppRequest
         package var userID: UInt64
         package var isNewUser: Bool
         /// Whether it was presented before (it is spent by the first presentation, whatever its outcome).
         package var used: Bool
         package var expired: Bool
+        /// The session its first presentation opened, if it opened one.
+        package var sessionID: UInt64?
     }
 
     /// Records a new sign-in (an app's, with `app`); it expires after `lifetime` seconds.
@@ -70,13 +76,14 @@ package enum WebSignIns {
         guard
             let row = try connection.query(
                 """
-                SELECT id, nonce, return_to FROM web_sign_ins
+                SELECT id, nonce, return_to, app_client_id IS NOT NULL AS is_app FROM web_sign_ins
                 WHERE state_hash = ? AND completed_at IS NULL AND expires_at > UTC_TIMESTAMP(3) FOR UPDATE
                 """, stateHash
             ).first
         else { return nil }
         return Pending(
-            id: try row.decode(column: "id"), nonce: try row.decode(column: "nonce"), returnTo: try row.decode(column: "return_to"))
+            id: try row.decode(column: "id"), nonce: try row.decode(column: "nonce"), returnTo: try row.decode(column: "return_to"),
+            isApp: try row.decode(column: "is_app"))
     }
 
     /// Stores the outcome under the one-time handle (its SHA-256).
@@ -128,13 +135,14 @@ package enum WebSignIns {
     }
 
     /// Spends an app's code: what it was issued for, or nil for an unknown code. Every
-    /// presentation spends it, whatever follows. Must run inside a transaction.
+    /// presentation spends it, whatever follows. Must run inside a transaction; the row stays
+    /// locked until it ends, so a second presentation waits for the first one's session.
     package static func useCode(codeHash: [UInt8], on connection: Connection) throws -> AppCode? {
         guard
             let row = try connection.query(
                 """
                 SELECT id, user_id, is_new_user, app_client_id, app_redirect_uri, app_state, code_challenge,
-                    code_used_at IS NOT NULL AS used, code_expires_at <= UTC_TIMESTAMP(3) AS expired
+                    code_used_at IS NOT NULL AS used, code_expires_at <= UTC_TIMESTAMP(3) AS expired, code_session_id
                 FROM web_sign_ins WHERE code_hash = ? FOR UPDATE
                 """, codeHash
             ).first, let app = try appRequest(row), let userID: UInt64 = try row.decode(column: "user_id")
@@ -142,8 +150,13 @@ package enum WebSignIns {
         let id: UInt64 = try row.decode(column: "id")
         _ = try connection.execute("UPDATE web_sign_ins SET code_used_at = UTC_TIMESTAMP(3) WHERE id = ? AND code_used_at IS NULL", id)
         return AppCode(
-            app: app, userID: userID, isNewUser: try row.decode(column: "is_new_user"), used: try row.decode(column: "used"),
-            expired: try row.decode(column: "expired"))
+            id: id, app: app, userID: userID, isNewUser: try row.decode(column: "is_new_user"), used: try row.decode(column: "used"),
+            expired: try row.decode(column: "expired"), sessionID: try row.decode(column: "code_session_id"))
+    }
+
+    /// Records the session an app's code opened (`useCode`'s `sessionID` from then on).
+    package static func recordCodeSession(_ id: UInt64, sessionID: UInt64, on connection: Connection) throws {
+        _ = try connection.execute("UPDATE web_sign_ins SET code_session_id = ? WHERE id = ?", sessionID, id)
     }
 
     /// Deletes sign-ins that expired more than an hour ago; returns how many.

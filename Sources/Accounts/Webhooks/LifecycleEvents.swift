@@ -11,7 +11,7 @@ package enum LifecycleEvent: Sendable, Equatable {
     /// for a guest purged after going unused); anonymised
     /// rather than deleted when the server is set to keep the row. Every session ended with it.
     case userDeleted(source: String, anonymised: Bool)
-    /// Sessions ended (`reason`: `logout`, `revoked_by_user`, `refresh_token_reuse`,
+    /// Sessions ended (`reason`: `logout`, `revoked_by_user`, `refresh_token_reuse`, `code_reused`,
     /// `apple_consent_revoked`, `user_disabled`, `revoked_by_operator`).
     case sessionsRevoked(ids: [UInt64], reason: String)
     /// The person withdrew the app's access to their Apple Account (`source`:

@@ -111,17 +111,25 @@ extension SessionUseCases {
 
     /// Ends the caller's own session.
     package func signOut(_ principal: Principal) throws {
-        _ = try revoke(principal.sessionID, of: principal.userID, reason: "logout")
+        _ = try endSession(principal.sessionID, of: principal.userID, reason: "logout")
     }
 
     /// Ends one of the caller's sessions.
     /// - Throws: `IdentityError(.notFound)` for a session that is not the caller's or not active.
     package func revokeSession(_ sessionID: UInt64, of principal: Principal) throws {
-        guard try revoke(sessionID, of: principal.userID, reason: "revoked_by_user") else { throw IdentityError(.notFound) }
+        guard try endSession(sessionID, of: principal.userID, reason: "revoked_by_user") else { throw IdentityError(.notFound) }
     }
 
+    /// The caller's active sessions.
+    package func sessions(of principal: Principal) throws -> [SessionSummary] {
+        try Sessions.list(userID: principal.userID, on: database)
+    }
+}
+
+/// Opening a session is part of every way to sign in and of each refresh.
+extension UseCase {
     /// Ends `userID`'s session `sessionID` and reports it; false when it was not theirs or not active.
-    private func revoke(_ sessionID: UInt64, of userID: UInt64, reason: String) throws -> Bool {
+    func endSession(_ sessionID: UInt64, of userID: UInt64, reason: String) throws -> Bool {
         let revoked = try retryingConflicts {
             try transaction { connection in
                 guard try Sessions.revoke(sessionID, of: userID, reason: reason, on: connection) else { return false }
@@ -133,14 +141,6 @@ extension SessionUseCases {
         return revoked
     }
 
-    /// The caller's active sessions.
-    package func sessions(of principal: Principal) throws -> [SessionSummary] {
-        try Sessions.list(userID: principal.userID, on: database)
-    }
-}
-
-/// Opening a session is part of every way to sign in and of each refresh.
-extension UseCase {
     /// A new access token for the session, with `refreshToken` as its refresh token.
     func issue(userID: UInt64, sessionID: UInt64, refreshToken: String) throws -> Grant {
         let access = try requireSessions().accessTokens.issue(userID: userID, sessionID: sessionID)

@@ -2,6 +2,7 @@ import AccountData
 import Accounts
 import Foundation
 import JOSE
+import Logging
 import MariaDB
 import StrictJSON
 
@@ -15,7 +16,7 @@ import StrictJSON
 ///    (60 s) and the app's `state`, instead of opening a cookie session.
 /// 3. `exchangeAppCode`: the app posts the code with its `code_verifier` to `POST /auth/token`
 ///    and gets the grant a native sign-in gets. The code is spent by its first presentation with a
-///    registered client and a well-formed verifier.
+///    registered client and a well-formed verifier; presented again, it ends the session it opened.
 extension SignInUseCases {
     /// Seconds an app's one-time code can be exchanged.
     package static let appCodeLifetime = 60
@@ -56,13 +57,21 @@ extension SignInUseCases {
     }
 
     /// Step 2, in the redemption's transaction: a one-time code for a sign-in that signed someone
-    /// in, Apple's refusal or ours otherwise (`access_denied`, with our code as the description).
+    /// in, otherwise the error of RFC 6749 §4.1.2.1: `temporarily_unavailable` when Apple failed,
+    /// `server_error` when Apple refused this server's credentials, `access_denied` (with Apple's
+    /// or our code as the description) when the person or Apple refused.
     func redeemApp(_ completed: WebSignIns.Completed, app: WebSignIns.AppRequest, on connection: Connection) throws -> WebRedemption {
         guard completed.error == nil, completed.userID != nil else {
-            let description = completed.error ?? "sign_in_failed"
+            let (error, description) =
+                switch completed.error {
+                case WebSignInFailure.appleUnavailable.code?: ("temporarily_unavailable", "Apple could not be reached; try again shortly")
+                case WebSignInFailure.appleRefusedCredentials.code?: ("server_error", "Apple refused the server's credentials")
+                case let code?: ("access_denied", code)
+                case nil: ("access_denied", "sign_in_failed")
+                }
             return .app(
                 location: AppURIs.adding(
-                    [("error", "access_denied"), ("error_description", description), ("state", app.state)], to: app.redirectURI),
+                    [("error", error), ("error_description", description), ("state", app.state)], to: app.redirectURI),
                 signedIn: false)
         }
         let code = try OpaqueToken()
@@ -88,6 +97,8 @@ extension SignInUseCases {
     /// Step 3: exchanges an app's code for a session. A call by a registered client with a
     /// well-formed verifier spends the code whatever its outcome, so that a wrong verifier cannot be
     /// tried again.
+    /// A code presented again also ends the session its first presentation opened (RFC 6749
+    /// §4.1.2).
     /// - Throws: `IdentityError(.appTokenRequestInvalid)` for a missing or malformed parameter,
     ///   `.appClientUnknown` for a client that is not registered, `.appCodeRefused` for a code that
     ///   is unknown, spent, expired, another client's, for another redirect URI, or whose verifier
@@ -110,41 +121,75 @@ extension SignInUseCases {
             throw IdentityError(.appTokenRequestInvalid, "code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'")
         }
         guard settings.appClients[clientID] != nil else { throw IdentityError(.appClientUnknown, "client_id is not registered") }
-        guard let codeHash = OpaqueToken.hash(of: code),
-            let issued = try retryingConflicts({ try transaction { try WebSignIns.useCode(codeHash: codeHash, on: $0) } })
-        else { throw IdentityError(.appCodeRefused, "the code is not valid") }
-        guard !issued.used else { throw IdentityError(.appCodeRefused, "the code was already used") }
-        guard !issued.expired else { throw IdentityError(.appCodeRefused, "the code has expired (it is valid \(Self.appCodeLifetime) s)") }
-        guard issued.app.clientID == clientID else { throw IdentityError(.appCodeRefused, "the code was issued to another client") }
-        guard issued.app.redirectURI == redirectURI else {
-            throw IdentityError(.appCodeRefused, "redirect_uri is not the one of the authorization request")
-        }
-        guard constantTimeEquals(SHA256.hash(Array(verifier.utf8)), issued.app.codeChallenge) else {
-            throw IdentityError(.appCodeRefused, "code_verifier does not match the code_challenge")
-        }
+        guard let codeHash = OpaqueToken.hash(of: code) else { throw IdentityError(.appCodeRefused, "the code is not valid") }
         let refreshToken = try OpaqueToken()
-        let sessionID: UInt64
-        do {
-            sessionID = try retryingConflicts {
-                try transaction { connection in
-                    let sessionID = try newID(.sessions)
+        // One transaction spends the code and opens its session: a second presentation waits on the
+        // code's row until the first one's session is recorded there. A refusal commits the spend.
+        let use = try retryingConflicts {
+            try transaction { connection -> AppCodeUse in
+                guard let issued = try WebSignIns.useCode(codeHash: codeHash, on: connection) else {
+                    return .refused(IdentityError(.appCodeRefused, "the code is not valid"))
+                }
+                guard !issued.used else { return .presentedAgain(issued) }
+                if let refusal = Self.refusal(of: issued, clientID: clientID, redirectURI: redirectURI, verifier: verifier) {
+                    return .refused(refusal)
+                }
+                let sessionID = try newID(.sessions)
+                do {
                     try Sessions.create(
                         id: sessionID, userID: issued.userID, appleClientID: servicesID, device: clientID,
                         refreshTokenHash: refreshToken.hash, cookieHash: nil, lifetime: settings.lifetime,
                         maximumLifetime: settings.maximumLifetime, userIsNew: issued.isNewUser, on: connection)
-                    try AuditLog.record(
-                        "sign_in", userID: issued.userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                        detail: JSONText.object([("flow", .string("app")), ("client", .string(clientID))]), on: connection)
-                    return sessionID
+                } catch is AccountDisabled {
+                    return .refused(IdentityError(.userDisabled))
                 }
+                try WebSignIns.recordCodeSession(issued.id, sessionID: sessionID, on: connection)
+                try AuditLog.record(
+                    "sign_in", userID: issued.userID, sessionID: sessionID, remoteAddress: remoteAddress,
+                    detail: JSONText.object([("flow", .string("app")), ("client", .string(clientID))]), on: connection)
+                return .opened(issued, sessionID: sessionID)
             }
-        } catch is AccountDisabled {
-            throw IdentityError(.userDisabled)
+        }
+        let issued: WebSignIns.AppCode
+        let sessionID: UInt64
+        switch use {
+        case .refused(let error):
+            throw error
+        case .presentedAgain(let issued):
+            // RFC 6749 §4.1.2: a code presented twice may have been stolen; the session it opened ends.
+            if let sessionID = issued.sessionID, try endSession(sessionID, of: issued.userID, reason: "code_reused") {
+                logger.warning(
+                    "an app's code presented again: the session it opened was revoked",
+                    metadata: ["user": "\(issued.userID)", "session": "\(sessionID)"])
+            }
+            throw IdentityError(.appCodeRefused, "the code was already used; the session it opened has ended")
+        case .opened(let opened, let id):
+            (issued, sessionID) = (opened, id)
         }
         guard let profile = try Profile.load(userID: issued.userID, on: database) else { throw IdentityError(.accountGone) }
         var grant = try issue(userID: issued.userID, sessionID: sessionID, refreshToken: refreshToken.value)
         grant.profile = profile
         grant.isNewUser = issued.isNewUser
         return grant
+    }
+
+    /// What presenting an app's code did, decided in the transaction that spends it.
+    private enum AppCodeUse {
+        case refused(IdentityError)
+        case presentedAgain(WebSignIns.AppCode)
+        case opened(WebSignIns.AppCode, sessionID: UInt64)
+    }
+
+    /// Why a code presented for the first time is refused, or nil when it opens a session.
+    private static func refusal(of issued: WebSignIns.AppCode, clientID: String, redirectURI: String, verifier: String) -> IdentityError? {
+        guard !issued.expired else { return IdentityError(.appCodeRefused, "the code has expired (it is valid \(appCodeLifetime) s)") }
+        guard issued.app.clientID == clientID else { return IdentityError(.appCodeRefused, "the code was issued to another client") }
+        guard issued.app.redirectURI == redirectURI else {
+            return IdentityError(.appCodeRefused, "redirect_uri is not the one of the authorization request")
+        }
+        guard constantTimeEquals(SHA256.hash(Array(verifier.utf8)), issued.app.codeChallenge) else {
+            return IdentityError(.appCodeRefused, "code_verifier does not match the code_challenge")
+        }
+        return nil
     }
 }

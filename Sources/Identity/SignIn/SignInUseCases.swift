@@ -194,11 +194,15 @@ extension SignInUseCases {
             // Claimed in a statement of its own before Apple is called, so that a replay never
             // reaches Apple; without a code it is claimed by the sign-in's own transaction. When
             // Apple could not take the code, it is released: the app's retry of the same request
-            // then works once Apple is back.
+            // then works once Apple is back. So it is when Apple refused the code (`invalid_grant`,
+            // such as a registered redirect URI that is not the authorization's): Apple issued
+            // nothing for it, so nothing was signed in with this nonce, and the app may retry with
+            // the right request. A code that Apple did take was taken by a sign-in whose own claim
+            // of its nonce stays.
             try nonce?.claim(on: database)
             do {
                 sealed = try exchange(code, for: identity, redirectURI: exchangeRedirectURI, apple: apple, settings: settings)
-            } catch let error as IdentityError where error.code == .appleUnavailable {
+            } catch let error as IdentityError where [.appleUnavailable, .codeRefused].contains(error.code) {
                 nonce?.release(on: database, logger: logger)
                 throw error
             }

@@ -120,6 +120,12 @@ extension SignInUseCases {
             } catch let error as SignInError where error.code != .keysUnavailable {
                 logger.warning("web sign-in: identity token refused", metadata: ["reason": "\(error.code.rawValue)"])
                 outcome = .failure(WebSignInFailure(code: "invalid_token"))
+            } catch {
+                // An app waits at its redirect URI: Apple failing or refusing sends it back there
+                // with an error (RFC 6749 §4.1.2.1), where the web shows a page to retry from.
+                guard pending.isApp, let failure = Self.appExchangeFailure(error) else { throw error }
+                logger.warning("app sign-in: the code exchange failed", metadata: ["reason": "\(failure.code)"])
+                outcome = .failure(failure)
             }
         } else {
             outcome = .failure(WebSignInFailure(code: "invalid_request"))
@@ -166,6 +172,26 @@ extension SignInUseCases {
     /// Why a web sign-in did not sign in: Apple's error code, or ours; shown to the user on return.
     struct WebSignInFailure: Error {
         let code: String
+
+        /// Apple could not be reached or failed (an app is sent `temporarily_unavailable`).
+        static let appleUnavailable = WebSignInFailure(code: "temporarily_unavailable")
+        /// Apple refused this server's credentials (an app is sent `server_error`).
+        static let appleRefusedCredentials = WebSignInFailure(code: "server_error")
+    }
+
+    /// An app's sign-in that the code exchange failed, as the failure kept for the app; nil for
+    /// an error that is not the exchange's (the database's), which the callback answers.
+    static func appExchangeFailure(_ error: any Error) -> WebSignInFailure? {
+        if let error = error as? SignInError, error.code == .keysUnavailable { return .appleUnavailable }
+        guard let error = error as? IdentityError else { return nil }
+        switch error.code {
+        case .appleUnavailable: return .appleUnavailable
+        case .appleRefusedCredentials: return .appleRefusedCredentials
+        case .codeRefused: return WebSignInFailure(code: "code_refused")
+        case .codeMismatch: return WebSignInFailure(code: "code_mismatch")
+        case .nonceReused: return WebSignInFailure(code: "nonce_reused")
+        default: return nil
+        }
     }
 
     /// What redeeming a web sign-in's handle led to.

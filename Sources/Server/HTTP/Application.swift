@@ -135,7 +135,7 @@ package final class Worker: RequestHandler {
         metrics.busyWorkers.increment()
         defer { metrics.busyWorkers.decrement() }
         var route = "unmatched"
-        let response: Response
+        var response: Response
         do {
             // nginx's auth_request check turns any answer but 2xx, 401 and 403 into a 500: there a
             // repeated Origin is refused by the Origin rule (403), as no Origin of ours would be.
@@ -152,6 +152,7 @@ package final class Worker: RequestHandler {
             let refusal = ErrorResponses.response(for: error, request: request, logger: useCases.context.logger)
             response = WebSignInRoutes.isBrowserPath(request.path) ? WebSignInRoutes.page(showing: refusal) : refusal
         }
+        if request.path == AppSignInRoutes.tokenPath { response = AppSignInRoutes.tokenEndpointAnswer(response) }
         answered(request, route: route, status: response.status, since: started)
         return response
     }

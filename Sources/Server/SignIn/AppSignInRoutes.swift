@@ -1,5 +1,6 @@
 package import FastCGI
 package import Identity
+import StrictJSON
 import WebForms
 
 /// A native app's sign-in through the system browser with PKCE (RFC 8252, RFC 7636): the start in
@@ -27,6 +28,24 @@ package enum AppSignInRoutes {
         case .redirect(let location):
             return Response(status: 302, headers: [("Location", location), ("Cache-Control", "no-store")])
         }
+    }
+
+    /// The token endpoint's path: every answer there, an error too, is `tokenEndpointAnswer`'s.
+    static let tokenPath = "/auth/token"
+
+    /// An answer of the token endpoint as RFC 6749 §5.1 and §5.2 want it: never cached
+    /// (`Cache-Control: no-store` and `Pragma: no-cache`), and an error's text in
+    /// `error_description` as well as in `message`, which the other routes' errors carry.
+    static func tokenEndpointAnswer(_ response: Response) -> Response {
+        var answer = response
+        answer.headers.removeAll { ["cache-control", "pragma"].contains($0.name.lowercased()) }
+        answer.headers += [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
+        guard answer.status >= 400, let body = try? JSONObject(parsing: answer.body), let error = try? body.string("error"),
+            let message = try? body.string("message")
+        else { return answer }
+        answer.body = Array(
+            JSONText.object([("error", .string(error)), ("error_description", .string(message)), ("message", .string(message))]).utf8)
+        return answer
     }
 
     /// `POST /auth/token` (`application/x-www-form-urlencoded`, RFC 6749 §4.1.3):
