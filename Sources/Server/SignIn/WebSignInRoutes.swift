@@ -58,7 +58,7 @@ package enum WebSignInRoutes {
         case .app(let location, _):
             return Response(
                 status: 303,
-                headers: [("Location", location), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"), Cookies.clearBinding])
+                headers: [("Location", location), ("Cache-Control", "no-store"), Cookies.clearBinding])
         case .signedIn(let returnTo, let cookie):
             return Response(
                 status: 303,
