@@ -45,6 +45,25 @@ for bad in '//evil.example/' 'https://evil.example/' '/\evil.example' 'account';
 done
 pass "return_to other than a path on this site (//host, https://host, /\\host, relative) gets 400"
 
+# return_to beyond ASCII goes back percent-encoded, never as raw UTF-8.
+browser_callback "$E2E_URL/auth/web/start?return_to=$(urlq '/café?x=ü')" "$user" "$jar"
+request GET "${COMPLETE#"$E2E_URL"}" -b "$jar"
+expect_status 303 "the handle of a sign-in with return_to /café?x=ü"
+expect_header "location: /caf%C3%A9?x=%C3%BC$" "the percent-encoded return_to"
+# Invisible characters and slashes in disguise are refused with the page, and so are 4 KB; 64 KB
+# never reaches siwa (nginx's 414 over HTTP/1.1, a closed connection over HTTP/2, curl's 000).
+for bad in $'/a\u200bb' $'/a\u034fb' $'/a\u180eb' $'/\u202etxt.exe' $'/\uff0fevil.example' $'/\uff3cevil.example' $'/a\u2215b'; do
+    request GET "/auth/web/start?return_to=$(urlq "$bad")" -H 'Accept: text/html'
+    expect_status 400 "return_to $bad"
+    grep -q '<link rel="stylesheet" href="/app.css">' <<<"$BODY" || fail "not a styled page for return_to $bad"
+done
+for size in 4096 65536; do
+    request GET "/auth/web/start?return_to=/$(head -c "$size" /dev/zero | tr '\0' a)" -H 'Accept: text/html'
+    [[ "$size $STATUS" =~ ^(4096\ 400|65536\ (414|000))$ ]] && ! grep -qi '^location:' <<<"$HEADERS" \
+        || fail "return_to of $size bytes: $STATUS $HEADERS"
+done
+pass "return_to /café?x=ü goes back as /caf%C3%A9?x=%C3%BC; U+200B, U+034F, U+180E, U+202E, fullwidth and division slashes get the 400 page; 4 KB 400, 64 KB refused by nginx"
+
 # The session cookie at a protected location of the app's own backend (35_protected_backend.sh has
 # the Bearer cases): reads pass; a write needs our Origin.
 web_handle
