@@ -1,4 +1,5 @@
 import Foundation
+import WebForms
 
 /// Where Apple's form post for an app is sent on: the app that opened Apple's web authorization in
 /// a browser tab (an Android or Flutter app) with `SIWA_PUBLIC_URL/auth/app-callback/NAME` as its
@@ -75,10 +76,10 @@ extension SignInUseCases {
     /// `POST /auth/apple`, which checks everything.
     package func relayAppCallback(app name: String, form: [(String, String)]) throws -> AppCallbackRelay {
         guard let target = try requireApple().settings.appCallbacks[name] else { return .unknownApp }
-        let fields = form.filter { Self.relayedFields[$0.0] != nil }
-        var seen: [String: String] = [:]
-        for (name, value) in fields {
-            guard seen.updateValue(value, forKey: name) == nil else { return .refused("Apple's answer repeats a field.") }
+        guard let seen = FormEncoding.distinct(form, among: Set(Self.relayedFields.keys)) else {
+            return .refused("Apple's answer repeats a field.")
+        }
+        for (name, value) in seen {
             guard value.utf8.count <= Self.relayedFields[name, default: 0] else {
                 return .refused("Apple's answer has a field longer than Apple sends.")
             }
@@ -90,7 +91,7 @@ extension SignInUseCases {
         guard signedIn || !(seen["error"] ?? "").isEmpty else {
             return .refused("Apple's answer has neither a code with an identity token nor an error.")
         }
-        return .redirect(target.location(carrying: fields))
+        return .redirect(target.location(carrying: form.filter { seen[$0.0] != nil }))
     }
 
     /// Base64url's alphabet and `.`: the characters of Apple's codes, identity tokens and error codes.

@@ -21,14 +21,17 @@ package enum WebSignInRoutes {
             ])
     }
 
-    /// `POST /auth/callback`: Apple's form post; 303 to our own site with a one-time handle.
+    /// `POST /auth/callback`: Apple's form post; 303 to our own site with a one-time handle. A
+    /// body that is not a form is refused (415), and so is a form that repeats one of Apple's fields.
     package static func callback(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
-        guard let form = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)) else {
+        try request.requireForm("Apple's answer is a form post (application/x-www-form-urlencoded)")
+        guard let fields = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)),
+            let form = FormEncoding.distinct(fields, among: ["state", "error", "id_token", "code", "user"])
+        else {
             return page(400, "The sign-in answer could not be read. Please start again.")
         }
-        func field(_ name: String) -> String? { form.last { $0.0 == name }?.1 }
         let callback = SignInUseCases.WebCallback(
-            state: field("state"), error: field("error"), identityToken: field("id_token"), code: field("code"), user: field("user"))
+            state: form["state"], error: form["error"], identityToken: form["id_token"], code: form["code"], user: form["user"])
         guard let handle = try useCases.signIn.completeWebCallback(callback), let publicURL = useCases.sessions.publicURL else {
             return page(400, "This sign-in is not valid or has expired. Please start again.")
         }
