@@ -62,7 +62,16 @@ for size in 4096 65536; do
     [[ "$size $STATUS" =~ ^(4096\ 400|65536\ (414|000))$ ]] && ! grep -qi '^location:' <<<"$HEADERS" \
         || fail "return_to of $size bytes: $STATUS $HEADERS"
 done
-pass "return_to /café?x=ü goes back as /caf%C3%A9?x=%C3%BC; U+200B, U+034F, U+180E, U+202E, fullwidth and division slashes get the 400 page; 4 KB 400, 64 KB refused by nginx"
+# Apple's error goes back to return_to as it is when it is a code, as invalid_request otherwise.
+for error in user_cancelled_authorize 'user_cancelled_authorize<b>x' "$(printf 'e%.0s' $(seq 65))"; do
+    location=$(curl -ks -c "$jar" -o /dev/null -w '%header{location}' "$E2E_URL/auth/web/start?return_to=/account")
+    state=$(python3 -c 'import sys,urllib.parse; print(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(sys.argv[1]).query))["state"])' "$location")
+    COMPLETE=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data "state=$state&error=$(urlq "$error")" "$E2E_URL/auth/callback")
+    request GET "${COMPLETE#"$E2E_URL"}" -b "$jar"
+    expected=$([ "$error" = user_cancelled_authorize ] && echo "$error" || echo invalid_request)
+    expect_header "location: /account?sign_in_error=$expected$" "Apple's error ${error:0:30}"
+done
+pass "return_to /café?x=ü goes back as /caf%C3%A9?x=%C3%BC; U+200B, U+034F, U+180E, U+202E, fullwidth and division slashes get the 400 page; 4 KB 400, 64 KB refused by nginx; Apple's error goes back as it is only when it is a code of letters and _ (64 at most)"
 
 # The session cookie at a protected location of the app's own backend (35_protected_backend.sh has
 # the Bearer cases): reads pass; a write needs our Origin.
