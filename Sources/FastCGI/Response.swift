@@ -15,6 +15,8 @@ package struct Response: Sendable {
 
     /// The header block as libfcgi expects it on stdout: `Status:` first, then a blank line.
     /// Written straight into one byte array (one allocation, not one per appended string).
+    /// `Content-Type` describes a body: an answer without one (a redirect) has none (RFC 9110
+    /// §8.3), and no `Content-Length` either when it is a 204.
     package func headerBlock() -> [UInt8] {
         var block: [UInt8] = []
         block.reserveCapacity(96 + contentType.utf8.count + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
@@ -25,10 +27,8 @@ package struct Response: Sendable {
             block.append(contentsOf: "\r\n".utf8)
         }
         line("Status", "\(status) \(Response.reasonPhrase(status))")
-        if !body.isEmpty || status != 204 {
-            line("Content-Type", contentType)
-            line("Content-Length", String(body.count))
-        }
+        if !body.isEmpty { line("Content-Type", contentType) }
+        if !body.isEmpty || status != 204 { line("Content-Length", String(body.count)) }
         for header in headers { line(header.name, header.value) }
         block.append(contentsOf: "\r\n".utf8)
         return block

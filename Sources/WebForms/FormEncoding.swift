@@ -46,6 +46,18 @@ package enum FormEncoding {
         return fields
     }
 
+    /// The fields of `form` whose names are in `names`, by name: what a sender says once, such as
+    /// Apple's form post.
+    /// - Returns: nil when one of `names` comes more than once: which of two would count is not for
+    ///   a reader to guess (some take the first, others the last).
+    package static func distinct(_ form: [(String, String)], among names: Set<String>) -> [String: String]? {
+        var found: [String: String] = [:]
+        for (name, value) in form where names.contains(name) {
+            guard found.updateValue(value, forKey: name) == nil else { return nil }
+        }
+        return found
+    }
+
     private static func decode(_ field: ArraySlice<UInt8>) -> String? {
         // Most fields have nothing to decode: made straight from the body, without a copy.
         if !field.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) {

@@ -45,6 +45,34 @@ for bad in '//evil.example/' 'https://evil.example/' '/\evil.example' 'account';
 done
 pass "return_to other than a path on this site (//host, https://host, /\\host, relative) gets 400"
 
+# return_to beyond ASCII goes back percent-encoded, never as raw UTF-8.
+browser_callback "$E2E_URL/auth/web/start?return_to=$(urlq '/café?x=ü')" "$user" "$jar"
+request GET "${COMPLETE#"$E2E_URL"}" -b "$jar"
+expect_status 303 "the handle of a sign-in with return_to /café?x=ü"
+expect_header "location: /caf%C3%A9?x=%C3%BC$" "the percent-encoded return_to"
+# Invisible characters and slashes in disguise are refused with the page, and so are 4 KB; 64 KB
+# never reaches siwa (nginx's 414 over HTTP/1.1, a closed connection over HTTP/2, curl's 000).
+for bad in $'/a\u200bb' $'/a\u034fb' $'/a\u180eb' $'/\u202etxt.exe' $'/\uff0fevil.example' $'/\uff3cevil.example' $'/a\u2215b'; do
+    request GET "/auth/web/start?return_to=$(urlq "$bad")" -H 'Accept: text/html'
+    expect_status 400 "return_to $bad"
+    grep -q '<link rel="stylesheet" href="/app.css">' <<<"$BODY" || fail "not a styled page for return_to $bad"
+done
+for size in 4096 65536; do
+    request GET "/auth/web/start?return_to=/$(head -c "$size" /dev/zero | tr '\0' a)" -H 'Accept: text/html'
+    [[ "$size $STATUS" =~ ^(4096\ 400|65536\ (414|000))$ ]] && ! grep -qi '^location:' <<<"$HEADERS" \
+        || fail "return_to of $size bytes: $STATUS $HEADERS"
+done
+# Apple's error goes back to return_to as it is when it is a code, as invalid_request otherwise.
+for error in user_cancelled_authorize 'user_cancelled_authorize<b>x' "$(printf 'e%.0s' $(seq 65))"; do
+    location=$(curl -ks -c "$jar" -o /dev/null -w '%header{location}' "$E2E_URL/auth/web/start?return_to=/account")
+    state=$(python3 -c 'import sys,urllib.parse; print(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(sys.argv[1]).query))["state"])' "$location")
+    COMPLETE=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data "state=$state&error=$(urlq "$error")" "$E2E_URL/auth/callback")
+    request GET "${COMPLETE#"$E2E_URL"}" -b "$jar"
+    expected=$([ "$error" = user_cancelled_authorize ] && echo "$error" || echo invalid_request)
+    expect_header "location: /account?sign_in_error=$expected$" "Apple's error ${error:0:30}"
+done
+pass "return_to /café?x=ü goes back as /caf%C3%A9?x=%C3%BC; U+200B, U+034F, U+180E, U+202E, fullwidth and division slashes get the 400 page; 4 KB 400, 64 KB refused by nginx; Apple's error goes back as it is only when it is a code of letters and _ (64 at most)"
+
 # The session cookie at a protected location of the app's own backend (35_protected_backend.sh has
 # the Bearer cases): reads pass; a write needs our Origin.
 web_handle

@@ -109,13 +109,60 @@ expect_status 200 "the Flutter app's sign-in with the relayed credential"
 pass "Apple's form post to /auth/app-callback/flutter: 303 to exactly intent://callback?...#Intent;package=com.example.siwa.flutter;scheme=signinwithapple;end, state and user unchanged; the app then signs in with it"
 
 # Other targets: an App Link keeps its own query; the form's extra fields are dropped.
-location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data 'state=s1&code=c1&redirect_uri=https://evil.example/&package=evil.pkg' "$E2E_URL/auth/app-callback/links")
-[ "$location" = "https://app.example.com/apple?from=siwa&state=s1&code=c1" ] || fail "the App Link target: $location"
+location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data 'state=s1&code=c1&id_token=t1&redirect_uri=https://evil.example/&package=evil.pkg' "$E2E_URL/auth/app-callback/links")
+[ "$location" = "https://app.example.com/apple?from=siwa&state=s1&code=c1&id_token=t1" ] || fail "the App Link target: $location"
 # Nothing in the form reaches past the query: a state that tries to end it and name another package.
-location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data-urlencode 'state=x#Intent;package=evil.pkg;scheme=https;end' "$RELAY")
+location=$(curl -ks -o /dev/null -w '%header{location}' -X POST --data-urlencode 'state=x#Intent;package=evil.pkg;scheme=https;end' --data 'code=c&id_token=t' "$RELAY")
 [ "${location#*#}" = "Intent;package=com.example.siwa.flutter;scheme=signinwithapple;end" ] && [ "$(grep -o '#' <<<"$location" | wc -l)" = 1 ] \
     || fail "a state that names another package: $location"
 pass "an App Link target keeps its query and gets only Apple's fields; a state naming another package stays inside the query"
+
+# The relay's 303 has no body, so no Content-Type, and each of nginx's security headers once.
+curl -ks -D "$E2E_TMP/relay.headers" -o /dev/null -X POST --data "$FORM" "$RELAY"
+headers=$(tr -d '\r' <"$E2E_TMP/relay.headers")
+for name in referrer-policy x-content-type-options x-frame-options strict-transport-security content-security-policy cache-control; do
+    [ "$(grep -ci "^$name:" <<<"$headers")" = 1 ] || fail "the relay's $name headers: $headers"
+done
+! grep -qi '^content-type:' <<<"$headers" || fail "a content type on the relay's 303: $headers"
+# relay_page STATUS DESCRIPTION CURL_ARGS...: the relay answers with the styled page, never a redirect.
+relay_page() {
+    local expected=$1 what=$2 out
+    shift 2
+    # nginx answers a body over its limit before reading it all, and curl may then fail to send the rest.
+    out=$(curl -ks -o "$E2E_TMP/relay.html" -w '%{http_code} %header{location}' -H 'Accept: text/html' -X POST "$@" "$RELAY" || true)
+    [ "$out" = "$expected " ] || fail "the relay with $what: $out"
+    grep -q '<link rel="stylesheet" href="/app.css">' "$E2E_TMP/relay.html" || fail "not a styled page for $what"
+}
+relay_page 415 "a JSON body" -H 'Content-Type: application/json' --data '{"code":"c"}'
+relay_page 415 "no Content-Type" -H 'Content-Type:' --data 'code=c&id_token=t'
+relay_page 400 "an empty form" --data ''
+relay_page 400 "a repeated state" --data 'state=a&state=b&code=c&id_token=t'
+relay_page 400 "a code without an id_token" --data 'state=s&code=c'
+pass "the relay refuses a JSON body, no Content-Type (415), an empty form, a repeated state, a code alone (400) with its page; its 303 has one of each security header and no Content-Type"
+
+# Every value siwa sends back in a Location, at 4 KB and 64 KB: a page (400; nginx's 413 for a
+# body), never a redirect, never nginx's 503 for a header too large. A URL over nginx's 8 KB
+# (large_client_header_buffers) never reaches siwa: nginx answers 414 over HTTP/1.1 and closes the
+# connection over HTTP/2 (curl: 000).
+for name in code id_token state user error; do
+    for size in 4096 65536; do
+        python3 -c 'import sys,urllib.parse
+fields=[(n, "c" if n == "code" else "t") for n in ("code", "id_token") if n != sys.argv[1]] + [(sys.argv[1], "A" * int(sys.argv[2]))]
+sys.stdout.write(urllib.parse.urlencode(fields))' "$name" "$size" >"$E2E_TMP/relay.form"
+        relay_page "$([ "$size" = 4096 ] && echo 400 || echo 413)" "$name of $size bytes" --data-binary "@$E2E_TMP/relay.form"
+    done
+done
+for size in 4096 65536; do
+    out=$(curl -ks -o "$E2E_TMP/start.html" -w '%{http_code} %header{location}' -H 'Accept: text/html' \
+        "$E2E_URL/auth/app/start?client_id=desktop&redirect_uri=$(urlq http://127.0.0.1:53682/callback)&code_challenge=$(printf 'A%.0s' $(seq 43))&code_challenge_method=S256&state=$(head -c "$size" /dev/zero | tr '\0' s)" || true)
+    case "$size $out" in
+    "4096 400 ") grep -q '<link rel="stylesheet" href="/app.css">' "$E2E_TMP/start.html" || fail "not a styled page for a state of 4 KB" ;;
+    "65536 414 " | "65536 000 ") ;;
+    *) fail "the PKCE start with a state of $size bytes: $out" ;;
+    esac
+done
+! grep -q 'too big header' "$E2E_TMP/nginx/error.log" || fail "nginx: $(grep 'too big header' "$E2E_TMP/nginx/error.log" | tail -1)"
+pass "code, id_token, state, user and error of the relay and the PKCE start's state at 4 KB and 64 KB: 400 pages (at 64 KB nginx's 413 page, and for the URL its 414 or a closed connection), never a redirect or a 5xx"
 
 # Unknown apps and the 17 open-redirect forms return_to is tested with, as the app's name: a page,
 # never a redirect.

@@ -137,12 +137,16 @@ private final class RunningPool: Sendable {
         #expect(throws: FastCGIClient.ClientError.self) { try pool.client.send(method: "GET", uri: "/") }
     }
 
-    @Test("The header block starts with Status and carries the content type and length")
+    @Test("The header block starts with Status and carries the content type of a body and the length")
     func headerBlock() {
         let response = Response(status: 201, headers: [("Location", "/x")], body: Array("{}".utf8))
         #expect(
             String(decoding: response.headerBlock(), as: UTF8.self)
                 == "Status: 201 Created\r\nContent-Type: application/json\r\nContent-Length: 2\r\nLocation: /x\r\n\r\n")
         #expect(String(decoding: Response(status: 204).headerBlock(), as: UTF8.self) == "Status: 204 No Content\r\n\r\n")
+        // A redirect has no body, so no content type.
+        #expect(
+            String(decoding: Response(status: 303, headers: [("Location", "/x")]).headerBlock(), as: UTF8.self)
+                == "Status: 303 See Other\r\nContent-Length: 0\r\nLocation: /x\r\n\r\n")
     }
 }

@@ -16,6 +16,14 @@ import WebForms
         #expect(FormEncoding.fields(body) == nil)
     }
 
+    @Test("distinct: the named fields by name, others ignored; nil when a named one repeats")
+    func distinct() {
+        let form = [("code", "c"), ("state", "s"), ("extra", "1"), ("extra", "2")]
+        #expect(FormEncoding.distinct(form, among: ["code", "state", "user"]) == ["code": "c", "state": "s"])
+        #expect(FormEncoding.distinct(form + [("state", "t")], among: ["code", "state"]) == nil)
+        #expect(FormEncoding.distinct(form + [("state", "s")], among: ["code", "state"]) == nil, "even with the same value")
+    }
+
     @Test("At most 256 fields: one more refuses the form")
     func fieldLimit() {
         let fields = (0..<FormEncoding.maximumFields).map { "f\($0)=v" }

@@ -1,4 +1,5 @@
 import Foundation
+import WebForms
 
 /// Where Apple's form post for an app is sent on: the app that opened Apple's web authorization in
 /// a browser tab (an Android or Flutter app) with `SIWA_PUBLIC_URL/auth/app-callback/NAME` as its
@@ -46,16 +47,60 @@ package enum AppCallbackTarget: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension SignInUseCases {
-    /// The fields of Apple's form post an app gets, in the order Apple sent them: the code, the
-    /// identity token, the app's `state`, the first authorization's `user` JSON, or Apple's `error`.
-    package static let relayedFields: Set<String> = ["code", "id_token", "state", "user", "error"]
+    /// The fields of Apple's form post an app gets, in the order Apple sent them, with the most
+    /// bytes each may have: the code, the identity token, the app's `state`, the first
+    /// authorization's `user` JSON, or Apple's `error`. Each is a few times what Apple sends (a code
+    /// of about 100 characters, an identity token of about 1,000), so that the redirect that
+    /// carries them stays far below the 32 KiB header buffer `nginx/siwa-locations.conf` gives
+    /// siwa's answers: under 12 KB with every field at its limit, `state` and `user` (any text)
+    /// percent-encoded at three bytes for each of theirs, the others URL-safe as Apple's are.
+    package static let relayedFields: [String: Int] = [
+        "code": 1024, "id_token": 3072, "state": 512, "user": 2048, "error": 64,
+    ]
+
+    /// What relaying Apple's form post to an app leads to.
+    package enum AppCallbackRelay: Sendable, Equatable {
+        /// The redirect to the app's configured target with Apple's fields.
+        case redirect(String)
+        /// No app of that name is configured.
+        case unknownApp
+        /// The form is not Apple's answer; the reason, which never repeats the form's values.
+        case refused(String)
+    }
 
     /// Relays Apple's form post for the app `name` to it: the redirect to its configured target with
-    /// the fields it needs, unchanged. Nothing is verified or stored here: the app signs in with
-    /// them through `POST /auth/apple`, which checks everything.
-    /// - Returns: nil when no app of that name is configured.
-    package func appCallbackLocation(app name: String, form: [(String, String)]) throws -> String? {
-        guard let target = try requireApple().settings.appCallbacks[name] else { return nil }
-        return target.location(carrying: form.filter { Self.relayedFields.contains($0.0) })
+    /// Apple's fields, unchanged. The form must be Apple's answer: a `code` and an `id_token`, or an
+    /// `error`, with `state` and `user` optional, each at most once and within its size
+    /// (`relayedFields`), the code, the token and the error URL-safe as Apple's are; other fields
+    /// are dropped. Nothing is verified or stored here: the app signs in with them through
+    /// `POST /auth/apple`, which checks everything.
+    package func relayAppCallback(app name: String, form: [(String, String)]) throws -> AppCallbackRelay {
+        guard let target = try requireApple().settings.appCallbacks[name] else { return .unknownApp }
+        guard let seen = FormEncoding.distinct(form, among: Set(Self.relayedFields.keys)) else {
+            return .refused("Apple's answer repeats a field.")
+        }
+        for (name, value) in seen {
+            guard value.utf8.count <= Self.relayedFields[name, default: 0] else {
+                return .refused("Apple's answer has a field longer than Apple sends.")
+            }
+            guard ["state", "user"].contains(name) || value.utf8.allSatisfy(Self.isURLSafe) else {
+                return .refused("Apple's answer has a code, identity token or error that is not one of Apple's.")
+            }
+        }
+        let signedIn = !(seen["code"] ?? "").isEmpty && !(seen["id_token"] ?? "").isEmpty
+        guard signedIn || !(seen["error"] ?? "").isEmpty else {
+            return .refused("Apple's answer has neither a code with an identity token nor an error.")
+        }
+        return .redirect(target.location(carrying: form.filter { seen[$0.0] != nil }))
+    }
+
+    /// Base64url's alphabet and `.`: the characters of Apple's codes, identity tokens and error codes.
+    private static func isURLSafe(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            true
+        default: false
+        }
     }
 }

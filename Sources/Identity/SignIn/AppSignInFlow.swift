@@ -21,12 +21,16 @@ extension SignInUseCases {
     /// Seconds an app's one-time code can be exchanged.
     package static let appCodeLifetime = 60
 
+    /// The longest `state` an app may send, in bytes: it comes back in the redirect to the app,
+    /// percent-encoded (at most three times as long).
+    package static let maximumAppStateBytes = 512
+
     /// What the start of an app's sign-in leads to.
     package enum AppSignInStart: Sendable {
         /// To Apple, with the binding cookie.
         case authorize(WebSignInStart)
-        /// The client or its redirect URI is not registered: a page, never a redirect to the URI
-        /// (RFC 6749 §4.1.2.1).
+        /// The client or its redirect URI is not registered (RFC 6749 §4.1.2.1), or the app's
+        /// `state` is too long to be sent back: a page, never a redirect to the URI.
         case refused(String)
         /// Anything else wrong: back to the app's redirect URI with `error` (and `state`).
         case redirect(String)
@@ -43,12 +47,17 @@ extension SignInUseCases {
         guard let redirectURI, registered.contains(where: { $0.matches(redirectURI) }) else {
             return .refused("The app's redirect_uri is not one registered for it.")
         }
+        // A state that cannot go back to the app is not sent back at all: the app would not
+        // recognise an answer without it, and a redirect must not carry what was refused.
+        guard (state ?? "").utf8.count <= Self.maximumAppStateBytes else {
+            return .refused("The app's state is longer than \(Self.maximumAppStateBytes) bytes.")
+        }
         func back(_ description: String) -> AppSignInStart {
             var fields = [("error", "invalid_request"), ("error_description", description)]
-            if let state { fields.append(("state", state)) }
+            if let state, !state.isEmpty { fields.append(("state", state)) }
             return .redirect(AppURIs.adding(fields, to: redirectURI))
         }
-        guard let state, !state.isEmpty, state.utf8.count <= 512 else { return back("state is required, at most 512 bytes") }
+        guard let state, !state.isEmpty else { return back("state is required, at most \(Self.maximumAppStateBytes) bytes") }
         guard challengeMethod == "S256" else { return back("code_challenge_method must be S256") }
         guard let codeChallenge, codeChallenge.utf8.count == 43, let challenge = Base64URL.decode(codeChallenge), challenge.count == 32
         else { return back("code_challenge must be the base64url SHA-256 of the code_verifier, 43 characters") }

@@ -108,7 +108,10 @@ extension SignInUseCases {
         }
         var outcome: Result<VerifiedSignIn, WebSignInFailure>
         if let error = callback.error {
-            outcome = .failure(WebSignInFailure(code: String(error.filter { $0.isASCII && ($0.isLetter || $0 == "_") }.prefix(64))))
+            // Apple's code goes back to the page (`sign_in_error`) or the app (`error_description`)
+            // as it is, or not at all: anything but a short code of letters and `_` is ours.
+            let isCode = (1...64).contains(error.utf8.count) && error.allSatisfy { $0.isASCII && ($0.isLetter || $0 == "_") }
+            outcome = .failure(WebSignInFailure(code: isCode ? error : "invalid_request"))
         } else if let idToken = callback.identityToken, let code = callback.code, idToken.utf8.count <= 16_384, code.utf8.count <= 1024 {
             // Only the name is taken from the `user` JSON.
             let name = callback.user.flatMap { try? JSONObject(parsing: String($0.prefix(4096))) }.flatMap { try? $0.object("name") }

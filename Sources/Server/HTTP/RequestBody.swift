@@ -35,6 +35,14 @@ extension Request {
         }
     }
 
+    /// - Throws: 415 with `message` unless the body is declared as
+    ///   `application/x-www-form-urlencoded`.
+    package func requireForm(_ message: String) throws {
+        guard let contentType = headers["content-type"], MediaType(contentType)?.essence == "application/x-www-form-urlencoded" else {
+            throw HTTPError(415, "unsupported_media_type", message)
+        }
+    }
+
     /// A coding path as a client writes it: `progress[3].status`.
     static func path(_ codingPath: [any CodingKey]) -> String {
         var text = ""

@@ -52,10 +52,7 @@ package enum AppSignInRoutes {
     /// `grant_type=authorization_code`, `code`, `code_verifier`, `redirect_uri`, `client_id`; the
     /// grant of a native sign-in.
     package static func token(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
-        guard let contentType = request.headers["content-type"], MediaType(contentType)?.essence == "application/x-www-form-urlencoded"
-        else {
-            throw HTTPError(415, "unsupported_media_type", "The token request is application/x-www-form-urlencoded")
-        }
+        try request.requireForm("The token request is application/x-www-form-urlencoded")
         guard let form = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)) else {
             throw HTTPError.badRequest("The form is malformed")
         }

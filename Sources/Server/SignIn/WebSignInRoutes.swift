@@ -21,14 +21,17 @@ package enum WebSignInRoutes {
             ])
     }
 
-    /// `POST /auth/callback`: Apple's form post; 303 to our own site with a one-time handle.
+    /// `POST /auth/callback`: Apple's form post; 303 to our own site with a one-time handle. A
+    /// body that is not a form is refused (415), and so is a form that repeats one of Apple's fields.
     package static func callback(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
-        guard let form = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)) else {
+        try request.requireForm("Apple's answer is a form post (application/x-www-form-urlencoded)")
+        guard let fields = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)),
+            let form = FormEncoding.distinct(fields, among: ["state", "error", "id_token", "code", "user"])
+        else {
             return page(400, "The sign-in answer could not be read. Please start again.")
         }
-        func field(_ name: String) -> String? { form.last { $0.0 == name }?.1 }
         let callback = SignInUseCases.WebCallback(
-            state: field("state"), error: field("error"), identityToken: field("id_token"), code: field("code"), user: field("user"))
+            state: form["state"], error: form["error"], identityToken: form["id_token"], code: form["code"], user: form["user"])
         guard let handle = try useCases.signIn.completeWebCallback(callback), let publicURL = useCases.sessions.publicURL else {
             return page(400, "This sign-in is not valid or has expired. Please start again.")
         }
@@ -54,34 +57,56 @@ package enum WebSignInRoutes {
             let separator = returnTo.contains("?") ? "&" : "?"
             return Response(
                 status: 303,
-                headers: [("Location", returnTo + separator + "sign_in_error=" + FormEncoding.encode(code)), Cookies.clearBinding])
+                headers: [
+                    ("Location", location(of: returnTo) + separator + "sign_in_error=" + FormEncoding.encode(code)), Cookies.clearBinding,
+                ])
         case .app(let location, _):
             return Response(
                 status: 303,
-                headers: [("Location", location), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"), Cookies.clearBinding])
+                headers: [("Location", location), ("Cache-Control", "no-store"), Cookies.clearBinding])
         case .signedIn(let returnTo, let cookie):
             return Response(
                 status: 303,
                 headers: [
-                    ("Location", returnTo), ("Cache-Control", "no-store"), Cookies.clearBinding,
+                    ("Location", location(of: returnTo)), ("Cache-Control", "no-store"), Cookies.clearBinding,
                     Cookies.set(Cookies.session, cookie, maxAge: useCases.sessions.sessionLifetime),
                 ])
         }
     }
 
     /// `return_to` as a same-origin path: `/` followed by anything but `/` or `\` (so never
-    /// `//host` or `/\host`), no control characters, at most 512 bytes. Compared byte by byte, not
-    /// by `Character`: `/` followed by a combining mark or an emoji modifier is one `Character`,
-    /// which `hasPrefix("/")` would not match.
+    /// `//host` or `/\host`), at most 512 characters (code points, as the document's `maxLength`
+    /// counts), and none of the characters that hide or disguise what a path is (`isHidden`).
+    /// Compared byte by byte, not by `Character`: `/` followed by a combining mark or an emoji
+    /// modifier is one `Character`, which `hasPrefix("/")` would not match. The path is sent back
+    /// percent-encoded (`location(of:)`), so at most 6,144 bytes of `Location`.
     package static func sameSitePath(_ value: String) throws -> String {
         let bytes = Array(value.utf8.prefix(2))
         let valid =
             bytes.first == UInt8(ascii: "/") && bytes.dropFirst().first != UInt8(ascii: "/")
             && bytes.dropFirst().first != UInt8(ascii: "\\") && value.unicodeScalars.count <= 512
-            && !value.unicodeScalars.contains { $0.properties.generalCategory == .control || isPatternSpace($0) }
+            && !value.unicodeScalars.contains(where: isHidden)
         guard valid else { throw HTTPError.badRequest("`return_to` must be a path on this site, such as /account") }
         return value
     }
+
+    /// Whether `scalar` has no place in a path a person is sent to: control characters, white
+    /// space (ECMAScript's `\s`, as the document's pattern says), format characters (Unicode's
+    /// category Cf: zero-width spaces and joiners, bidirectional overrides, U+180E), the other
+    /// default-ignorable code points (U+034F, variation selectors, Hangul fillers), which render as
+    /// nothing, and the characters that look like `/` or `\` or become one under compatibility
+    /// normalisation (fullwidth and small solidi, the fraction and division slashes, `℀`).
+    static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        return properties.generalCategory == .control || properties.generalCategory == .format
+            || properties.isDefaultIgnorableCodePoint || isPatternSpace(scalar) || slashLookalikes.contains(scalar.value)
+    }
+
+    /// Characters that a reader or a normaliser takes for `/` or `\`.
+    static let slashLookalikes: Set<UInt32> = [
+        0x2044, 0x2215, 0x2216, 0x2571, 0x2572, 0x27CB, 0x27CD, 0x29F5, 0x29F8, 0x29F9, 0xFE68, 0xFF0F, 0xFF3C,
+        0x2100, 0x2101, 0x2105, 0x2106,
+    ]
 
     /// Whether `scalar` is white space to the document's `return_to` pattern: ECMAScript's `\s`
     /// (JSON Schema patterns are ECMAScript's), which is Unicode's space separators, the line and
@@ -92,6 +117,32 @@ package enum WebSignInRoutes {
         default: false
         }
     }
+
+    /// A checked `return_to` as a `Location` (RFC 9110 §10.2.2 takes a URI reference, RFC 3986):
+    /// every byte that is not a URI character percent-encoded, so a path with letters beyond
+    /// ASCII goes out as `/caf%C3%A9`, never as raw UTF-8; `%` followed by two hex digits is an
+    /// escape already and stays.
+    package static func location(of path: String) -> String {
+        let bytes = Array(path.utf8)
+        var out = ""
+        out.reserveCapacity(bytes.count)
+        for (index, byte) in bytes.enumerated() {
+            let isEscape =
+                byte == UInt8(ascii: "%") && index + 2 < bytes.count && isHexDigit(bytes[index + 1]) && isHexDigit(bytes[index + 2])
+            if isEscape || (byte < 0x80 && uriCharacters.contains(Unicode.Scalar(byte))) {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool { byte < 0x80 && Character(Unicode.Scalar(byte)).isHexDigit }
+
+    /// RFC 3986's unreserved and reserved characters but `[` and `]`, which belong in a host only.
+    private static let uriCharacters = Set(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#@!$&'()*+,;=".unicodeScalars)
 
     /// Whether `path` is one a browser lands on in the web flow: its errors are pages, not JSON.
     /// `/auth/web/settings` is not one: the account page fetches it as JSON.
