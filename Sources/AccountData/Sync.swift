@@ -101,6 +101,12 @@ package struct SyncCursor: Sendable, Equatable, ExpressibleByIntegerLiteral {
 
     /// Items per answer when a device does not say; a device asks for 1 to this many.
     package static let defaultPage = 1_000
+    /// The most bytes of items an answer holds (declared records as stored, lessons and
+    /// achievements at `itemBytes` each), whatever its number of items: a page ends before the item
+    /// that would take it past this, but holds at least one.
+    package static let pageBytes = 1_048_576
+    /// What a lesson or an achievement counts for in `pageBytes`: about its JSON's size.
+    package static let itemBytes = 200
 
     /// The cursor of a version (tests write `cursor == 3`).
     package init(integerLiteral version: UInt64) { self.init(version: version) }

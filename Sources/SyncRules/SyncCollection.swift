@@ -99,14 +99,19 @@ public struct SyncCollection: Sendable, Equatable {
         public var itemsPerRequest: Int
         /// The most records of this collection a user may have, tombstones included (1 to 1,000,000).
         public var itemsPerUser: Int
+        /// The most bytes one record of this collection takes as stored (its JSON), merged (256 to
+        /// 1,048,576).
+        public var bytesPerRecord: Int
 
         /// Limits.
         /// - Parameters:
         ///   - itemsPerRequest: the most records of this collection in one sync request.
         ///   - itemsPerUser: the most records of this collection a user may have.
-        public init(itemsPerRequest: Int = 500, itemsPerUser: Int = 10_000) {
+        ///   - bytesPerRecord: the most bytes one record takes as stored.
+        public init(itemsPerRequest: Int = 500, itemsPerUser: Int = 10_000, bytesPerRecord: Int = 16_384) {
             self.itemsPerRequest = itemsPerRequest
             self.itemsPerUser = itemsPerUser
+            self.bytesPerRecord = bytesPerRecord
         }
     }
 
@@ -161,6 +166,24 @@ public struct SyncCollection: Sendable, Equatable {
         let deleted = SyncValue.merged(lhs.deleted, rhs.deleted, by: .latestWins)
         guard values != nil || deleted != lhs.deleted else { return lhs }
         return SyncRecord(values: values ?? lhs.values, keyCount: lhs.keyCount, key: lhs.key, deleted: deleted)
+    }
+
+    /// What is wrong with a record's counters, merged: the first counter field whose devices'
+    /// counts add up to more than its type's maximum, or that counts more devices than
+    /// `SyncLimits.maximumCounterDevices`; nil when none is.
+    /// - Parameter record: a record of this collection.
+    /// - Returns: the field's name and the problem, or nil.
+    public func counterProblem(in record: SyncRecord) -> (field: String, problem: String)? {
+        for (index, field) in fields.enumerated() where field.rule == .counter {
+            guard case .counts(let counts) = record.values[index] else { continue }
+            if counts.count > SyncLimits.maximumCounterDevices {
+                return (field.name, "counts \(counts.count) devices, more than \(SyncLimits.maximumCounterDevices)")
+            }
+            if case .integer(_, let maximum) = field.type, record.values[index].total > maximum {
+                return (field.name, "counts \(record.values[index].total) in all, more than its max \(maximum)")
+            }
+        }
+        return nil
     }
 
     /// The merged value of the field at `index`.

@@ -13,6 +13,8 @@ public enum SyncLimits {
     public static let maximumLevel: Int64 = 100_000
     /// The profile's streak: 0 to this many days.
     public static let maximumStreakDays: Int64 = 100_000
+    /// The most devices one counter of a declared collection counts.
+    public static let maximumCounterDevices = 64
 
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`: belief system, lesson and achievement ids.
     /// - Parameter value: the id to check.

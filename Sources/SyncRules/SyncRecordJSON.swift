@@ -178,7 +178,9 @@ package struct SyncRecordCodec: Sendable {
             switch raw {
             case .null: return .counts([])
             case .object(let members):
-                if members.count > 256 { throw Problem(path: path, problem: "counts more than 256 devices") }
+                if members.count > SyncLimits.maximumCounterDevices {
+                    throw Problem(path: path, problem: "counts more than \(SyncLimits.maximumCounterDevices) devices")
+                }
                 var counts: [SyncCount] = []
                 for (device, count) in members {
                     guard SyncLimits.isIdentifier(device) else {
@@ -193,7 +195,12 @@ package struct SyncRecordCodec: Sendable {
                     guard case .integer(let value) = parsed else { throw Problem(path: path + "." + device, problem: "must be an integer") }
                     counts.append(SyncCount(device: device, count: value))
                 }
-                return .counts(counts.sorted())
+                let counter = SyncValue.counts(counts.sorted())
+                // The field's maximum bounds the counter's value, the sum of its devices' counts.
+                if checked, case .integer(_, let maximum) = field.type, counter.total > maximum {
+                    throw Problem(path: path, problem: "counts \(counter.total) in all, more than its max \(maximum)")
+                }
+                return counter
             default: throw Problem(path: path, problem: "must be an object of each device's count")
             }
         default:

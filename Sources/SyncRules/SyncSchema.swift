@@ -14,10 +14,40 @@ import StrictJSON
 public struct SyncSchema: Sendable, Equatable {
     /// The declared collections, in the file's order.
     public let collections: [SyncCollection]
+    /// The bytes of declared records a user may store and one request may write.
+    public let limits: Limits
+
+    /// Bytes of declared records (as stored: each record's JSON), for all collections together.
+    public struct Limits: Sendable, Equatable {
+        /// The most bytes of records a user may store (1,024 to 1,073,741,824; default 64 MiB).
+        public var bytesPerUser: Int
+        /// The most a guest may store (a guest account, before it is linked to an Apple ID: it costs
+        /// nothing to make); at most `bytesPerUser` (default 4 MiB).
+        public var guestBytesPerUser: Int
+        /// The most bytes of records, merged, one sync request may write (1,024 to 67,108,864;
+        /// default 2 MiB).
+        public var bytesPerRequest: Int
+
+        /// Limits.
+        /// - Parameters:
+        ///   - bytesPerUser: the most bytes of records a user may store.
+        ///   - guestBytesPerUser: the most a guest may store.
+        ///   - bytesPerRequest: the most bytes of records one request may write.
+        public init(bytesPerUser: Int = 67_108_864, guestBytesPerUser: Int = 4_194_304, bytesPerRequest: Int = 2_097_152) {
+            self.bytesPerUser = bytesPerUser
+            self.guestBytesPerUser = min(guestBytesPerUser, bytesPerUser)
+            self.bytesPerRequest = bytesPerRequest
+        }
+    }
 
     /// A schema of `collections`, trusted as they are.
-    /// - Parameter collections: the collections, in order.
-    public init(collections: [SyncCollection]) { self.collections = collections }
+    /// - Parameters:
+    ///   - collections: the collections, in order.
+    ///   - limits: the bytes a user may store and a request may write.
+    public init(collections: [SyncCollection], limits: Limits = Limits()) {
+        self.collections = collections
+        self.limits = limits
+    }
 
     /// No declared collections.
     public static let empty = SyncSchema(collections: [])
@@ -49,7 +79,20 @@ public struct SyncSchema: Sendable, Equatable {
         } catch {
             throw SyncSchemaError(problems: ["the file is not a JSON object: \(error)"])
         }
-        reader.allowOnly(["collections"], in: root, at: "")
+        reader.allowOnly(["collections", "limits"], in: root, at: "")
+        var limits = Limits()
+        if let declared = reader.object("limits", in: root, at: "") {
+            reader.allowOnly(["bytesPerUser", "guestBytesPerUser", "bytesPerRequest"], in: declared, at: "limits")
+            let largest: Int64 = 1_073_741_824
+            limits.bytesPerUser = Int(
+                reader.integer("bytesPerUser", in: declared, at: "limits", 1_024...largest, fallback: Int64(limits.bytesPerUser)))
+            limits.guestBytesPerUser = Int(
+                reader.integer(
+                    "guestBytesPerUser", in: declared, at: "limits", 1_024...Int64(limits.bytesPerUser),
+                    fallback: Int64(min(limits.guestBytesPerUser, limits.bytesPerUser))))
+            limits.bytesPerRequest = Int(
+                reader.integer("bytesPerRequest", in: declared, at: "limits", 1_024...67_108_864, fallback: Int64(limits.bytesPerRequest)))
+        }
         var collections: [SyncCollection] = []
         if let declared = reader.object("collections", in: root, at: "", required: true) {
             if declared.count > Self.maximumCollections {
@@ -68,6 +111,7 @@ public struct SyncSchema: Sendable, Equatable {
         }
         guard reader.problems.isEmpty else { throw SyncSchemaError(problems: reader.problems) }
         self.collections = collections
+        self.limits = limits
     }
 
     /// Whether `name` is 1 to `length` characters of letters, digits, `_` and `extra`, starting with a letter.
@@ -226,11 +270,13 @@ private struct SchemaReader {
         var limits = SyncCollection.Limits()
         if let declaredLimits = self.object("limits", in: object, at: path) {
             let limitsPath = path + ".limits"
-            allowOnly(["itemsPerRequest", "itemsPerUser"], in: declaredLimits, at: limitsPath)
+            allowOnly(["itemsPerRequest", "itemsPerUser", "bytesPerRecord"], in: declaredLimits, at: limitsPath)
             limits.itemsPerRequest = Int(
                 integer("itemsPerRequest", in: declaredLimits, at: limitsPath, 1...500, fallback: Int64(limits.itemsPerRequest)))
             limits.itemsPerUser = Int(
                 integer("itemsPerUser", in: declaredLimits, at: limitsPath, 1...1_000_000, fallback: Int64(limits.itemsPerUser)))
+            limits.bytesPerRecord = Int(
+                integer("bytesPerRecord", in: declaredLimits, at: limitsPath, 256...1_048_576, fallback: Int64(limits.bytesPerRecord)))
         }
         if keyList.isEmpty { limits.itemsPerUser = 1 }
         guard problems.count == before else { return nil }

@@ -276,4 +276,48 @@ import Testing
         #expect(Self.problems("[]").count == 1 && Self.problems("[]")[0].hasPrefix("the file is not a JSON object"))
         #expect(Self.problems("{}") == ["collections: is required"])
     }
+
+    @Test("A counter's max bounds the sum of its devices' counts, and a counter counts at most 64 devices, when read and when merged")
+    func counterBounds() throws {
+        let over = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{"phone":600,"tablet":600}}"#)
+        #expect(over.failure?.message == "`collections.workouts[0].laps` counts 1200 in all, more than its max 1000")
+        let devices = (0...64).map { #""d\#($0)":1"# }.joined(separator: ",")
+        let many = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{\#(devices)}}"#)
+        #expect(many.failure?.message == "`collections.workouts[0].laps` counts more than 64 devices")
+        // Two devices each within the max, merged past it.
+        let phone = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{"phone":600}}"#).get()
+        let tablet = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{"tablet":600}}"#).get()
+        #expect(Self.workouts.counterProblem(in: phone) == nil)
+        let merged = Self.workouts.counterProblem(in: Self.workouts.merged(phone, tablet))
+        #expect(merged?.field == "laps" && merged?.problem == "counts 1200 in all, more than its max 1000")
+    }
+
+    @Test("Byte limits are declared per record and for all collections (per user, per guest, per request), with defaults and ranges")
+    func byteLimits() {
+        #expect(Self.workouts.limits.bytesPerRecord == 16_384)
+        let defaults = try! SyncSchema(declaration: Array(Self.declaration.utf8)).limits
+        #expect(defaults == .init(bytesPerUser: 67_108_864, guestBytesPerUser: 4_194_304, bytesPerRequest: 2_097_152))
+        let declared = try! SyncSchema(
+            declaration: Array(
+                #"{"limits": {"bytesPerUser": 100000, "guestBytesPerUser": 5000, "bytesPerRequest": 20000}, "collections": {"n": {"key": ["id"], "fields": {"id": {"type": "id"}}, "limits": {"bytesPerRecord": 300}}}}"#
+                    .utf8))
+        #expect(declared.limits == .init(bytesPerUser: 100_000, guestBytesPerUser: 5_000, bytesPerRequest: 20_000))
+        #expect(declared.collections[0].limits.bytesPerRecord == 300)
+        #expect(
+            Self.problems(
+                #"{"limits": {"bytesPerUser": 2000, "guestBytesPerUser": 3000, "bytesPerRequest": 10}, "collections": {"n": {"key": ["id"], "fields": {"id": {"type": "id"}}, "limits": {"bytesPerRecord": 100}}}}"#
+            ) == [
+                "limits.guestBytesPerUser: must be an integer from 1024 to 2000",
+                "limits.bytesPerRequest: must be an integer from 1024 to 67108864",
+                "collections.n.limits.bytesPerRecord: must be an integer from 256 to 1048576",
+            ])
+    }
+}
+
+extension Result {
+    /// The error, or nil for a success.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
 }

@@ -30,9 +30,15 @@ package enum SyncStore {
         var purgedVersion: UInt64 = 0
         /// The memory the records take, by `SyncCache.cost(of:)`, kept up to date as they change.
         var recordBytes = 0
+        /// The bytes the records take as stored (their JSON), kept up to date as they change: what
+        /// the declared byte limits count.
+        var storedBytes = 0
+        /// Whether the user is a guest (stricter byte limits).
+        var guest = false
 
-        /// What changed after `cursor`, at most `limit` items, ordered by version, then list, then key.
-        func changed(after cursor: SyncCursor, limit: Int) -> SyncPage {
+        /// What changed after `cursor`, at most `limit` items and about `bytes` bytes
+        /// (`SyncCursor.pageBytes`), ordered by version, then list, then key.
+        func changed(after cursor: SyncCursor, limit: Int, bytes: Int = SyncCursor.pageBytes) -> SyncPage {
             var entries: [SyncPage.Entry] = []
             func include(_ version: UInt64, _ list: Int, _ key: @autoclosure () -> String, _ index: Int) {
                 guard version >= cursor.version else { return }
@@ -54,7 +60,14 @@ package enum SyncStore {
             }
             entries.sort { ($0.version, $0.position) < ($1.version, $1.position) }
             var page = SyncPage(more: entries.count > limit)
-            for entry in entries.prefix(limit) {
+            var pageBytes = 0
+            for (number, entry) in entries.prefix(limit).enumerated() {
+                let size = entry.position.list < 2 ? SyncCursor.itemBytes : records[entry.position.list - 2][entry.index].bytes
+                if number > 0 && pageBytes + size > bytes {
+                    page.more = true
+                    break
+                }
+                pageBytes += size
                 switch entry.position.list {
                 case 0: page.progress.append(lessons[entry.index].item)
                 case 1: page.achievements.append(achievements[entry.index].item)
@@ -87,6 +100,8 @@ package enum SyncStore {
     struct Versioned<Item: Sendable>: Sendable {
         var item: Item
         var version: UInt64
+        /// The bytes a declared record takes as stored (its JSON); 0 for lessons and achievements.
+        var bytes = 0
     }
 
     /// What the incoming changes do to a stored state.
@@ -240,8 +255,9 @@ package enum SyncStore {
         for merged in merge.records {
             while state.records.count <= merged.collection { state.records.append([:]) }
             let old = state.records[merged.collection].updateValue(
-                Versioned(item: merged.record, version: state.version), forKey: merged.record.key)
+                Versioned(item: merged.record, version: state.version, bytes: merged.json.count), forKey: merged.record.key)
             state.recordBytes += SyncCache.cost(of: merged.record) - (old.map { SyncCache.cost(of: $0.item) } ?? 0)
+            state.storedBytes += merged.json.count - (old?.bytes ?? 0)
         }
         return state
     }
@@ -314,7 +330,48 @@ package enum SyncStore {
             }
         }
         for index in changed.indices { changed[index].json = collections.codecs[changed[index].collection].json(changed[index].record) }
+        try checkBytes(of: changed, against: stored, collections)
         return changed
+    }
+
+    /// Refuses `changed` when a merged record would take its counters or its bytes past its
+    /// collection's limits, or the records past the bytes a request may write or the user may
+    /// store (`SyncSchema.Limits`, stricter for a guest). A record stored before a limit was
+    /// lowered may stay over it, as long as a change does not take it further.
+    /// - Throws: `SyncLimitExceeded` naming the limit; nothing was written.
+    static func checkBytes(of changed: [MergedRecord], against stored: Stored, _ collections: DeclaredCollections) throws {
+        let limits = collections.schema.limits
+        var requestBytes = 0
+        var growth = 0
+        for merged in changed {
+            let collection = collections.codecs[merged.collection].collection
+            let current = merged.collection < stored.records.count ? stored.records[merged.collection][merged.record.key] : nil
+            if let (field, problem) = collection.counterProblem(in: merged.record),
+                current.flatMap({ collection.counterProblem(in: $0.item) })?.problem != problem
+            {
+                throw SyncLimitExceeded(path: "collections.\(collection.name).\(field)", problem: problem)
+            }
+            let bytes = merged.json.count
+            if bytes > collection.limits.bytesPerRecord && bytes > (current?.bytes ?? 0) {
+                throw SyncLimitExceeded(
+                    path: "collections.\(collection.name)",
+                    problem: "would make a record of \(bytes) bytes, more than the \(collection.limits.bytesPerRecord) a record may take")
+            }
+            requestBytes += bytes
+            growth += bytes - (current?.bytes ?? 0)
+        }
+        if requestBytes > limits.bytesPerRequest {
+            throw SyncLimitExceeded(
+                path: "collections",
+                problem: "would write \(requestBytes) bytes of records, more than the \(limits.bytesPerRequest) a request may")
+        }
+        let allowed = stored.guest ? limits.guestBytesPerUser : limits.bytesPerUser
+        if growth > 0 && stored.storedBytes + growth > allowed {
+            throw SyncLimitExceeded(
+                path: "collections",
+                problem: "would store \(stored.storedBytes + growth) bytes of records for this user, more than the \(allowed) "
+                    + (stored.guest ? "a guest may (signing in with Apple allows more)" : "a user may"))
+        }
     }
 
     /// The stored items that `incoming` changes, each merged with all that the device sent for it.
@@ -341,7 +398,7 @@ package enum SyncStore {
         // both rows are held until the transaction ends.
         let columns = """
             u.sync_version, u.total_xp, u.current_level, u.streak_days, DATE_FORMAT(u.last_active_date, '%Y-%m-%d') AS last_active,
-                u.profile_version, u.sync_purged_version
+                u.profile_version, u.sync_purged_version, u.guest_since IS NOT NULL AS guest
             """
         let lockClause = lock ? "FOR UPDATE" : ""
         let users =
@@ -367,14 +424,17 @@ package enum SyncStore {
         }
         var records = [[String: Versioned<SyncRecord>]](repeating: [:], count: collections.codecs.count)
         var recordBytes = 0
+        var storedBytes = 0
         if !collections.isEmpty {
             for row in try connection.query("SELECT collection, body, version FROM sync_records WHERE user_id = ?", userID) {
                 // Rows of a collection no longer declared stay stored, unsynced.
                 guard let index = collections.schema.index(of: try row.decode(column: "collection")) else { continue }
-                var reader = JSONReader(try row.decode(column: "body"), limits: .tokens)
+                let body: [UInt8] = try row.decode(column: "body")
+                var reader = JSONReader(body, limits: .tokens)
                 guard case .success(let record) = try collections.codecs[index].read(&reader, path: "", checked: false) else { continue }
-                records[index][record.key] = Versioned(item: record, version: try row.decode(column: "version"))
+                records[index][record.key] = Versioned(item: record, version: try row.decode(column: "version"), bytes: body.count)
                 recordBytes += SyncCache.cost(of: record)
+                storedBytes += body.count
             }
         }
         return Stored(
@@ -383,7 +443,7 @@ package enum SyncStore {
                 totalXP: try user.decode(column: "total_xp"), currentLevel: try user.decode(column: "current_level"),
                 streakDays: try user.decode(column: "streak_days"), lastActiveDate: try user.decode(column: "last_active")),
             lessons: lessons, achievements: achievements, records: records, purgedVersion: try user.decode(column: "sync_purged_version"),
-            recordBytes: recordBytes)
+            recordBytes: recordBytes, storedBytes: storedBytes, guest: try user.decode(column: "guest"))
     }
 
     /// Moves the user's version on by one (and stores the merged profile), if it is still the

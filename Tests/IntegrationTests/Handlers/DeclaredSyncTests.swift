@@ -259,4 +259,86 @@ struct DeclaredSyncTests {
         let own = Self.sync(harness, bob, #"{"cursor":"\#(bobsCursor)"}"#)
         #expect(own.status == 200 && !own.text.contains("resync") && !own.text.contains("b1"), "\(own.text)")
     }
+
+    /// `count` workouts as large as the example declaration lets them be: a 500-byte note, 20 tags
+    /// of 32 bytes, and a `laps` counter of 64 devices with 128-byte ids (about 10 KB each).
+    static func largeWorkouts(_ prefix: String, _ count: Int) -> String {
+        let note = String(repeating: "n", count: 500)
+        let tags = (0..<20).map { "\"\(String(repeating: "t", count: 30))\($0 / 10)\($0 % 10)\"" }.joined(separator: ",")
+        let laps = (0..<64).map { "\"\(String(repeating: "d", count: 126))\($0 / 10)\($0 % 10)\":1" }.joined(separator: ",")
+        return (0..<count).map {
+            #"{"workoutId":"\#(prefix)\#($0)","note":{"value":"\#(note)","at":1,"device":"d"},"tags":[\#(tags)],"laps":{\#(laps)}}"#
+        }.joined(separator: ",")
+    }
+
+    @Test("A guest filling its account with the largest records stops at the guest's bytes, refused naming the limit with nothing written")
+    func guestBytes() throws {
+        let harness = try HandlerHarness(environment: ["SIWA_SYNC_COLLECTIONS": Self.declaration, "SIWA_GUEST_ACCOUNTS": "true"])
+        let guest = try #require(try harness.send("POST", "/auth/guest").json().string("accessToken"))
+        var refused: Response?
+        for request in 0..<40 {
+            let workouts = Self.largeWorkouts("r\(request)-", 28)
+            let answer = Self.sync(harness, guest, #"{"collections":{"workouts":[\#(workouts)]}}"#)
+            guard answer.status == 200 else {
+                refused = answer
+                break
+            }
+        }
+        let answer = try #require(refused, "40 requests of 28 large workouts (about 11 MB) were all accepted")
+        #expect(answer.status == 400 && answer.text.contains("more than the 4194304 a guest may"), "\(answer.text)")
+        let stored = try harness.count("SELECT CAST(COALESCE(SUM(LENGTH(body)), 0) AS SIGNED) FROM sync_records")
+        let records = try harness.count("SELECT COUNT(*) FROM sync_records")
+        #expect(stored <= 4_194_304 && stored > 3_000_000, "\(stored) bytes stored")
+        #expect(records % 28 == 0, "the refused request wrote none of its 28 records (\(records) stored)")
+        // Reading it all back: pages of at most about 1 MiB of records.
+        var cursor = "null"
+        var seen = 0
+        for _ in 0..<20 {
+            let page = Self.sync(harness, guest, #"{"cursor":\#(cursor),"limit":1000}"#)
+            let records = try Self.records(page, "workouts")
+            #expect(records.values.reduce(0) { $0 + $1.utf8.count } <= 1_048_576 + 12_000, "a page of \(records.count) records")
+            seen += records.count
+            guard page.text.contains(#""more":true"#) else { break }
+            cursor = "\"" + (try #require(try page.json().string("cursor"))) + "\""
+        }
+        #expect(seen == records, "every record once, in pages")
+    }
+
+    @Test("A record, a request and a counter past their declared limits are refused naming the limit, with nothing written")
+    func recordAndRequestBytes() throws {
+        let declaration = FileManager.default.temporaryDirectory.appendingPathComponent("bytes-\(UUID().uuidString).json").path
+        try #"""
+        {"limits": {"bytesPerRequest": 2048},
+         "collections": {"notes": {"key": ["id"], "fields": {"id": {"type": "id"},
+             "text": {"type": "string", "maxLength": 2000, "merge": "latestWins"},
+             "reads": {"type": "integer", "min": 0, "max": 100, "merge": "counter"}},
+             "limits": {"bytesPerRecord": 600}}}}
+        """#.write(toFile: declaration, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: declaration) }
+        let harness = try HandlerHarness(environment: ["SIWA_SYNC_COLLECTIONS": declaration])
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let phone = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
+        func note(_ id: String, _ length: Int) -> String {
+            #"{"id":"\#(id)","text":{"value":"\#(String(repeating: "x", count: length))","at":1,"device":"p"}}"#
+        }
+        let fiveNotes = (1...5).map { note("n\($0)", 500) }.joined(separator: ",")
+        let cases = [
+            (#"{"collections":{"notes":[\#(note("big", 700))]}}"#, "`collections.notes` would make a record of"),
+            (
+                #"{"collections":{"notes":[\#(fiveNotes)]}}"#,
+                "`collections` would write"
+            ),
+        ]
+        for (body, message) in cases {
+            let answer = Self.sync(harness, phone, body)
+            #expect(answer.status == 400 && answer.text.contains(message), "\(answer.text)")
+        }
+        #expect(Self.sync(harness, phone, #"{"collections":{"notes":[{"id":"c","reads":{"phone":60}}]}}"#).status == 200)
+        let merged = Self.sync(harness, phone, #"{"collections":{"notes":[{"id":"c","reads":{"tablet":60}}]}}"#)
+        #expect(
+            merged.status == 400 && merged.text.contains("`collections.notes.reads` counts 120 in all, more than its max 100"),
+            "\(merged.text)")
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records") == 1, "only the first counter's record")
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records WHERE body LIKE '%tablet%'") == 0)
+    }
 }
