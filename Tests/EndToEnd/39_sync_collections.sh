@@ -112,6 +112,18 @@ assert a.get("resync") is True and ids == ["g1", "g2", "g3"] and "more" not in a
 done
 pass "another user's paging cursor, tagged or not, gets the guest's whole state (3 of 3 workouts) with resync"
 
+# --- The amplification shape of a free account: workouts whose counters count 255 devices with
+# 128-byte ids (about 35 KB a record): refused, naming the limit, nothing written.
+before=$(sql "SELECT COUNT(*) FROM sync_records")
+python3 -c 'import json
+laps = {("d" * 125) + f"{i:03d}": 10000 for i in range(255)}
+print(json.dumps({"collections": {"workouts": [{"workoutId": f"amp{w}", "laps": laps} for w in range(20)]}}))' >"$E2E_TMP/amplified.json"
+request POST /sync -H "$(bearer "$GUEST_ACCESS")" -H 'Content-Type: application/json' --data-binary "@$E2E_TMP/amplified.json"
+expect_error 400 invalid_request "the amplification shape"
+grep -q 'counts more than 64 devices' <<<"$BODY" || fail "the amplification shape's refusal does not name the limit: $BODY"
+[ "$(sql "SELECT COUNT(*) FROM sync_records")" = "$before" ] || fail "the refused amplification shape wrote records"
+pass "20 workouts with counters of 255 devices: 400 naming the 64-device limit, nothing written (byte limits: docs/SYNC.md)"
+
 # --- Declared limits: 400 naming the path, nothing written.
 before=$(sql "SELECT COUNT(*) FROM sync_records")
 too_many=$(python3 -c 'import json; print(json.dumps({"collections": {"favourites": [{"itemId": f"f{i}"} for i in range(101)]}}))')
