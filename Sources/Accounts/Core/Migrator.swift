@@ -392,7 +392,8 @@ struct MigrationLease {
                 // Another node's run changed the row, or its DDL aborted this statement: try again.
             }
             guard Date() < deadline else { throw MigrationError(problems: ["another migration run holds the lock"]) }
-            Thread.sleep(forTimeInterval: 0.2)
+            // Often: a stopped run's session leaves the process list moments after its client died.
+            Thread.sleep(forTimeInterval: 0.05)
         }
     }
 
