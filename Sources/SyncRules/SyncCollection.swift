@@ -168,20 +168,19 @@ public struct SyncCollection: Sendable, Equatable {
         return SyncRecord(values: values ?? lhs.values, keyCount: lhs.keyCount, key: lhs.key, deleted: deleted)
     }
 
-    /// What is wrong with a record's counters, merged: the first counter field whose devices'
-    /// counts add up to more than its type's maximum, or that counts more devices than
-    /// `SyncLimits.maximumCounterDevices`; nil when none is.
-    /// - Parameter record: a record of this collection.
+    /// A counter of `record` (merged) that counts more devices than
+    /// `SyncLimits.maximumCounterDevices`, and more than it did in `stored`; nil when none does. (A
+    /// counter's merged value may pass its field's `max`: two devices each within it add up past it,
+    /// and refusing that would leave a device whose own count is valid unable to sync.)
+    /// - Parameters:
+    ///   - record: a record of this collection, merged.
+    ///   - stored: the same record before the merge, if there was one.
     /// - Returns: the field's name and the problem, or nil.
-    public func counterProblem(in record: SyncRecord) -> (field: String, problem: String)? {
+    public func counterProblem(in record: SyncRecord, comparedTo stored: SyncRecord?) -> (field: String, problem: String)? {
         for (index, field) in fields.enumerated() where field.rule == .counter {
-            guard case .counts(let counts) = record.values[index] else { continue }
-            if counts.count > SyncLimits.maximumCounterDevices {
-                return (field.name, "counts \(counts.count) devices, more than \(SyncLimits.maximumCounterDevices)")
-            }
-            if case .integer(_, let maximum) = field.type, record.values[index].total > maximum {
-                return (field.name, "counts \(record.values[index].total) in all, more than its max \(maximum)")
-            }
+            guard case .counts(let counts) = record.values[index], counts.count > SyncLimits.maximumCounterDevices else { continue }
+            if let stored, case .counts(let before) = stored.values[index], before.count >= counts.count { continue }
+            return (field.name, "would count \(counts.count) devices, more than \(SyncLimits.maximumCounterDevices)")
         }
         return nil
     }

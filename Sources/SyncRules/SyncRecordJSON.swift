@@ -196,7 +196,8 @@ package struct SyncRecordCodec: Sendable {
                     counts.append(SyncCount(device: device, count: value))
                 }
                 let counter = SyncValue.counts(counts.sorted())
-                // The field's maximum bounds the counter's value, the sum of its devices' counts.
+                // The field's maximum bounds the sum of the counts one request sends (merged with
+                // other devices' counts the value may pass it: `counterProblem`).
                 if checked, case .integer(_, let maximum) = field.type, counter.total > maximum {
                     throw Problem(path: path, problem: "counts \(counter.total) in all, more than its max \(maximum)")
                 }

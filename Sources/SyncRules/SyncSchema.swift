@@ -24,8 +24,8 @@ public struct SyncSchema: Sendable, Equatable {
         /// The most a guest may store (a guest account, before it is linked to an Apple ID: it costs
         /// nothing to make); at most `bytesPerUser` (default 4 MiB).
         public var guestBytesPerUser: Int
-        /// The most bytes of records, merged, one sync request may write (1,024 to 67,108,864;
-        /// default 2 MiB).
+        /// The most bytes of records, merged, one sync request may write (1,024 to 1,048,576, the
+        /// most bytes of a sync's answer, which holds them; default 1 MiB).
         public var bytesPerRequest: Int
 
         /// Limits.
@@ -33,7 +33,7 @@ public struct SyncSchema: Sendable, Equatable {
         ///   - bytesPerUser: the most bytes of records a user may store.
         ///   - guestBytesPerUser: the most a guest may store.
         ///   - bytesPerRequest: the most bytes of records one request may write.
-        public init(bytesPerUser: Int = 67_108_864, guestBytesPerUser: Int = 4_194_304, bytesPerRequest: Int = 2_097_152) {
+        public init(bytesPerUser: Int = 67_108_864, guestBytesPerUser: Int = 4_194_304, bytesPerRequest: Int = 1_048_576) {
             self.bytesPerUser = bytesPerUser
             self.guestBytesPerUser = min(guestBytesPerUser, bytesPerUser)
             self.bytesPerRequest = bytesPerRequest
@@ -91,7 +91,7 @@ public struct SyncSchema: Sendable, Equatable {
                     "guestBytesPerUser", in: declared, at: "limits", 1_024...Int64(limits.bytesPerUser),
                     fallback: Int64(min(limits.guestBytesPerUser, limits.bytesPerUser))))
             limits.bytesPerRequest = Int(
-                reader.integer("bytesPerRequest", in: declared, at: "limits", 1_024...67_108_864, fallback: Int64(limits.bytesPerRequest)))
+                reader.integer("bytesPerRequest", in: declared, at: "limits", 1_024...1_048_576, fallback: Int64(limits.bytesPerRequest)))
         }
         var collections: [SyncCollection] = []
         if let declared = reader.object("collections", in: root, at: "", required: true) {

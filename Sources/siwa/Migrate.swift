@@ -19,6 +19,9 @@ struct Migrate: ParsableCommand {
         initializeMariaDBLibrary()
         var database = config.database
         database.allowsMultipleStatements = true
+        // A migration's statement may take long on a large table; the run waits for it rather than
+        // giving up while the server goes on running it (`Migrator.migrationReadTimeout`).
+        database.readWriteTimeout = Migrator.migrationReadTimeout
         let connection = Connection(configuration: database)
         defer { connection.close() }
         let migrator = try Migrator(directory: dir ?? config.migrationsDirectory)

@@ -1,9 +1,10 @@
 """Kills `siwa migrate` again and again until a run finishes: each run is SIGKILLed after its
-first, second or third line of output (a file begun, a statement recorded), and after a random
-0-20 ms more, so that the kills land before, inside and after statements, also between a
-statement's end and its record. Each next run must take the stopped run's lease over and go on.
+first to LINES-th line of progress (a file begun, a statement recorded; the line of a lease taken
+over does not count), and after a random 0-20 ms more, so that the kills land before, inside and
+after statements, also between a statement's end and its record. Each next run must take the
+stopped run's lease over and go on.
 
-    migration_kill.py SEED COMMAND...   prints "KILLS RUNS" when a run finishes by itself
+    migration_kill.py SEED LINES COMMAND...   prints "KILLS RUNS" when a run finishes by itself
 
 A run that fails (exits non-zero without being killed) or takes over 60 s fails the check."""
 
@@ -15,14 +16,14 @@ import subprocess
 import sys
 import time
 
-seed, command = int(sys.argv[1]), sys.argv[2:]
+seed, lines, command = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 rng = random.Random(seed)
 kills = 0
 for run in range(1, 400):
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    kill_after = rng.randint(1, 3)
+    kill_after = rng.randint(1, lines)
     delay = rng.choice([0, 0, rng.uniform(0, 0.02)])
-    output, killed = [], False
+    output, progress, killed = [], 0, False
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + 60
@@ -38,7 +39,9 @@ for run in range(1, 400):
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             output.append(line.decode(errors="replace") + "\n")
-            if len(output) == kill_after:
+            if not line.startswith(b"taking over"):
+                progress += 1
+            if progress == kill_after:
                 if delay:
                     time.sleep(delay)  # where the kill lands, not a wait for anything
                 process.send_signal(signal.SIGKILL)

@@ -18,7 +18,7 @@ import Testing
         let group = DispatchGroup()
         let releases = [holdSlot(gate, group, failing: false), holdSlot(gate, group, failing: false)]
         #expect(gate.inFlight == 2)
-        clock.advance(1.5)
+        clock.advance(0.6)
         var called = false
         #expect(throws: IdentityError(.appleUnavailable)) {
             try gate.pass({ called = true }, unreachable: { _ in false })

@@ -277,26 +277,31 @@ import Testing
         #expect(Self.problems("{}") == ["collections: is required"])
     }
 
-    @Test("A counter's max bounds the sum of its devices' counts, and a counter counts at most 64 devices, when read and when merged")
+    @Test("A counter's max bounds the sum of the counts a request sends; a counter counts at most 64 devices, as sent and merged")
     func counterBounds() throws {
         let over = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{"phone":600,"tablet":600}}"#)
         #expect(over.failure?.message == "`collections.workouts[0].laps` counts 1200 in all, more than its max 1000")
         let devices = (0...64).map { #""d\#($0)":1"# }.joined(separator: ",")
         let many = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{\#(devices)}}"#)
         #expect(many.failure?.message == "`collections.workouts[0].laps` counts more than 64 devices")
-        // Two devices each within the max, merged past it.
+        // Two devices each within the max may add up past it; 64 devices and one more, merged, may not.
         let phone = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{"phone":600}}"#).get()
         let tablet = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{"tablet":600}}"#).get()
-        #expect(Self.workouts.counterProblem(in: phone) == nil)
-        let merged = Self.workouts.counterProblem(in: Self.workouts.merged(phone, tablet))
-        #expect(merged?.field == "laps" && merged?.problem == "counts 1200 in all, more than its max 1000")
+        #expect(Self.workouts.counterProblem(in: Self.workouts.merged(phone, tablet), comparedTo: phone) == nil)
+        let sixtyFour = (0..<64).map { #""d\#($0)":1"# }.joined(separator: ",")
+        let full = try Self.read(#"{"day":"2026-11-01","kind":"run","laps":{\#(sixtyFour)}}"#).get()
+        let merged = Self.workouts.merged(full, tablet)
+        #expect(Self.workouts.counterProblem(in: full, comparedTo: nil) == nil)
+        let problem = Self.workouts.counterProblem(in: merged, comparedTo: full)
+        #expect(problem?.field == "laps" && problem?.problem == "would count 65 devices, more than 64")
+        #expect(Self.workouts.counterProblem(in: merged, comparedTo: merged) == nil, "a record already over the bound may stay so")
     }
 
     @Test("Byte limits are declared per record and for all collections (per user, per guest, per request), with defaults and ranges")
     func byteLimits() {
         #expect(Self.workouts.limits.bytesPerRecord == 16_384)
         let defaults = try! SyncSchema(declaration: Array(Self.declaration.utf8)).limits
-        #expect(defaults == .init(bytesPerUser: 67_108_864, guestBytesPerUser: 4_194_304, bytesPerRequest: 2_097_152))
+        #expect(defaults == .init(bytesPerUser: 67_108_864, guestBytesPerUser: 4_194_304, bytesPerRequest: 1_048_576))
         let declared = try! SyncSchema(
             declaration: Array(
                 #"{"limits": {"bytesPerUser": 100000, "guestBytesPerUser": 5000, "bytesPerRequest": 20000}, "collections": {"n": {"key": ["id"], "fields": {"id": {"type": "id"}}, "limits": {"bytesPerRecord": 300}}}}"#
@@ -308,7 +313,7 @@ import Testing
                 #"{"limits": {"bytesPerUser": 2000, "guestBytesPerUser": 3000, "bytesPerRequest": 10}, "collections": {"n": {"key": ["id"], "fields": {"id": {"type": "id"}}, "limits": {"bytesPerRecord": 100}}}}"#
             ) == [
                 "limits.guestBytesPerUser: must be an integer from 1024 to 2000",
-                "limits.bytesPerRequest: must be an integer from 1024 to 67108864",
+                "limits.bytesPerRequest: must be an integer from 1024 to 1048576",
                 "collections.n.limits.bytesPerRecord: must be an integer from 256 to 1048576",
             ])
     }

@@ -78,6 +78,10 @@ package struct Migrator: Sendable {
         self.migrations = migrations.sorted { $0.version < $1.version }
     }
 
+    /// Seconds `siwa migrate` waits for one statement's answer: long, since a run that stopped
+    /// waiting while the server still ran its statement would leave it running unsupervised.
+    package static let migrationReadTimeout = 86_400
+
     /// The first version held to one statement per file (the earlier files were applied as they are).
     package static let oneStatementFrom = 12
 
@@ -285,7 +289,8 @@ package struct Migrator: Sendable {
                     log("  \(migration.fileName): statement \(next) of \(statements.count) applied")
                 }
             }
-            // The file's record and the end of its progress, in one commit.
+            // The file's record and the end of its progress, in one commit, in the lease's session.
+            try lease.renew(on: connection)
             try Migrator.retryingAborts {
                 try connection.transaction {
                     _ = try connection.execute(
@@ -458,7 +463,11 @@ struct MigrationLease {
             // lease taken before the server last started was held by a session that ended then (its
             // id may since name another session).
             let restarted = try row.decode(Bool?.self, column: "before_restart") == true
-            let ended = try restarted || connection.query("SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?", id).isEmpty
+            // Only a process list that shows this session can tell that another session is gone.
+            let ended =
+                try restarted
+                || (connection.query("SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()").count == 1
+                    && connection.query("SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?", id).isEmpty)
             if ended {
                 log("taking over the lease of a run that stopped (its connection \(id) has ended)")
                 free = true
@@ -496,8 +505,11 @@ struct MigrationLease {
     }
 
     /// Gives the lease up (best effort: a run waiting on the same server takes it over once this
-    /// session ends, one on another server when it expires).
+    /// session ends, one on another server when it expires). Only in the session that took it: a
+    /// run whose session was lost may have left a statement running on the server, and the lease
+    /// stays with that session until the server has ended it.
     func release(on connection: Connection) {
+        guard connection.session == session else { return }
         _ = try? Migrator.retryingAborts {
             try connection.execute(
                 "UPDATE schema_migrations_lock SET holder = NULL, session_holder = NULL, session_connection = NULL WHERE id = 1 AND holder = ?",

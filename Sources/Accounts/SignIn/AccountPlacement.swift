@@ -63,7 +63,10 @@ struct AccountPlacement {
                 return AccountPlacement(userID: owner)
             }
             if let owner, owner != guestID { throw AccountConflict(.identityInUse) }
-            _ = try connection.execute("UPDATE users SET guest_since = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", guestID)
+            // The sync version moves on too: every process's cached sync state, which carries the
+            // guest's byte limits, is read again.
+            _ = try connection.execute(
+                "UPDATE users SET guest_since = NULL, sync_version = sync_version + 1, updated_at = UTC_TIMESTAMP(3) WHERE id = ?", guestID)
             return AccountPlacement(userID: guestID, linkedBy: .guest)
         case .externalUser(let externalID):
             let holder: UInt64? = try connection.query("SELECT id FROM users WHERE external_id = ? FOR UPDATE", externalID).first?

@@ -67,7 +67,7 @@ package final class SyncCache: Sendable {
     }
 
     /// Drops `userID`'s state: the next sync reads it from the database.
-    package func forget(_ userID: UInt64) {
+    func forget(_ userID: UInt64) {
         shard(of: userID).entries.withLock { entries in
             if let removed = entries.states.removeValue(forKey: userID) { entries.bytes -= SyncCache.cost(of: removed) }
         }

@@ -143,7 +143,18 @@ package enum SyncStore {
         let cached = cache?.state(of: userID)
         guard var stored = try cached ?? readConsistent(userID: userID, session: session, collections: collections, on: connection)
         else { return nil }
-        var merge = try merged(changes, into: stored, collections)
+        var merge: Merge
+        do {
+            merge = try merged(changes, into: stored, collections)
+        } catch is SyncLimitExceeded where cached != nil {
+            // A cached state may be behind (another process wrote, a guest was linked since): a
+            // refusal is decided on the stored state.
+            guard let fresh = try readConsistent(userID: userID, session: session, collections: collections, on: connection) else {
+                return nil
+            }
+            stored = fresh
+            merge = try merged(changes, into: stored, collections)
+        }
         // A cached state that this sync does not change is checked against the stored version before
         // it answers (another device may have moved on); a changing sync's write checks it under lock.
         if cached != nil, merge.count == 0, try currentVersion(of: userID, session: session, on: connection) != stored.version {
@@ -334,7 +345,7 @@ package enum SyncStore {
         return changed
     }
 
-    /// Refuses `changed` when a merged record would take its counters or its bytes past its
+    /// Refuses `changed` when a merged record would take its counters' devices or its bytes past its
     /// collection's limits, or the records past the bytes a request may write or the user may
     /// store (`SyncSchema.Limits`, stricter for a guest). A record stored before a limit was
     /// lowered may stay over it, as long as a change does not take it further.
@@ -346,9 +357,7 @@ package enum SyncStore {
         for merged in changed {
             let collection = collections.codecs[merged.collection].collection
             let current = merged.collection < stored.records.count ? stored.records[merged.collection][merged.record.key] : nil
-            if let (field, problem) = collection.counterProblem(in: merged.record),
-                current.flatMap({ collection.counterProblem(in: $0.item) })?.problem != problem
-            {
+            if let (field, problem) = collection.counterProblem(in: merged.record, comparedTo: current?.item) {
                 throw SyncLimitExceeded(path: "collections.\(collection.name).\(field)", problem: problem)
             }
             let bytes = merged.json.count

@@ -5,11 +5,13 @@ import Foundation
 /// connection) none is made for `cooldown` seconds.
 ///
 /// Beyond the limit, a call waits at most `wait` seconds for a slot, so that a burst (an app's
-/// launch after a release) is served a moment later instead of refused. While Apple answers (every
-/// call in flight began less than `wait` seconds ago) any number of calls may wait: each gets a
-/// slot within about one of Apple's latencies. Once a call in flight has taken longer (Apple slow
-/// or hanging), only `waiting` calls may wait and any other is refused at once, so that the worker
-/// threads beyond `limit + waiting` stay free for the routes that do not call Apple. A call that is
+/// launch after a release) is served a moment later instead of refused. While Apple answers
+/// promptly (every call in flight began less than half of `wait` ago) any number of calls may wait:
+/// each gets a slot within about one of Apple's latencies. Once a call in flight has taken longer
+/// (Apple slow or hanging), only `waiting` calls may wait and any other is refused at once, so that
+/// the worker threads beyond `limit + waiting` stay free for the routes that do not call Apple. The
+/// cost: while Apple answers promptly, a burst of sign-ins larger than the threads can hold every
+/// thread for up to `wait`, and other routes queue behind it that long. A call that is
 /// not let through fails with `IdentityError(.appleUnavailable)` (503 with `Retry-After`).
 package final class AppleCallGate: Sendable {
     private struct State {
@@ -81,10 +83,10 @@ package final class AppleCallGate: Sendable {
         return take()
     }
 
-    /// Whether every call in flight began less than `wait` seconds ago. Called with the lock held.
+    /// Whether every call in flight began less than half of `wait` ago. Called with the lock held.
     private var appleAnswers: Bool {
         guard let oldest = state.started.values.min() else { return true }
-        return clock.now() - oldest < wait
+        return clock.now() - oldest < wait / 2
     }
 
     /// Counts a call in flight from now. Called with the lock held.

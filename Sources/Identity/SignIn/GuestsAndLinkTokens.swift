@@ -105,8 +105,6 @@ extension SignInUseCases {
     /// Reports an identity this sign-in attached to an account that had none of it yet.
     func reportIfLinked(_ account: SignedInAccount, link: CheckedLink?, on connection: Connection) throws {
         guard let linkedBy = account.linkedBy else { return }
-        // A guest's synced state, cached, carries the guest's byte limits: read again from now.
-        if linkedBy == .guest { core.syncCache.forget(account.userID) }
         if let hash = link?.linkTokenHash { try LinkTokens.recordUser(account.userID, hash: hash, on: connection) }
         var externalID: String?
         if case .externalUser(let id) = link?.target { externalID = id }

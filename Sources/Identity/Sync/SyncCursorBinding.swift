@@ -9,7 +9,8 @@ import JOSE
 /// all of it (an app that switches accounts without dropping its cursor sends the other account's).
 ///
 /// The first data key tags; every data key is accepted, so that adding a key does not cost every
-/// device a full sync. A cursor from before cursors were tagged gets `resync` once.
+/// device a full sync (removing one does: its devices resync once). A cursor from before cursors
+/// were tagged, or with a tag of any other form, gets `resync` too.
 package struct SyncCursorBinding: Sendable {
     private let keys: [[UInt8]]
 
@@ -22,7 +23,7 @@ package struct SyncCursorBinding: Sendable {
 
     /// The tag of `cursor` given to `userID`.
     package func tag(_ cursor: SyncCursor, userID: UInt64) -> String {
-        hex(Self.code(key: keys[0], cursor, userID: userID))
+        hexString(Self.code(key: keys[0], cursor, userID: userID))
     }
 
     /// Whether `tag` is that of `cursor` given to `userID` under one of the keys (compared in
@@ -30,20 +31,14 @@ package struct SyncCursorBinding: Sendable {
     package func accepts(_ tag: String, for cursor: SyncCursor, userID: UInt64) -> Bool {
         let presented = Array(tag.utf8)
         return keys.reduce(false) { found, key in
-            found || constantTimeEquals(presented, Array(hex(Self.code(key: key, cursor, userID: userID)).utf8))
+            found || constantTimeEquals(presented, Array(hexString(Self.code(key: key, cursor, userID: userID)).utf8))
         }
     }
 
-    /// Whether `text` has a tag's form: lowercase hex of `tagBytes`.
-    static func isWellFormed(_ text: Substring) -> Bool {
-        text.utf8.count == tagBytes * 2 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
-    }
+    /// The most bytes of a tag a device may send: a tag's own length; a longer one is not read.
+    static let presentedTagBytes = tagBytes * 2
 
-    private static func code(key: [UInt8], _ cursor: SyncCursor, userID: UInt64) -> ArraySlice<UInt8> {
-        HMACSHA256.authenticationCode(key: key, message: Array("\(userID) \(cursor.text)".utf8)).prefix(tagBytes)
-    }
-
-    private func hex(_ bytes: ArraySlice<UInt8>) -> String {
-        bytes.map { String($0 >> 4, radix: 16) + String($0 & 0xF, radix: 16) }.joined()
+    private static func code(key: [UInt8], _ cursor: SyncCursor, userID: UInt64) -> [UInt8] {
+        Array(HMACSHA256.authenticationCode(key: key, message: Array("\(userID) \(cursor.text)".utf8)).prefix(tagBytes))
     }
 }

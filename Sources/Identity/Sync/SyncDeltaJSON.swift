@@ -77,15 +77,15 @@ extension SyncCursor {
     /// What separates a cursor's text from its tag.
     package static let tagSeparator = "~"
 
-    /// The cursor and tag of `text` as a device presents it; nil when it is not a cursor this
+    /// The cursor and tag of `text` as a device presents it; nil when its cursor is not one this
     /// server gives. A cursor without a tag (given before cursors were bound to their users) has
-    /// a nil tag.
+    /// a nil tag; a tag of any form is taken as it is, for the use case to check (a wrong one gets
+    /// the whole state with `resync`, as a device that kept an altered cursor should).
     package static func presented(_ text: String) -> (cursor: SyncCursor, tag: String?)? {
         let parts = text.split(separator: Character(tagSeparator), maxSplits: 1, omittingEmptySubsequences: false)
         guard let cursor = SyncCursor(text: String(parts[0])) else { return nil }
         guard parts.count == 2 else { return (cursor, nil) }
-        guard SyncCursorBinding.isWellFormed(parts[1]) else { return nil }
-        return (cursor, String(parts[1]))
+        return (cursor, String(parts[1].prefix(SyncCursorBinding.presentedTagBytes + 1)))
     }
 
     /// The cursor of `text`; nil when it is not one this server gives.
