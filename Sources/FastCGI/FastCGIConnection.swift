@@ -78,7 +78,7 @@ final class FastCGIConnection {
 
     /// The CGI parameters read into `Request` fields.
     private enum Field: CaseIterable {
-        case method, documentURI, requestURI, query, remoteAddress, contentLength, requestID, contentType
+        case method, documentURI, requestURI, query, remoteAddress, contentLength, requestID, contentType, queuedAt
 
         var parameter: [UInt8] {
             let name =
@@ -92,6 +92,8 @@ final class FastCGIConnection {
                 // nginx's $request_id (fastcgi_param REQUEST_ID): clients cannot set it.
                 case .requestID: "REQUEST_ID"
                 case .contentType: "CONTENT_TYPE"
+                // nginx's $msec as it sent the request: seconds since the epoch, with milliseconds.
+                case .queuedAt: "REQUEST_QUEUED_AT"
                 }
             return Array(name.utf8)
         }
@@ -114,6 +116,7 @@ final class FastCGIConnection {
         var headers = HTTPHeaders()
         var uri: String?
         var contentType: String?
+        var queued = Duration.zero
         var cursor = request.pointee.envp
         while let entry = cursor?.pointee {
             cursor = cursor! + 1
@@ -135,6 +138,7 @@ final class FastCGIConnection {
             case .contentLength: declaredLength = Int(value()) ?? -1
             case .requestID: headers.add("x-request-id", value())
             case .contentType: contentType = value()
+            case .queuedAt: queued = FastCGIConnection.queued(since: value())
             case nil: break
             }
         }
@@ -148,7 +152,21 @@ final class FastCGIConnection {
             throw FastCGIError(.bodyTooLarge, reason: "declared \(declaredLength) bytes")
         }
         let body = try readBody(expected: declaredLength)
-        return Request(method: method, path: path, query: query, headers: headers, remoteAddress: remote, body: body)
+        var read = Request(method: method, path: path, query: query, headers: headers, remoteAddress: remote, body: body)
+        read.queued = queued
+        return read
+    }
+
+    /// The time since `sentAt` (nginx's `$msec`: seconds since the epoch, with a fraction), by the
+    /// wall clock nginx read on the same host. Zero for a value that does not parse, lies ahead, or
+    /// is more than an hour old: a clock that was set meanwhile, not a request that waited.
+    static func queued(since sentAt: String) -> Duration {
+        guard let seconds = Double(sentAt), seconds.isFinite else { return .zero }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let waited = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - seconds
+        guard waited > 0, waited < 3600 else { return .zero }
+        return .milliseconds(Int64(waited * 1000))
     }
 
     /// Whether `name` equals `expected` (or starts with it, when `prefixOnly`), compared as bytes.

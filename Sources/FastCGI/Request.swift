@@ -47,6 +47,11 @@ package struct Request: Sendable {
     package var remoteAddress: String
     /// The request body, read completely and within the configured size limit.
     package var body: [UInt8]
+    /// How long the request waited for a worker thread: from the moment nginx handed it to siwa
+    /// (`REQUEST_QUEUED_AT`, nginx's `$msec`) until a worker read it; zero when nginx does not send
+    /// the parameter. When every thread waits for a database that stopped answering, requests wait
+    /// in the socket's queue behind them, and this time is counted in their `SIWA_DB_TIMEOUT`.
+    package var queued: Duration = .zero
 
     package init(
         method: String,

@@ -24,11 +24,12 @@ package struct FastCGIClient: Sendable {
     /// Sends one request and reads the whole answer.
     /// - Parameters:
     ///   - declaredLength: the CONTENT_LENGTH to announce (defaults to the body's length).
+    ///   - parameters: more FastCGI parameters, as nginx's `fastcgi_param` lines send them.
     ///   - sent: called once the connection is made and the request written, before the answer
     ///     is read (the request is then in the server's hands, or its listen queue).
     package func send(
         method: String, uri: String, headers: [String: String] = [:], body: [UInt8] = [], declaredLength: Int? = nil,
-        sent: () -> Void = {}
+        parameters: [String: String] = [:], sent: () -> Void = {}
     ) throws -> Answer {
         let descriptor = try connect()
         defer { close(descriptor) }
@@ -42,6 +43,7 @@ package struct FastCGIClient: Sendable {
             let cgiName = "HTTP_" + name.uppercased().map { $0 == "-" ? "_" : $0 }
             params.append((String(cgiName), value))
         }
+        params += parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         var out: [UInt8] = []
         out += record(type: 1, content: [0, 1, 0, 0, 0, 0, 0, 0])  // BEGIN_REQUEST, role responder
         out += record(type: 4, content: params.flatMap(FastCGIClient.pair))

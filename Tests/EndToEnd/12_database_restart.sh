@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # MariaDB stops while siwa runs: /health answers 503 within a second; MariaDB starts again:
 # /health is 200 again without restarting siwa. MariaDB frozen (SIGSTOP): requests that need it
-# answer 503 within SIWA_DB_TIMEOUT (2 s here) and a second.
+# answer 503 within SIWA_DB_TIMEOUT (2 s here) and a second; under a load of more clients than
+# worker threads, every request in flight at the freeze is answered within 2.5 s.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
@@ -43,3 +44,21 @@ done
 wait_for_health
 expect_status 200 "health after the database was thawed"
 pass "database frozen: /health and a refresh answer 503 within 3 s, twice each (${results[*]}); thawed: 200 again"
+
+# --- The first wave: requests in flight when MariaDB stops, more of them than worker threads (16),
+# syncs through the group committer among them, each answered within SIWA_DB_TIMEOUT (2 s) and the
+# stated margin of 0.5 s, those that waited in the queue for a thread included.
+. "$(dirname "$0")/apple_helpers.sh"
+tokens=()
+for name in wave1 wave2; do
+    signed_in_user "$name"
+    tokens+=("$ACCESS")
+done
+db_pid=$(cat "$E2E_TMP/db/mariadb.pid")
+trap 'kill -CONT "$db_pid" 2>/dev/null || true' EXIT
+wave=$(python3 "$(dirname "$0")/frozen_wave.py" "$E2E_URL" "$db_pid" 2 0.5 3 "${tokens[@]}") \
+    || fail "database frozen under load: $wave"
+trap - EXIT
+wait_for_health
+expect_status 200 "health after the database was thawed under load"
+pass "database frozen 3 s under load (24 clients, 16 threads): $(tail -1 <<<"$wave")"

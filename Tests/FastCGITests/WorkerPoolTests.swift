@@ -38,6 +38,7 @@ private final class Gate: @unchecked Sendable {
 private final class EchoHandler: RequestHandler {
     func respond(to request: Request) -> Response {
         if request.path == "/slow" { Gate.shared.pass() }
+        if request.path == "/queued" { return Response(status: 200, body: Array("\(request.queued / .milliseconds(1))".utf8)) }
         let text = [
             request.method, request.path, request.query, request.headers["authorization"] ?? "-",
             request.headers["x-not-captured"] ?? "-", request.headers["content-type"] ?? "-",
@@ -95,6 +96,24 @@ private final class RunningPool: Sendable {
         #expect(answer.headers["x-echo"] == "1")
         #expect(answer.headers["content-length"] == String(answer.body.count))
         #expect(answer.text == #"POST|/auth/apple|x=1&y=2|Bearer abc|-|application/json|{"a":1}"#)
+    }
+
+    @Test(
+        "The time since nginx sent the request (REQUEST_QUEUED_AT, its $msec) reaches the handler; zero without it or when it does not fit")
+    func queuedTime() throws {
+        let pool = try RunningPool(threads: 1)
+        defer { pool.stop() }
+        func queued(_ value: String?) throws -> Double {
+            let answer = try pool.client.send(method: "GET", uri: "/queued", parameters: value.map { ["REQUEST_QUEUED_AT": $0] } ?? [:])
+            return Double(answer.text) ?? -1
+        }
+        let now = Date().timeIntervalSince1970
+        let waited = try queued(String(format: "%.3f", now - 4.5))
+        #expect(waited >= 4500 && waited < 4500 + 5000)
+        #expect(try queued(nil) == 0)
+        #expect(try queued("soon") == 0)
+        #expect(try queued(String(format: "%.3f", now + 60)) == 0)
+        #expect(try queued(String(format: "%.3f", now - 7200)) == 0)
     }
 
     @Test("A body over the limit is refused with 413, whether declared or only sent")

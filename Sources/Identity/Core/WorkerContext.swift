@@ -33,9 +33,13 @@ package final class WorkerContext {
     /// connections' read and write timeout (`SIWA_DB_TIMEOUT`), so that a database that stops
     /// answering costs the request that long, not a timeout per wait; and a database that cannot be
     /// reached, or did not answer within it, is reported as `IdentityError(.databaseUnavailable)`.
-    package func perform<T>(_ body: () throws -> T) throws -> T {
+    /// - Parameter queued: how long the request already waited for this thread, taken off the
+    ///   budget: while every thread waits for a database that stopped answering, the requests
+    ///   behind them wait in the socket's queue, and would otherwise wait for it again in full.
+    package func perform<T>(queued: Duration = .zero, _ body: () throws -> T) throws -> T {
         do {
-            return try DatabaseBudget.run(.seconds(database.configuration.readWriteTimeout), body)
+            let budget = Duration.seconds(database.configuration.readWriteTimeout) - queued
+            return try DatabaseBudget.run(max(budget, .zero), body)
         } catch let error as MariaDBError where error.code == .connectionLost {
             throw IdentityError(.databaseUnavailable, error.description)
         }

@@ -147,7 +147,7 @@ package final class Worker: RequestHandler {
             guard request.body.count <= BodyLimits.forPath(request.path, maximumBytes: maximumBodyBytes).bytes else {
                 throw HTTPError.payloadTooLarge
             }
-            response = try useCases.context.perform { try match.handler(request, match.parameters, useCases) }
+            response = try useCases.context.perform(queued: request.queued) { try match.handler(request, match.parameters, useCases) }
         } catch {
             let refusal = ErrorResponses.response(for: error, request: request, logger: useCases.context.logger)
             response = WebSignInRoutes.isBrowserPath(request.path) ? WebSignInRoutes.page(showing: refusal) : refusal
