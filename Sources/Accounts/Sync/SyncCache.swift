@@ -94,7 +94,7 @@ package final class SyncCache: Sendable {
     /// the table, its key, and its two arrays of values with the strings they hold. A state keeps
     /// the sum of its records' (`Stored.recordBytes`), updated as records change, so that keeping a
     /// state does not visit every record.
-    static func cost(of record: SyncRecord) -> Int {
+    package static func cost(of record: SyncRecord) -> Int {
         var bytes = recordBytes + heapBytes(record.key) + 48 + record.values.count * valueBytes
         for value in record.values { bytes += heapBytes(of: value) }
         return bytes
@@ -148,6 +148,22 @@ package final class SyncCache: Sendable {
             lessons: [:], achievements: [:])
         for lesson in lessons { state.lessons[lesson.key] = SyncStore.Versioned(item: lesson, version: 1) }
         for achievement in achievements { state.achievements[achievement.key] = SyncStore.Versioned(item: achievement, version: 1) }
+        keep(state, of: userID)
+    }
+
+    /// Keeps a state of `records` (one list per declared collection, in the schema's order) for
+    /// `userID`, built as a sync that read them from their rows builds it (`siwa bench-sync-cache`).
+    package func keep(userID: UInt64, records: [[SyncRecord]]) {
+        var state = SyncStore.Stored(
+            version: 1, profileVersion: 1, profile: SyncProfile(totalXP: 0, currentLevel: 1, streakDays: 0, lastActiveDate: nil),
+            lessons: [:], achievements: [:])
+        state.records = [[String: SyncStore.Versioned<SyncRecord>]](repeating: [:], count: records.count)
+        for (index, list) in records.enumerated() {
+            for record in list {
+                state.records[index][record.key] = SyncStore.Versioned(item: record, version: 1)
+                state.recordBytes += SyncCache.cost(of: record)
+            }
+        }
         keep(state, of: userID)
     }
 }
