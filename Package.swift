@@ -61,9 +61,13 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMariaDB", pkgConfig: "libmariadb", providers: [.apt(["libmariadb-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // glibc's malloc.h: what the process has allocated, and giving free memory back.
+        .systemLibrary(name: "CMalloc"),
 
         // Threads that belong to what starts them: started, stopped, joined, closing what they own.
         .target(name: "Threads", swiftSettings: swiftSettings),
+        // What malloc holds, and giving its free pages back (the sync cache): the only importer of CMalloc.
+        .target(name: "Allocator", dependencies: ["CMalloc"], swiftSettings: swiftSettings),
 
         // Wrappers: the only importers of their C module.
         .target(name: "FastCGI", dependencies: ["CFastCGI", "Threads"], swiftSettings: swiftSettings),
@@ -98,7 +102,7 @@ let package = Package(
         .target(
             name: "Accounts",
             dependencies: [
-                "AccountData", "MariaDB", "Threads", "JOSE", "StrictJSON", "SyncRules", "Telemetry",
+                "AccountData", "Allocator", "MariaDB", "Threads", "JOSE", "StrictJSON", "SyncRules", "Telemetry",
                 serverProduct("CoreMetrics", "swift-metrics"),
             ],
             swiftSettings: swiftSettings),
@@ -138,7 +142,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "FastCGI", "MariaDB", "JOSE", "StrictJSON", "AppleID", "HTTPClient", "WebForms",
+                "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "Allocator", "FastCGI", "MariaDB", "JOSE", "StrictJSON", "AppleID", "HTTPClient", "WebForms",
                 "Telemetry",
                 "SyncRules", "Threads", serverProduct("ArgumentParser", "swift-argument-parser"),
                 serverProduct("CoreMetrics", "swift-metrics"),
@@ -196,7 +200,8 @@ let package = Package(
                 serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "AccountsTests", dependencies: ["AccountData", "Accounts", "MariaDB"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AccountsTests", dependencies: ["AccountData", "Accounts", "Allocator", "MariaDB", "StrictJSON", "SyncRules"], swiftSettings: swiftSettings),
         .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "StrictJSON", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.

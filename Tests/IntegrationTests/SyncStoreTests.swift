@@ -437,10 +437,7 @@ import Testing
 
     @Test("The state cache stays within its memory budget and skips users over the per-user limit")
     func cacheBounds() throws {
-        // Room for two users of 5 and 3 lessons with short ids, by the cache's own measure.
-        let capacity = 2 * SyncCache.userBytes + 8 * SyncCache.lessonBytes
-        let cache = SyncCache(capacity: capacity, maximumPerUser: 6, shards: 1)
-        func syncCached(lessons: Int) throws {
+        func syncCached(lessons: Int, into cache: SyncCache) throws {
             let progress = (0..<lessons).map {
                 LessonProgress(beliefSystemID: "bs", lessonID: "l\($0)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil)
             }
@@ -448,13 +445,19 @@ import Testing
                 userID: try newUser(), changes: SyncChanges(cursor: nil, profile: nil, progress: progress, achievements: []),
                 on: connection, cache: cache)
         }
-        try syncCached(lessons: 5)
-        try syncCached(lessons: 3)
+        // Room for two users of 5 and 3 lessons with short ids, by the cache's own measure.
+        let room = SyncCache(maximumPerUser: 6, shards: 1)
+        try syncCached(lessons: 5, into: room)
+        try syncCached(lessons: 3, into: room)
+        let capacity = room.count.bytes
+        let cache = SyncCache(capacity: capacity, maximumPerUser: 6, shards: 1)
+        try syncCached(lessons: 5, into: cache)
+        try syncCached(lessons: 3, into: cache)
         #expect(cache.count.users == 2 && cache.count.items == 10 && cache.count.bytes == capacity)
-        try syncCached(lessons: 2)
+        try syncCached(lessons: 2, into: cache)
         #expect(cache.count.bytes <= capacity && cache.count.users >= 1, "older entries made room")
         let before = cache.count
-        try syncCached(lessons: 7)
+        try syncCached(lessons: 7, into: cache)
         #expect(cache.count.users == before.users && cache.count.bytes == before.bytes, "a user over the per-user limit is not kept")
     }
 }

@@ -1,4 +1,5 @@
 import AccountData
+import Allocator
 package import SyncRules
 import Synchronization
 
@@ -17,15 +18,16 @@ package final class SyncCache: Sendable {
         let entries = Mutex<(states: [UInt64: SyncStore.Stored], bytes: Int)>(([:], 0))
     }
 
-    /// Bytes of memory the kept states may take, by `cost(of:)`, split evenly between the shards;
-    /// when a shard is full, arbitrary entries of it make room. A user with more than
+    /// Bytes of memory the kept states may take, by `cost(of:)`, split evenly between the shards
+    /// (each shard's own table counted too); when a shard is full, arbitrary entries of it make room. A user with more than
     /// `maximumPerUser` items is not kept at all.
     let capacity: Int
     let maximumPerUser: Int
     private let shards: [Shard]
 
-    /// 160 MiB: about 800,000 lessons and achievements with ids of up to 15 bytes, 480,000 with ids
-    /// of 24 (docs/PERFORMANCE.md, "The sync cache's memory").
+    /// 160 MiB: about 970,000 lessons and achievements with ids of up to 15 bytes, 540,000 with ids
+    /// of 24, 150,000 records of the example declaration of a realistic size (docs/PERFORMANCE.md,
+    /// "The sync cache's memory").
     package static let defaultCapacity = 160 * 1024 * 1024
 
     /// - Parameter maximumPerUser: 50,000 items: a user with as many records of a declared
@@ -49,28 +51,55 @@ package final class SyncCache: Sendable {
         guard items <= maximumPerUser else { return forget(userID) }
         let cost = SyncCache.cost(of: state)
         let shardCapacity = capacity / shards.count
-        shard(of: userID).entries.withLock { entries in
+        let evicted = shard(of: userID).entries.withLock { entries -> Int in
             // Two workers may race for one user: the newer version wins.
             if let current = entries.states[userID] {
-                if current.version > state.version { return }
+                if current.version > state.version { return 0 }
                 entries.states[userID] = nil
                 entries.bytes -= SyncCache.cost(of: current)
             }
-            guard cost <= shardCapacity else { return }
-            while entries.bytes + cost > shardCapacity, let evicted = entries.states.first {
-                entries.states[evicted.key] = nil
-                entries.bytes -= SyncCache.cost(of: evicted.value)
+            guard cost <= shardCapacity else { return 0 }
+            var evicted = 0
+            while entries.bytes + cost + SyncCache.tableBytes(of: entries.states, adding: 1) > shardCapacity,
+                let entry = entries.states.first
+            {
+                entries.states[entry.key] = nil
+                let entryCost = SyncCache.cost(of: entry.value)
+                entries.bytes -= entryCost
+                evicted += entryCost
             }
             entries.states[userID] = state
             entries.bytes += cost
+            return evicted
         }
+        released(evicted)
     }
 
     /// Drops `userID`'s state: the next sync reads it from the database.
     func forget(_ userID: UInt64) {
-        shard(of: userID).entries.withLock { entries in
-            if let removed = entries.states.removeValue(forKey: userID) { entries.bytes -= SyncCache.cost(of: removed) }
+        let forgotten = shard(of: userID).entries.withLock { entries -> Int in
+            guard let removed = entries.states.removeValue(forKey: userID) else { return 0 }
+            let cost = SyncCache.cost(of: removed)
+            entries.bytes -= cost
+            return cost
         }
+        released(forgotten)
+    }
+
+    /// Bytes of evicted and forgotten states since malloc's free memory was last given back.
+    private let freed = Atomic<Int>(0)
+
+    /// Gives malloc's free memory back to the system once a sixteenth of `capacity` (a shard's
+    /// worth) was evicted or forgotten since the last time: the server's workers each allocate from
+    /// an arena of their own, and the memory of states that one worker evicts stays resident in
+    /// its arena, unused by the others (docs/PERFORMANCE.md, "The sync cache's memory"). Called
+    /// outside every lock; one thread gives it back while the others go on.
+    private func released(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        let threshold = max(capacity / 16, 1 << 20)
+        let total = freed.add(bytes, ordering: .relaxed).newValue
+        guard total >= threshold, freed.compareExchange(expected: total, desired: 0, ordering: .relaxed).exchanged else { return }
+        Allocator.releaseFreeMemory()
     }
 
     /// A state's size in items (the profile counts as one).
@@ -78,25 +107,30 @@ package final class SyncCache: Sendable {
         state.records.reduce(1 + state.lessons.count + state.achievements.count) { $0 + $1.count }
     }
 
-    /// The memory a kept state takes, in bytes, as measured by `siwa bench-sync-cache`: the shard's
-    /// entry and the state's two dictionaries (Swift's hash tables are between three eighths and
-    /// three quarters full, so each element is counted in two slots), and each id of more than 15
-    /// bytes, which a `String` keeps in an allocation of its own (a key and its item share one).
+    /// The memory a kept state takes, in bytes, as malloc hands it out (`allocation(_:)`): the
+    /// state's hash tables at their capacity (Swift's tables are between three eighths and three
+    /// quarters full, and never shrink), the list of its collections' tables, each id of more than
+    /// 15 bytes (a `String` keeps a longer one in an allocation of its own; a key and its item share
+    /// one), and its records (`Stored.recordBytes`). The shard's own table is counted by the shard.
     static func cost(of state: SyncStore.Stored) -> Int {
-        var bytes = userBytes
-        bytes += state.lessons.count * lessonBytes
+        var bytes = tableBytes(of: state.lessons) + tableBytes(of: state.achievements)
         for lesson in state.lessons.values { bytes += heapBytes(lesson.item.beliefSystemID) + heapBytes(lesson.item.lessonID) }
-        bytes += state.achievements.count * achievementBytes
         for achievement in state.achievements.values { bytes += heapBytes(achievement.item.achievementID) }
+        bytes += arrayBytes(state.records)
+        for records in state.records { bytes += tableBytes(of: records) }
         return bytes + state.recordBytes
     }
 
-    /// A record of a declared collection, estimated as `cost(of:)` counts an item: its slots in
-    /// the table, its key, and its two arrays of values with the strings they hold. A state keeps
-    /// the sum of its records' (`Stored.recordBytes`), updated as records change, so that keeping a
-    /// state does not visit every record.
-    static func cost(of record: SyncRecord) -> Int {
-        var bytes = recordBytes + heapBytes(record.key) + 48 + record.values.count * valueBytes
+    /// A record of a declared collection, as `cost(of:)` counts a state: its array of values at its
+    /// capacity, its key (unless it is its one key value's string, which it shares as the codec
+    /// reads it), each value's
+    /// own allocations, and its `deleted` stamp. Its slot in its collection's table is the table's.
+    /// A state keeps the sum of its records' (`Stored.recordBytes`), updated as records change, so
+    /// that keeping a state does not visit every record.
+    package static func cost(of record: SyncRecord) -> Int {
+        var bytes = arrayBytes(record.values) + heapBytes(of: record.deleted)
+        // A joined or JSON key never equals its last value alone.
+        if record.values.last != .string(record.key) { bytes += heapBytes(record.key) }
         for value in record.values { bytes += heapBytes(of: value) }
         return bytes
     }
@@ -105,29 +139,52 @@ package final class SyncCache: Sendable {
     static func heapBytes(of value: SyncValue) -> Int {
         switch value {
         case .string(let text): heapBytes(text)
-        case .strings(let texts): 48 + texts.reduce(0) { $0 + MemoryLayout<String>.stride + heapBytes($1) }
-        case .counts(let counts): 48 + counts.reduce(0) { $0 + MemoryLayout<SyncCount>.stride + heapBytes($1.device) }
-        // An indirect case's box: its value, stamp and device.
-        case .stamped(let inner, let stamp): 48 + valueBytes + heapBytes(stamp.device) + heapBytes(of: inner)
+        case .strings(let texts): arrayBytes(texts) + texts.reduce(0) { $0 + heapBytes($1) }
+        case .counts(let counts):
+            arrayBytes(counts) + counts.reduce(0) { $0 + heapBytes($1.device) }
+        // An indirect case's box (an object's header, then its value and stamp), and what they hold.
+        case .stamped(let inner, let stamp): allocation(16 + stampedBytes) + heapBytes(stamp.device) + heapBytes(of: inner)
         default: 0
         }
     }
 
-    /// A user's entry: its slots in the shard's table, and the storage objects of its two tables.
-    package static let userBytes = 2 * (MemoryLayout<UInt64>.stride + MemoryLayout<SyncStore.Stored>.stride) + 2 * 64
-    package static let lessonBytes = 2 * (MemoryLayout<LessonKey>.stride + MemoryLayout<SyncStore.Versioned<LessonProgress>>.stride)
-    package static let achievementBytes = 2 * (MemoryLayout<String>.stride + MemoryLayout<SyncStore.Versioned<AchievementProgress>>.stride)
-    static let recordBytes = 2 * (MemoryLayout<String>.stride + MemoryLayout<SyncStore.Versioned<SyncRecord>>.stride)
-    static let valueBytes = MemoryLayout<SyncValue>.stride
+    /// The allocation of a hash table of `table`'s capacity (`adding` more elements may double
+    /// it): the storage object's header (64 bytes) and occupancy bitmap, then a key and a value per
+    /// bucket; a power of two of buckets, of which at most three quarters are used. An empty table
+    /// allocates nothing (every one shares a static empty storage).
+    static func tableBytes<Key, Value>(of table: [Key: Value], adding: Int = 0) -> Int {
+        let capacity = max(table.capacity, table.count + adding)
+        guard capacity > 0 else { return 0 }
+        var buckets = 2
+        while buckets * 3 / 4 < capacity { buckets *= 2 }
+        return allocation(64 + (buckets + 63) / 64 * 8 + buckets * (MemoryLayout<Key>.stride + MemoryLayout<Value>.stride))
+    }
+
+    /// What malloc (glibc's) takes for a request of `bytes`: its 8-byte header and the request,
+    /// rounded up to 16, at least 32; a request of 128 KiB or more is a mapping of whole pages.
+    static func allocation(_ bytes: Int) -> Int {
+        if bytes >= 128 * 1024 { return (bytes + 8 + 4095) / 4096 * 4096 }
+        return max(32, (bytes + 8 + 15) / 16 * 16)
+    }
 
     /// The allocation of a string's UTF-8 beyond the 15 bytes a `String` holds in place: its
-    /// header (32 bytes), the bytes and a terminating zero, rounded up by malloc to 16 with 16 more
-    /// for malloc's own header.
+    /// header (32 bytes), then the bytes and a terminating zero, which Swift rounds up to 16.
     static func heapBytes(_ string: String) -> Int {
         let count = string.utf8.count
         guard count > 15 else { return 0 }
-        return (32 + count + 1 + 15) / 16 * 16 + 16
+        return allocation(32 + (count + 1 + 15) / 16 * 16)
     }
+
+    /// The allocation of an array's storage at its capacity; an empty array allocates nothing
+    /// (every one shares a static empty storage).
+    static func arrayBytes<Element>(_ array: [Element]) -> Int {
+        array.capacity == 0 ? 0 : allocation(arrayHeader + array.capacity * MemoryLayout<Element>.stride)
+    }
+
+    /// An array's storage object before its elements: the object's header, the count and the capacity.
+    static let arrayHeader = 32
+    static let valueBytes = MemoryLayout<SyncValue>.stride
+    static let stampedBytes = MemoryLayout<(SyncValue, SyncStamp)>.size
 
     /// Users and items cached, and the bytes they take by `cost(of:)` (tests, benchmarks).
     package var count: (users: Int, items: Int, bytes: Int) {
@@ -135,7 +192,7 @@ package final class SyncCache: Sendable {
             shard.entries.withLock { entries in
                 (
                     total.0 + entries.states.count, total.1 + entries.states.values.reduce(0) { $0 + SyncCache.size(of: $1) },
-                    total.2 + entries.bytes
+                    total.2 + entries.bytes + SyncCache.tableBytes(of: entries.states)
                 )
             }
         }
@@ -149,6 +206,22 @@ package final class SyncCache: Sendable {
             lessons: [:], achievements: [:])
         for lesson in lessons { state.lessons[lesson.key] = SyncStore.Versioned(item: lesson, version: 1) }
         for achievement in achievements { state.achievements[achievement.key] = SyncStore.Versioned(item: achievement, version: 1) }
+        keep(state, of: userID)
+    }
+
+    /// Keeps a state of `records` (one list per declared collection, in the schema's order) for
+    /// `userID`, built as a sync that read them from their rows builds it (`siwa bench-sync-cache`).
+    package func keep(userID: UInt64, records: [[SyncRecord]]) {
+        var state = SyncStore.Stored(
+            version: 1, profileVersion: 1, profile: SyncProfile(totalXP: 0, currentLevel: 1, streakDays: 0, lastActiveDate: nil),
+            lessons: [:], achievements: [:])
+        state.records = [[String: SyncStore.Versioned<SyncRecord>]](repeating: [:], count: records.count)
+        for (index, list) in records.enumerated() {
+            for record in list {
+                state.records[index][record.key] = SyncStore.Versioned(item: record, version: 1)
+                state.recordBytes += SyncCache.cost(of: record)
+            }
+        }
         keep(state, of: userID)
     }
 }
