@@ -135,7 +135,7 @@ package struct AppConfig: Sendable {
         Key(
             name: "SIWA_DB_TIMEOUT", type: "seconds 1...3600", defaultValue: "10", required: "no",
             summary:
-                #"the time one request may wait for the database in all (statements, retries, reconnects): a frozen database fails a request with 503 within it; also each read and write timeout ([OPERATIONS.md, "A database that stops answering"](OPERATIONS.md#a-database-that-stops-answering))"#
+                #"the time one request may wait for the database in all (statements, retries, reconnects, and its wait for a worker thread before them): a frozen database fails a request with 503 within it; also each read and write timeout ([OPERATIONS.md, "A database that stops answering"](OPERATIONS.md#a-database-that-stops-answering))"#
         ),
         Key(
             name: "SIWA_LOG_LEVEL", type: "`trace` ... `critical`", defaultValue: "info", required: "no",
