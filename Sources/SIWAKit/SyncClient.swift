@@ -169,8 +169,16 @@ public actor SyncClient {
         return converter
     }
 
-    /// A stamp of now by this device.
-    private func stamp() -> SyncStamp { SyncStamp(at: Int64((Date().timeIntervalSince1970 * 1000).rounded()), device: state.deviceID) }
+    /// A stamp of now by this device, later than every stamp it made before: two changes within one
+    /// millisecond (a delete, then a save that restores the record) are ordered as they were made,
+    /// not tied.
+    private func stamp() -> SyncStamp {
+        lastStamp = max(Int64((Date().timeIntervalSince1970 * 1000).rounded()), lastStamp + 1)
+        return SyncStamp(at: lastStamp, device: state.deviceID)
+    }
+
+    /// The time of the latest stamp this client made.
+    private var lastStamp: Int64 = 0
 
     private static func json<Record: Encodable>(_ record: Record) throws -> JSONValue {
         do {
@@ -197,19 +205,50 @@ public actor SyncClient {
 
     /// Pushes every queued change and pulls what changed on the server, in as many requests as
     /// the queue needs (at least one).
+    ///
+    /// A batch the server refuses for good (400 `invalid_request`: past a limit the app declared,
+    /// such as the bytes a guest may store) is set aside, and the rest of the queue is sent: one
+    /// refused change never holds back the others, nor what other devices changed. The changes set
+    /// aside stay in the view; `hasRefusedChanges` tells, and `requeueRefusedChanges()` sends them
+    /// again once what refused them changed (a guest signed in with Apple, a limit raised).
     /// - Throws: `SIWAError.network` or a temporary `.server` error when the server cannot be
-    ///   reached (the queue is kept); `.signedOut`; another `.server` error or `.invalidResponse`
-    ///   when the server refuses the request or answers what the API does not promise; `.storage`.
+    ///   reached (the queue is kept); `.signedOut`; the refusal's `.server` error, after the rest
+    ///   was sent, when a batch was set aside; another `.server` error or `.invalidResponse` when
+    ///   the server answers what the API does not promise; `.storage`.
     public func sync() async throws {
         var more = false
+        var refusal: SIWAError?
         repeat {
             let batch = state.batch(limit: Self.batchLimit, collections: converters)
-            let answer = try await push(batch)
+            let answer: SyncAnswer
+            do {
+                answer = try await push(batch)
+            } catch SIWAError.server(let error) where error.status == 400 && error.code == .invalidRequest && batch.hasChanges {
+                var next = state
+                next.setAside(batch, collections: converters)
+                try save(next)
+                refusal = .server(error)
+                continue
+            }
             var next = state
             next.apply(answer, to: batch, collections: converters)
             try save(next)
             more = answer.more
         } while state.hasPending(sending: converters) || more
+        if let refusal { throw refusal }
+    }
+
+    /// Whether changes the server refused for good are set aside (see `sync()`).
+    public var hasRefusedChanges: Bool { state.hasRefused }
+
+    /// Queues the changes the server refused again, to be sent by the next sync: after what refused
+    /// them changed, such as a guest that signed in with Apple (which may store more).
+    /// - Throws: `SIWAError.storage` when the state cannot be stored.
+    public func requeueRefusedChanges() throws {
+        var next = state
+        next.requeueRefused(collections: converters)
+        try save(next)
+        wake?.yield()
     }
 
     /// Syncs now and after every local change, or every `interval` seconds, until the task is

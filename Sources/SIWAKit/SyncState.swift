@@ -15,6 +15,16 @@ struct SyncState: Codable, Equatable {
     var records: [String: [String: String]] = [:]
     /// The records not yet accepted by the server, likewise.
     var pendingRecords: [String: [String: String]] = [:]
+    /// Changes the server refused for good (400: past a declared limit, not valid for it): set
+    /// aside, still in the view, not sent again until `requeueRefused` (so that the rest syncs).
+    var refusedProfile: SyncProfile?
+    var refusedLessons: [LessonProgress] = []
+    var refusedAchievements: [AchievementProgress] = []
+    var refusedRecords: [String: [String: String]] = [:]
+
+    var hasRefused: Bool {
+        refusedProfile != nil || !refusedLessons.isEmpty || !refusedAchievements.isEmpty || refusedRecords.values.contains { !$0.isEmpty }
+    }
 
     var hasPending: Bool {
         pendingProfile != nil || !pendingLessons.isEmpty || !pendingAchievements.isEmpty || pendingRecords.values.contains { !$0.isEmpty }
@@ -41,6 +51,10 @@ struct SyncState: Codable, Equatable {
         deviceID = try container.decodeIfPresent(String.self, forKey: .deviceID) ?? Self.newDeviceID()
         records = try container.decodeIfPresent([String: [String: String]].self, forKey: .records) ?? [:]
         pendingRecords = try container.decodeIfPresent([String: [String: String]].self, forKey: .pendingRecords) ?? [:]
+        refusedProfile = try container.decodeIfPresent(SyncProfile.self, forKey: .refusedProfile)
+        refusedLessons = try container.decodeIfPresent([LessonProgress].self, forKey: .refusedLessons) ?? []
+        refusedAchievements = try container.decodeIfPresent([AchievementProgress].self, forKey: .refusedAchievements) ?? []
+        refusedRecords = try container.decodeIfPresent([String: [String: String]].self, forKey: .refusedRecords) ?? [:]
     }
 
     /// `d-` and 16 random hex digits.
@@ -127,6 +141,45 @@ struct SyncState: Codable, Equatable {
         cursor = answer.cursor
     }
 
+    /// Sets aside what the server refused of `batch`: its changes leave the queue (unless changed
+    /// again meanwhile) for the refused ones, merged there by the same rules.
+    mutating func setAside(_ batch: SyncBatch, collections: [RecordConverter] = []) {
+        if let sent = batch.profile, pendingProfile == sent {
+            pendingProfile = nil
+            refusedProfile = refusedProfile.map { $0.merged(with: sent) } ?? sent
+        }
+        for lesson in batch.lessons where pendingLessons.contains(lesson) {
+            pendingLessons.removeAll { $0 == lesson }
+            Self.merge(lesson, into: &refusedLessons)
+        }
+        for achievement in batch.achievements where pendingAchievements.contains(achievement) {
+            pendingAchievements.removeAll { $0 == achievement }
+            Self.merge(achievement, into: &refusedAchievements)
+        }
+        for converter in collections {
+            let name = converter.collection.name
+            for (key, text) in batch.records[name] ?? [:] where pendingRecords[name]?[key] == text {
+                pendingRecords[name]?[key] = nil
+                if let record = converter.record(text: text) { Self.merge(record, into: &refusedRecords[name, default: [:]], converter) }
+            }
+        }
+    }
+
+    /// Queues the refused changes again, merged into the queue.
+    mutating func requeueRefused(collections: [RecordConverter] = []) {
+        if let profile = refusedProfile { pendingProfile = pendingProfile.map { $0.merged(with: profile) } ?? profile }
+        for lesson in refusedLessons { Self.merge(lesson, into: &pendingLessons) }
+        for achievement in refusedAchievements { Self.merge(achievement, into: &pendingAchievements) }
+        for converter in collections {
+            let name = converter.collection.name
+            for text in (refusedRecords[name] ?? [:]).values {
+                if let record = converter.record(text: text) { Self.merge(record, into: &pendingRecords[name, default: [:]], converter) }
+            }
+            refusedRecords[name] = nil
+        }
+        (refusedProfile, refusedLessons, refusedAchievements) = (nil, [], [])
+    }
+
     /// Merges `item` into the list's item of the same key, or appends it; the list stays sorted by key.
     private static func merge<Item: SyncItem>(_ item: Item, into items: inout [Item]) where Item.Key: Comparable {
         if let index = items.firstIndex(where: { $0.key == item.key }) {
@@ -168,6 +221,9 @@ struct SyncBatch: Equatable {
     var achievements: [AchievementProgress]
     /// Records of declared collections: by collection, then key, as the codec writes them.
     var records: [String: [String: String]] = [:]
+
+    /// Whether it sends any change (not only the cursor).
+    var hasChanges: Bool { profile != nil || !lessons.isEmpty || !achievements.isEmpty || records.values.contains { !$0.isEmpty } }
 }
 
 /// The server's answer to a sync.

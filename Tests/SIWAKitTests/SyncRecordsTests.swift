@@ -146,4 +146,44 @@ import Testing
         try await device.sync()
         #expect(try await device.records(Workout.self).map(\.workoutId) == ["c"], "a and b were dropped by the resync")
     }
+
+    @Test("A batch the server refuses for good is set aside: the rest is sent, the view keeps it, and it goes again once requeued")
+    func refusedBatchSetAside() async throws {
+        let refusing = Locked(true)
+        let harness = try ClientHarness { request in
+            guard request.path == "/sync" else { return Answers.signIn(1) }
+            if request.bodyText.contains("a-big") && refusing.value {
+                return Answers.json(
+                    400, #"{"error":"invalid_request","message":"`collections` would store 4195130 bytes of records for this user"}"#)
+            }
+            return Answers.json(200, SyncTests.emptyAnswer)
+        }
+        try await harness.signIn()
+        let device = try Self.device(harness)
+        // Two per request (the declaration's itemsPerRequest), in key order: the first batch, a-big and
+        // w-a, is refused as a whole and set aside; w-b goes on.
+        for id in ["a-big", "w-a", "w-b"] { try await device.save(Workout(workoutId: id, laps: 1, tags: [])) }
+        await #expect(
+            throws: SIWAError.server(
+                .init(status: 400, code: .invalidRequest, message: "`collections` would store 4195130 bytes of records for this user"))
+        ) {
+            try await device.sync()
+        }
+        let bodies = harness.server.receivedRequests.filter { $0.path == "/sync" }.map(\.bodyText)
+        #expect(bodies.count == 2 && bodies[1].contains("w-b") && !bodies[1].contains("a-big"), "the rest was sent after the refusal")
+        #expect(await !device.hasPendingChanges)
+        #expect(await device.hasRefusedChanges)
+        #expect(try await device.records(Workout.self).map(\.workoutId).sorted() == ["a-big", "w-a", "w-b"], "the view keeps it")
+        try await device.sync()
+        #expect(!(harness.server.receivedRequests.last?.bodyText.contains("a-big") ?? true), "not sent again by itself")
+        // What refused it changed (a guest signed in with Apple): queued again, sent, accepted.
+        refusing.update { $0 = false }
+        try await device.requeueRefusedChanges()
+        #expect(await device.hasPendingChanges)
+        #expect(await !device.hasRefusedChanges)
+        try await device.sync()
+        #expect(harness.server.receivedRequests.last?.bodyText.contains("a-big") == true)
+        #expect(await !device.hasPendingChanges)
+        #expect(await !device.hasRefusedChanges)
+    }
 }
