@@ -99,8 +99,8 @@ package struct Migrator: Sendable {
     ]
 
     /// The statements of a migration's text, each without its `;` and trimmed: split at each `;`
-    /// outside quotes ('…', "…", `…`) and comments (`-- ` and `#` to the end of the line, `/* … */`),
-    /// leaving out comments and empty statements.
+    /// outside quotes ('…', "…", `…`) and comments (`-- ` and `#` to the end of the line, left out;
+    /// `/* … */`, kept), leaving out empty statements.
     package static func statements(_ sql: String) -> [String] {
         var statements: [String] = []
         var current = ""
@@ -124,10 +124,16 @@ package struct Migrator: Sendable {
                 "#":
                 while let next = chars.first, next != "\n" { chars.removeFirst() }
             case "/" where chars.first == "*":
-                chars.removeFirst()
-                while let next = chars.popFirst(), !(next == "*" && chars.first == "/") {}
-                _ = chars.popFirst()
-                current.append(" ")
+                // Kept as written (the server runs an executable `/*! … */`, which `unrepeatable`
+                // refuses); only its `;` do not split.
+                current.append("/")
+                while let next = chars.popFirst() {
+                    current.append(next)
+                    if next == "*" && chars.first == "/" {
+                        current.append(chars.removeFirst())
+                        break
+                    }
+                }
             case ";":
                 statements.append(current)
                 current = ""
@@ -143,13 +149,20 @@ package struct Migrator: Sendable {
     /// creates or drops without its `IF [NOT] EXISTS` form, or renames. (Other statements, such as
     /// an `INSERT IGNORE … SELECT`, must be written to be run again; the migration-kill check of the
     /// end-to-end tests runs every file again after each statement.)
-    package static func unrepeatable(_ statement: String) -> String? {
+    package static func unrepeatable(_ written: String) -> String? {
+        if written.contains("/*!") || written.contains("/*M!") {
+            return "an executable comment (/*! … */) is not checked: write the statement plainly"
+        }
+        // Read without its comments.
+        let statement = written.replacing(/\/\*.*?\*\//.dotMatchesNewlines(), with: " ")
         let words = statement.uppercased().split(whereSeparator: { $0.isWhitespace || "(),".contains($0) }).map(String.init)
         func contains(_ phrase: [String], in words: ArraySlice<String>) -> Bool {
             words.indices.contains { words[$0...].starts(with: phrase) }
         }
         guard let first = words.first else { return nil }
         switch first {
+        case "CREATE" where words.contains(where: { ["TRIGGER", "PROCEDURE", "FUNCTION", "EVENT"].contains($0) }):
+            return "a stored program's body holds statements of its own, which a migration file cannot split"
         case "CREATE":
             if words.dropFirst().starts(with: ["OR", "REPLACE"]) { return nil }
             guard let kind = words.firstIndex(where: { ["TABLE", "INDEX", "VIEW", "SEQUENCE"].contains($0) }) else { return nil }
