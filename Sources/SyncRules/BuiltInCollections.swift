@@ -10,9 +10,9 @@ extension SyncSchema {
             name: "progress",
             keys: [SyncField("beliefSystemId", .id, nil), SyncField("lessonId", .id, nil)],
             fields: [
-                SyncField("status", .enumeration(LessonStatus.allCases.map(\.name)), .forward),
-                SyncField("score", .integer(minimum: 0, maximum: SyncLimits.maximumCount), .maximum),
-                SyncField("earnedXp", .integer(minimum: 0, maximum: SyncLimits.maximumCount), .maximum),
+                SyncField("status", .enumeration(LessonStatus.allCases.map(\.name)), .forward, isRequired: true),
+                SyncField("score", .integer(minimum: 0, maximum: SyncLimits.maximumCount), .maximum, defaultValue: .integer(0)),
+                SyncField("earnedXp", .integer(minimum: 0, maximum: SyncLimits.maximumCount), .maximum, defaultValue: .integer(0)),
                 SyncField("completedAt", .time, .earliest),
             ],
             limits: .init(itemsPerRequest: SyncLimits.maximumItems, itemsPerUser: 1_000_000)),
@@ -20,7 +20,7 @@ extension SyncSchema {
             name: "achievements",
             keys: [SyncField("achievementId", .id, nil)],
             fields: [
-                SyncField("progress", .integer(minimum: 0, maximum: SyncLimits.maximumCount), .maximum),
+                SyncField("progress", .integer(minimum: 0, maximum: SyncLimits.maximumCount), .maximum, defaultValue: .integer(0)),
                 SyncField("completed", .boolean, .stickyTrue),
                 SyncField("completedAt", .time, .earliest),
             ],
@@ -28,9 +28,11 @@ extension SyncSchema {
         SyncCollection(
             name: "profile", keys: [],
             fields: [
-                SyncField("totalXp", .integer(minimum: 0, maximum: SyncLimits.maximumTotalXP), .maximum),
-                SyncField("currentLevel", .integer(minimum: 0, maximum: SyncLimits.maximumLevel), .maximum),
-                SyncField("streakDays", .integer(minimum: 0, maximum: SyncLimits.maximumStreakDays), .withLatest, companion: 3),
+                SyncField("totalXp", .integer(minimum: 0, maximum: SyncLimits.maximumTotalXP), .maximum, defaultValue: .integer(0)),
+                SyncField("currentLevel", .integer(minimum: 0, maximum: SyncLimits.maximumLevel), .maximum, defaultValue: .integer(0)),
+                SyncField(
+                    "streakDays", .integer(minimum: 0, maximum: SyncLimits.maximumStreakDays), .withLatest, companion: 3,
+                    defaultValue: .integer(0)),
                 SyncField("lastActiveDate", .date, .latest),
             ],
             limits: .init(itemsPerRequest: 1, itemsPerUser: 1)),

@@ -63,6 +63,11 @@ public struct SyncField: Sendable, Equatable {
     /// For `.withLatest`, the index (among the collection's fields) of the field whose later value
     /// this one comes with.
     public let companion: Int?
+    /// The value the field takes when a record does not set it (the built-in model's counts are
+    /// 0, not absent); nil for the rule's own (`emptyValue`).
+    public let defaultValue: SyncValue?
+    /// Whether a record must set the field (as a key field must); a record without it is refused.
+    public let isRequired: Bool
 
     /// A field.
     /// - Parameters:
@@ -70,21 +75,29 @@ public struct SyncField: Sendable, Equatable {
     ///   - type: what it holds.
     ///   - rule: how two of its values merge; nil for a key field.
     ///   - companion: for `.withLatest`, the index of the field whose later value this one comes with.
-    public init(_ name: String, _ type: SyncFieldType, _ rule: SyncRule?, companion: Int? = nil) {
+    ///   - defaultValue: the value when a record does not set it; nil for the rule's own.
+    ///   - isRequired: whether a record must set it.
+    public init(
+        _ name: String, _ type: SyncFieldType, _ rule: SyncRule?, companion: Int? = nil, defaultValue: SyncValue? = nil,
+        isRequired: Bool = false
+    ) {
         self.name = name
         self.type = type
         self.rule = rule
         self.companion = companion
+        self.defaultValue = defaultValue
+        self.isRequired = isRequired
     }
 
-    /// The value a field shows when no device set it: an empty set or counter, `false` for a
-    /// sticky boolean, else `none`.
+    /// The value a field shows when no device set it: its `defaultValue`, else an empty set or
+    /// counter, `false` for a sticky boolean, else `none`.
     public var emptyValue: SyncValue {
+        if let defaultValue { return defaultValue }
         switch rule {
-        case .union: .strings([])
-        case .counter: .counts([])
-        case .stickyTrue: .boolean(false)
-        default: .none
+        case .union: return .strings([])
+        case .counter: return .counts([])
+        case .stickyTrue: return .boolean(false)
+        default: return .none
         }
     }
 }

@@ -114,6 +114,11 @@ package struct SyncRecordCodec: Sendable {
         for (index, field) in collection.keys.enumerated() where values[fieldCount + index] == .none {
             if problem.map({ index < $0.index }) ?? true { problem = (index, Problem(path: field.name, problem: "is required")) }
         }
+        for (index, field) in collection.fields.enumerated() where field.isRequired && values[index] == .none {
+            if problem.map({ keyCount + index < $0.index }) ?? true {
+                problem = (keyCount + index, Problem(path: field.name, problem: "is required"))
+            }
+        }
         let key = problem == nil ? Self.key(values[fieldCount...]) : ""
         if problem == nil, key.utf8.count > Self.maximumKeyBytes, let first = collection.keys.first {
             problem = (
@@ -275,7 +280,7 @@ package struct SyncRecordCodec: Sendable {
                 return .string(value)
             case .enumeration(let cases):
                 if checked, !cases.contains(value) {
-                    throw Problem(path: path, problem: "must be one of \(cases.joined(separator: ", "))")
+                    throw Problem(path: path, problem: "must be \(Self.oneOf(cases))")
                 }
                 return .string(value)
             default: break
@@ -285,6 +290,12 @@ package struct SyncRecordCodec: Sendable {
         case .array, .object: break
         }
         return try compound(raw, type, at: path, checked: checked)
+    }
+
+    /// `a`, `a or b`, `a, b or c`: the names an enumeration accepts.
+    static func oneOf(_ names: [String]) -> String {
+        guard let last = names.last, names.count > 1 else { return names.first ?? "" }
+        return names.dropLast().joined(separator: ", ") + " or " + last
     }
 
     /// A set, or the problem of a value of the wrong type.

@@ -205,7 +205,7 @@ import Testing
                 #"{"day":"2026-11-01","kind":"run","note":{"value":"123456789012345678901","at":1,"device":"d"}}"#,
                 "`collections.workouts[0].note.value` must be at most 20 bytes of UTF-8"
             ),
-            (#"{"day":"2026-11-01","kind":"run","level":"extreme"}"#, "`collections.workouts[0].level` must be one of easy, steady, hard"),
+            (#"{"day":"2026-11-01","kind":"run","level":"extreme"}"#, "`collections.workouts[0].level` must be easy, steady or hard"),
             (
                 #"{"day":"2026-11-01","kind":"run","tags":["a","b","c","d","e","f"]}"#,
                 "`collections.workouts[0].tags` must hold at most 5 strings"

@@ -150,7 +150,7 @@ struct DeclaredSyncTests {
             ),
             (
                 #"{"collections":{"workouts":[{"workoutId":"w1"},{"workoutId":"w2","effort":"sprint"}]}}"#,
-                "`collections.workouts[1].effort` must be one of planned, started, done"
+                "`collections.workouts[1].effort` must be planned, started or done"
             ),
             (#"{"collections":{"lessons":[]}}"#, "`collections.lessons` is not a collection this server declares"),
             (#"{"collections":[]}"#, "`collections` must be an object of each collection's records"),
