@@ -160,6 +160,17 @@ public final class SIWAClient: Sendable {
         return try ServerAPI.decoded(try await send(request, replayable: replayable), of: request)
     }
 
+    /// Sends `body` (JSON) to the server's `path` and returns its 2xx answer's bytes; `replayable`
+    /// as in `send(_:replayable:)`.
+    func authorizedCall(_ method: String, _ path: String, body: Data, replayable: Bool? = nil) async throws -> Data {
+        var request = try api.request(method, path)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = body
+        let (data, response) = try await send(request, replayable: replayable)
+        try ServerAPI.check(data, response)
+        return data
+    }
+
     private func authorized(_ request: URLRequest, _ token: String) -> URLRequest {
         var request = request
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")

@@ -1,4 +1,5 @@
 public import Foundation
+import StrictJSON
 // The sync types an app records (`LessonProgress`, `AchievementProgress`, `SyncProfile`, `SyncLimits`)
 // come with `import SIWAKit` alone.
 @_exported public import SyncRules
@@ -21,6 +22,8 @@ public actor SyncClient {
     private var wake: AsyncStream<Void>.Continuation?
     /// The declared collections' converters, in the declaration's order.
     private let converters: [RecordConverter]
+    /// The body of a sync and its answer, as the server reads and writes them.
+    private let wire: SyncWire
     /// The server's limit on lessons and on achievements per request.
     static let batchLimit = SyncLimits.maximumItems
 
@@ -48,6 +51,7 @@ public actor SyncClient {
     /// - Throws: `SIWAError.storage` when a stored state exists but cannot be read.
     public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state", collections: SyncSchema) throws {
         self.converters = collections.collections.map { RecordConverter(codec: SyncRecordCodec($0)) }
+        self.wire = SyncWire(declared: collections)
         self.client = client
         self.storage = storage
         self.storageKey = storageKey
@@ -295,10 +299,72 @@ public actor SyncClient {
     /// One `POST /sync`. Sent again after a broken connection: the server merges with rules that are
     /// idempotent, so a batch it already merged changes nothing the second time.
     private func push(_ batch: SyncBatch) async throws -> SyncAnswer {
-        let wire: SyncWire.Answer = try await client.authorizedCall(
-            "POST", "sync", json: try SyncWire.Request(batch), replayable: true)
-        return try wire.answer(converters)
+        let body = try Self.request(batch, wire: wire, converters)
+        return try Self.answer(try await client.authorizedCall("POST", "sync", body: Data(body), replayable: true), wire: wire, converters)
     }
+
+    /// The body of `POST /sync` for `batch`, written by the server's own codec.
+    /// - Throws: `SIWAError.invalidChange` for a queued record that does not read as its collection's.
+    static func request(_ batch: SyncBatch, wire: SyncWire, _ converters: [RecordConverter]) throws -> [UInt8] {
+        var items: [SyncWire.Item] = []
+        if let profile = batch.profile { items.append(SyncWire.Item(collection: wire.profile, record: profile.record)) }
+        items += batch.lessons.map { SyncWire.Item(collection: SyncWire.progress, record: $0.record) }
+        items += batch.achievements.map { SyncWire.Item(collection: SyncWire.achievements, record: $0.record) }
+        for (offset, converter) in converters.enumerated() {
+            guard let records = batch.records[converter.collection.name] else { continue }
+            for key in records.keys.sorted() {
+                guard let record = converter.record(text: records[key]!) else {
+                    throw SIWAError.invalidChange("a queued record of \(converter.collection.name) does not read as one")
+                }
+                items.append(SyncWire.Item(collection: SyncWire.firstDeclared + offset, record: record))
+            }
+        }
+        return wire.write(cursor: batch.cursor, items: items, profileAlways: false)
+    }
+
+    /// What an answer of `POST /sync` holds, read by the server's own codec.
+    /// - Throws: `SIWAError.invalidResponse` for an answer that is not one.
+    static func answer(_ data: Data, wire: SyncWire, _ converters: [RecordConverter]) throws -> SyncAnswer {
+        let items: [SyncWire.Item]
+        let cursor: String?
+        let body: SyncWire.Body
+        do {
+            body = try wire.read(Array(data), limits: answerLimits, checked: false)
+            items = try body.records(maximumItems: .max)
+            cursor = try body.cursor()
+        } catch {
+            throw SIWAError.invalidResponse("sync: \(error)")
+        }
+        guard let cursor else { throw SIWAError.invalidResponse("sync: an answer without a cursor") }
+        var answer = SyncAnswer(cursor: cursor, profile: nil, lessons: [], achievements: [], more: body.more, resync: body.resync)
+        for converter in converters { answer.records[converter.collection.name] = [] }
+        for item in items {
+            switch item.collection {
+            case SyncWire.progress:
+                guard let lesson = LessonProgress(record: item.record) else {
+                    throw SIWAError.invalidResponse("sync: a lesson that is not one")
+                }
+                answer.lessons.append(lesson)
+            case SyncWire.achievements:
+                guard let achievement = AchievementProgress(record: item.record) else {
+                    throw SIWAError.invalidResponse("sync: an achievement that is not one")
+                }
+                answer.achievements.append(achievement)
+            case wire.profile:
+                guard let profile = SyncProfile(record: item.record) else {
+                    throw SIWAError.invalidResponse("sync: a profile that is not one")
+                }
+                answer.profile = profile
+            default:
+                answer.records[converters[item.collection - SyncWire.firstDeclared].collection.name, default: []].append(item.record)
+            }
+        }
+        return answer
+    }
+
+    /// What an answer may hold: a page of up to 1,000 items of about 1 MiB, each record's values
+    /// within what a declaration allows.
+    static let answerLimits = JSONLimits(depth: 16, members: 256, elements: 100_000, stringBytes: 64 * 1024, numberBytes: 1024)
 
     private func save(_ next: SyncState) throws {
         guard next != state else { return }
@@ -310,101 +376,5 @@ public actor SyncClient {
 
     private func removeObserver(_ id: UUID) {
         observers[id] = nil
-    }
-}
-
-/// The JSON of `POST /sync`.
-enum SyncWire {
-    struct Profile: Codable {
-        var totalXp: Int64
-        var currentLevel: Int64
-        var streakDays: Int64
-        var lastActiveDate: String?
-    }
-
-    struct Lesson: Codable {
-        var beliefSystemId: String
-        var lessonId: String
-        var status: String
-        var score: Int64
-        var earnedXp: Int64
-        var completedAt: Int64?
-    }
-
-    struct Achievement: Codable {
-        var achievementId: String
-        var progress: Int64
-        var completed: Bool
-        var completedAt: Int64?
-    }
-
-    struct Request: Encodable {
-        var cursor: String?
-        var profile: Profile?
-        var progress: [Lesson]
-        var achievements: [Achievement]
-        var collections: [String: [JSONValue]]?
-
-        init(_ batch: SyncBatch) throws {
-            if !batch.records.isEmpty {
-                collections = try batch.records.mapValues { records in
-                    try records.keys.sorted().map { try JSONValue.parse(Data(records[$0]!.utf8)) }
-                }
-            }
-            cursor = batch.cursor
-            profile = batch.profile.map {
-                Profile(totalXp: $0.totalXP, currentLevel: $0.currentLevel, streakDays: $0.streakDays, lastActiveDate: $0.lastActiveDate)
-            }
-            progress = batch.lessons.map {
-                Lesson(
-                    beliefSystemId: $0.beliefSystemID, lessonId: $0.lessonID, status: $0.status.name, score: $0.score,
-                    earnedXp: $0.earnedXP, completedAt: $0.completedAt)
-            }
-            achievements = batch.achievements.map {
-                Achievement(achievementId: $0.achievementID, progress: $0.progress, completed: $0.completed, completedAt: $0.completedAt)
-            }
-        }
-    }
-
-    struct Answer: Decodable {
-        var cursor: String
-        var profile: Profile?
-        var progress: [Lesson]
-        var achievements: [Achievement]
-        var collections: [String: [JSONValue]]?
-        var more: Bool?
-        var resync: Bool?
-
-        func answer(_ converters: [RecordConverter] = []) throws -> SyncAnswer {
-            var records: [String: [SyncRecord]] = [:]
-            for converter in converters {
-                let name = converter.collection.name
-                records[name] = try (collections?[name] ?? []).map { value in
-                    guard let record = converter.record(text: String(decoding: try value.data(), as: UTF8.self)) else {
-                        throw SIWAError.invalidResponse("sync: a record of \(name) that breaks its declaration")
-                    }
-                    return record
-                }
-            }
-            let lessons = try progress.map { lesson in
-                guard let status = LessonStatus(name: lesson.status) else {
-                    throw SIWAError.invalidResponse("sync: unknown lesson status \(lesson.status)")
-                }
-                return LessonProgress(
-                    beliefSystemID: lesson.beliefSystemId, lessonID: lesson.lessonId, status: status, score: lesson.score,
-                    earnedXP: lesson.earnedXp, completedAt: lesson.completedAt)
-            }
-            return SyncAnswer(
-                cursor: cursor,
-                profile: profile.map {
-                    SyncProfile(
-                        totalXP: $0.totalXp, currentLevel: $0.currentLevel, streakDays: $0.streakDays, lastActiveDate: $0.lastActiveDate)
-                },
-                lessons: lessons,
-                achievements: achievements.map {
-                    AchievementProgress(
-                        achievementID: $0.achievementId, progress: $0.progress, completed: $0.completed, completedAt: $0.completedAt)
-                }, records: records, more: more == true, resync: resync == true)
-        }
     }
 }
