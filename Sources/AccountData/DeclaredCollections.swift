@@ -6,10 +6,13 @@ package final class DeclaredCollections: Sendable {
     package let schema: SyncSchema
     /// One per collection, in the schema's order.
     package let codecs: [SyncRecordCodec]
+    /// A sync's body and answer, with these collections and the built-in ones.
+    package let wire: SyncWire
 
     package init(_ schema: SyncSchema) {
         self.schema = schema
         codecs = schema.collections.map(SyncRecordCodec.init)
+        wire = SyncWire(declared: schema)
     }
 
     /// No declared collections: sync reads and writes only the built-in model.

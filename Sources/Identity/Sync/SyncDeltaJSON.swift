@@ -11,59 +11,18 @@ import SyncRules
 package enum SyncDeltaJSON {
     /// The answer, written straight into bytes (one sync's answer is made per request).
     package static func json(_ delta: SyncDelta, collections: DeclaredCollections = .none) -> [UInt8] {
-        var json = JSONWriter(capacity: 256 + 160 * (delta.progress.count + delta.achievements.count + delta.records.count))
-        json.beginObject()
-        json.member("cursor", delta.cursor.text + (delta.cursorTag.map { SyncCursor.tagSeparator + $0 } ?? ""))
-        json.key("profile")
-        if let profile = delta.profile {
-            json.beginObject()
-            json.member("totalXp", profile.totalXP)
-            json.member("currentLevel", profile.currentLevel)
-            json.member("streakDays", profile.streakDays)
-            json.member("lastActiveDate", profile.lastActiveDate)
-            json.endObject()
-        } else {
-            json.null()
+        let wire = collections.wire
+        var items: [SyncWire.Item] = []
+        items.reserveCapacity(delta.progress.count + delta.achievements.count + delta.records.count + 1)
+        if let profile = delta.profile { items.append(SyncWire.Item(collection: wire.profile, record: profile.record)) }
+        for lesson in delta.progress { items.append(SyncWire.Item(collection: SyncWire.progress, record: lesson.record)) }
+        for achievement in delta.achievements { items.append(SyncWire.Item(collection: SyncWire.achievements, record: achievement.record)) }
+        for record in delta.records {
+            items.append(SyncWire.Item(collection: SyncWire.firstDeclared + record.collection, record: record.record))
         }
-        json.key("progress")
-        json.beginArray()
-        for lesson in delta.progress {
-            json.beginObject()
-            json.member("beliefSystemId", lesson.beliefSystemID)
-            json.member("lessonId", lesson.lessonID)
-            json.member("status", lesson.status.name)
-            json.member("score", lesson.score)
-            json.member("earnedXp", lesson.earnedXP)
-            json.member("completedAt", lesson.completedAt)
-            json.endObject()
-        }
-        json.endArray()
-        json.key("achievements")
-        json.beginArray()
-        for item in delta.achievements {
-            json.beginObject()
-            json.member("achievementId", item.achievementID)
-            json.member("progress", item.progress)
-            json.member("completed", item.completed)
-            json.member("completedAt", item.completedAt)
-            json.endObject()
-        }
-        json.endArray()
-        if !collections.isEmpty {
-            json.key("collections")
-            json.beginObject()
-            for (index, codec) in collections.codecs.enumerated() {
-                json.key(codec.collection.name)
-                json.beginArray()
-                for item in delta.records where item.collection == index { codec.write(item.record, into: &json) }
-                json.endArray()
-            }
-            json.endObject()
-        }
-        if delta.more { json.member("more", true) }
-        if delta.resync { json.member("resync", true) }
-        json.endObject()
-        return json.bytes
+        return wire.write(
+            cursor: delta.cursor.text + (delta.cursorTag.map { SyncCursor.tagSeparator + $0 } ?? ""), items: items, more: delta.more,
+            resync: delta.resync)
     }
 }
 
