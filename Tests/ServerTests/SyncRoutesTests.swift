@@ -68,7 +68,10 @@ import Testing
                 #"{"progress": [{"beliefSystemId": "b", "lessonId": "l", "status": "completed", "score": 1.5}]}"#,
                 "`progress[0].score` must be an integer"
             ),
-            (#"{"achievements": [{"achievementId": "a", "completed": "yes"}]}"#, "`achievements[0].completed` has the wrong type (boolean)"),
+            (
+                #"{"achievements": [{"achievementId": "a", "completed": "yes"}]}"#,
+                "`achievements[0].completed` has the wrong type (boolean)"
+            ),
             (#"{"profile": {"streakDays": -1}}"#, "`profile.streakDays` must be an integer from 0 to 100000"),
             (#"{"cursor": "1", "cursor": "2"}"#, "The body is not a JSON object"),
             (#"{"progress": [{"lessonId": "a", "lessonId": "b"}]}"#, "The body is not a JSON object"),
