@@ -30,7 +30,7 @@ import Testing
     func routesMatchTheDocument() throws {
         let text = try String(contentsOfFile: OpenAPITests.document, encoding: .utf8)
         let documented = OpenAPITests.documentedOperations(text)
-        let routed = Set(Application.routes().endpoints.map { "\($0.method) \($0.pattern)" })
+        let routed = Set(Application.routes().routes.map { "\($0.method) \($0.pattern)" })
         #expect(routed.count == 24, "the router has its routes")
         #expect(routed.subtracting(documented).isEmpty, "routes missing from docs/openapi.yaml: \(routed.subtracting(documented).sorted())")
         #expect(documented.subtracting(routed).isEmpty, "documented but not routed: \(documented.subtracting(routed).sorted())")

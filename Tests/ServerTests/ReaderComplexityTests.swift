@@ -63,7 +63,9 @@ import WebForms
     func authBody() {
         struct Refresh: Decodable { var refreshToken: String }
         for shape in Self.shapes {
-            let growth = LinearTime.growth(shape.small, shape.large) { _ = try? Self.post("/auth/refresh", $0).decodeJSON(Refresh.self) }
+            let growth = LinearTime.growth(shape.small, shape.large) {
+                _ = try? Self.post("/auth/refresh", $0).decodeJSON(Refresh.self, limits: .auth)
+            }
             Self.expectLinear("POST /auth/refresh, \(shape.name)", growth)
         }
     }

@@ -28,8 +28,8 @@ private struct InternalFailure: Error, CustomStringConvertible {
         router.add("GET", "/boom") { _, _, _ in throw InternalFailure() }
         router.add("GET", "/teapot") { _, _, _ in throw HTTPError(418, "teapot", "I am a teapot") }
         router.add("GET", "/busy") { _, _, _ in throw HTTPError(429, "rate_limited", "Too many requests") }
-        router.add("DELETE", "/items/{id}") { _, parameters, _ in
-            Response(status: 200, body: Array((parameters["id"] ?? "").utf8))
+        router.add("DELETE", "/items/{id}") { _, context, _ in
+            Response(status: 200, body: Array((context.parameters["id"] ?? "").utf8))
         }
     }
 

@@ -7,8 +7,17 @@ import StrictJSON
 /// The signed-in user's own routes: profile, sessions, sign-out, account deletion, and our JWKS.
 /// Every one but the JWKS goes through `Caller.authenticate`.
 package enum AccountRoutes {
+    /// The routes: each for a session but the JWKS, and the check nginx's `auth_request` sends.
+    package static let routes = [
+        Route("POST", "/auth/logout", access: .session, logout), Route("GET", "/auth/me", access: .session, me),
+        Route("GET", "/auth/check", access: .authRequest, check), Route("GET", "/auth/sessions", access: .session, sessions),
+        Route("DELETE", "/auth/sessions/{id}", access: .session, revokeSession),
+        Route("DELETE", "/auth/account", access: .session, deleteAccount),
+        Route("GET", "/auth/account/export", access: .session, export), Route("GET", "/auth/jwks.json", jwks),
+    ]
+
     /// `GET /auth/me`: the profile with the emails and their relay and forwarding flags.
-    package static func me(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func me(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         let principal = try Caller.authenticate(request, useCases)
         let profile = try useCases.account.profile(of: principal)
         let body = JSONText.object([("user", .raw(json(profile))), ("sessionId", .string(String(principal.sessionID)))])
@@ -16,7 +25,7 @@ package enum AccountRoutes {
     }
 
     /// `GET /auth/sessions`: the user's active sessions, the caller's marked `current`.
-    package static func sessions(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func sessions(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         let principal = try Caller.authenticate(request, useCases)
         let sessions = try useCases.sessions.sessions(of: principal).map { session in
             JSONText.object([
@@ -35,7 +44,7 @@ package enum AccountRoutes {
     /// nginx's `auth_request` sends it for a protected location (nginx/siwa-protect.conf); its
     /// subrequest is a GET, so the protected request's method comes as `?method=`, for the `Origin`
     /// rule of cookie-authenticated writes.
-    package static func check(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func check(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         let method = request.queryFields?.last { $0.0 == "method" }?.1
         if let method, !(1...16).contains(method.utf8.count) || !method.utf8.allSatisfy({ (65...90).contains($0) }) {
             throw HTTPError.badRequest("`method` must be an HTTP method such as GET or POST")
@@ -50,15 +59,15 @@ package enum AccountRoutes {
     }
 
     /// `DELETE /auth/sessions/{id}`: ends one of the user's sessions (204), 404 for any other id.
-    package static func revokeSession(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func revokeSession(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         let principal = try Caller.authenticate(request, useCases)
-        guard let id = parameters["id"].flatMap(UInt64.init) else { throw HTTPError.notFound }
+        guard let id = context.parameters["id"].flatMap(UInt64.init) else { throw HTTPError.notFound }
         try useCases.sessions.revokeSession(id, of: principal)
         return Response(status: 204, headers: id == principal.sessionID && principal.viaCookie ? [Cookies.clearSession] : [])
     }
 
     /// `POST /auth/logout`: ends the caller's session (204).
-    package static func logout(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func logout(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         let principal = try Caller.authenticate(request, useCases)
         try useCases.sessions.signOut(principal)
         return Response(status: 204, headers: principal.viaCookie ? [Cookies.clearSession] : [])
@@ -66,7 +75,7 @@ package enum AccountRoutes {
 
     /// `GET /auth/account/export`: everything stored about the caller, as a JSON download (a few
     /// times an hour at most).
-    package static func export(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func export(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         let principal = try Caller.authenticate(request, useCases)
         let export = try useCases.account.exportAccount(of: principal, remoteAddress: request.remoteAddress)
         let body = AccountExportJSON.json(export)
@@ -79,14 +88,14 @@ package enum AccountRoutes {
     }
 
     /// `DELETE /auth/account`: deletes the user and everything theirs (204).
-    package static func deleteAccount(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func deleteAccount(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         let principal = try Caller.authenticate(request, useCases)
         try useCases.account.deleteAccount(of: principal, remoteAddress: request.remoteAddress)
         return Response(status: 204, headers: principal.viaCookie ? [Cookies.clearSession] : [])
     }
 
     /// `GET /auth/jwks.json`: the public keys of our access tokens.
-    package static func jwks(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func jwks(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         Response(
             status: 200, headers: [("Cache-Control", "public, max-age=300")], body: Array(try useCases.sessions.accessTokenKeySet().utf8))
     }

@@ -53,39 +53,26 @@ package final class Application: Sendable {
         requestMetrics = RequestMetrics(workers: config.workerThreads, factory: factory)
         var router = Application.routes(page: config.page, domainAssociation: config.domainAssociation)
         // Not part of the HTTP contract: an operator's endpoint, which nginx serves to loopback only.
-        if let metrics { router.add("GET", "/metrics", MetricsEndpoint(exporter: metrics).handle) }
+        if let metrics { router.add([MetricsEndpoint(exporter: metrics).route]) }
         extraRoutes(&router)
         self.router = router
     }
 
-    /// The HTTP contract's routes (docs/openapi.yaml documents exactly these), with what the
-    /// account page shows of the app and Apple's domain-association file, if one is configured.
+    /// The HTTP contract's routes (docs/openapi.yaml documents exactly these, nginx/siwa-locations.conf
+    /// passes each to siwa), with what the account page shows of the app and Apple's
+    /// domain-association file, if one is configured. Each file of routes declares its own.
     package static func routes(page: PageSettings = PageSettings(), domainAssociation: DomainAssociation? = nil) -> Router {
         var router = Router()
-        router.add("GET", "/health", HealthRoute.handle)
-        router.add("POST", "/auth/apple", NativeSignInRoutes.signIn)
-        router.add("POST", "/auth/refresh", NativeSignInRoutes.refresh)
-        router.add("POST", "/auth/guest", GuestAndLinkTokenRoutes.guest)
-        router.add("POST", "/internal/link-tokens", GuestAndLinkTokenRoutes.linkToken)
-        router.add("POST", "/auth/logout", AccountRoutes.logout)
-        router.add("GET", "/auth/me", AccountRoutes.me)
-        router.add("GET", "/auth/check", AccountRoutes.check)
-        router.add("GET", "/auth/sessions", AccountRoutes.sessions)
-        router.add("DELETE", "/auth/sessions/{id}", AccountRoutes.revokeSession)
-        router.add("DELETE", "/auth/account", AccountRoutes.deleteAccount)
-        router.add("GET", "/auth/account/export", AccountRoutes.export)
-        router.add("GET", "/auth/jwks.json", AccountRoutes.jwks)
-        router.add("GET", "/auth/web/start", WebSignInRoutes.start)
-        router.add("POST", "/auth/callback", WebSignInRoutes.callback)
-        router.add("POST", "/auth/app-callback/{app}", AppCallbackRoutes.relay)
-        router.add("GET", "/auth/app/start", AppSignInRoutes.start)
-        router.add("POST", "/auth/token", AppSignInRoutes.token)
-        router.add("GET", "/auth/web/complete", WebSignInRoutes.complete)
-        router.add("POST", "/auth/web/apple", NativeSignInRoutes.signInWithCookie)
-        router.add("GET", "/auth/web/settings", page.handle)
-        router.add("GET", DomainAssociation.urlPath, DomainAssociationRoute(domainAssociation).handle)
-        router.add("POST", "/webhook/apple", AppleNotificationRoutes.handle)
-        router.add("POST", "/sync", SyncRoutes.handle)
+        router.add(HealthRoute.routes)
+        router.add(NativeSignInRoutes.routes)
+        router.add(GuestAndLinkTokenRoutes.routes)
+        router.add(AccountRoutes.routes)
+        router.add(WebSignInRoutes.routes)
+        router.add(AppCallbackRoutes.routes)
+        router.add(AppSignInRoutes.routes)
+        router.add([page.route, DomainAssociationRoute(domainAssociation).route])
+        router.add(AppleNotificationRoutes.routes)
+        router.add(SyncRoutes.routes)
         return router
     }
 
@@ -114,8 +101,9 @@ package final class Application: Sendable {
     }
 }
 
-/// One worker thread's request handler: routes the request, maps every error to a JSON response,
-/// and counts and logs each request (its route, status and duration).
+/// One worker thread's request handler: finds the request's route, applies its attributes (body
+/// limit, access, the style of its answers), maps every error to a JSON response (a page on a
+/// browser's route), and counts and logs each request (its route, status and duration).
 package final class Worker: RequestHandler {
     private let router: Router
     private let useCases: UseCases
@@ -136,23 +124,27 @@ package final class Worker: RequestHandler {
         defer { metrics.busyWorkers.decrement() }
         var route = "unmatched"
         var response: Response
+        let lookup = router.lookup(request)
         do {
             // nginx's auth_request check turns any answer but 2xx, 401 and 403 into a 500: there a
             // repeated Origin is refused by the Origin rule (403), as no Origin of ours would be.
-            if request.path != "/auth/check", let repeated = Application.singleHeaders.first(where: { request.headers.count(of: $0) > 1 }) {
+            if lookup.attributes?.access != .authRequest,
+                let repeated = Application.singleHeaders.first(where: { request.headers.count(of: $0) > 1 })
+            {
                 throw HTTPError.badRequest("Send one \(repeated) header, not several")
             }
-            let match = try router.match(request)
-            route = match.pattern
-            guard request.body.count <= BodyLimits.forPath(request.path, maximumBytes: maximumBodyBytes).bytes else {
-                throw HTTPError.payloadTooLarge
+            let (found, context) = try lookup.route()
+            route = found.pattern
+            guard request.body.count <= min(found.bodyLimits.bytes, maximumBodyBytes) else { throw HTTPError.payloadTooLarge }
+            response = try useCases.context.perform(queued: request.queued) {
+                try found.access.admit(request, useCases)
+                return try found.handler(request, context, useCases)
             }
-            response = try useCases.context.perform(queued: request.queued) { try match.handler(request, match.parameters, useCases) }
         } catch {
             let refusal = ErrorResponses.response(for: error, request: request, logger: useCases.context.logger)
-            response = WebSignInRoutes.isBrowserPath(request.path) ? WebSignInRoutes.page(showing: refusal) : refusal
+            response = lookup.attributes?.answers == .page ? WebSignInRoutes.page(showing: refusal) : refusal
         }
-        if request.path == AppSignInRoutes.tokenPath { response = AppSignInRoutes.tokenEndpointAnswer(response) }
+        if lookup.attributes?.answers == .tokenEndpoint { response = AppSignInRoutes.tokenEndpointAnswer(response) }
         answered(request, route: route, status: response.status, since: started)
         return response
     }

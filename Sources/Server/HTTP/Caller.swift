@@ -56,3 +56,19 @@ package enum Caller {
 
     static func unauthorized(_ message: String) -> HTTPError { HTTPError(401, "invalid_token", message) }
 }
+
+extension Route.Access {
+    /// Refuses, before the handler runs, a request this access rules out by its headers alone: one
+    /// without our `Origin` (`ownOrigin`), one a browser made (`linkSecret`). The other rules need
+    /// the session, which the handler reads.
+    func admit(_ request: Request, _ useCases: UseCases) throws {
+        switch self {
+        case .ownOrigin:
+            try Caller.checkOrigin(request, publicURL: useCases.sessions.publicURL)
+        case .linkSecret where request.headers["origin"] != nil || request.headers["cookie"] != nil:
+            throw HTTPError(403, "not_for_browsers", "Link tokens are minted by the app's backend, never from a browser")
+        case .anyone, .session, .authRequest, .linkSecret:
+            break
+        }
+    }
+}

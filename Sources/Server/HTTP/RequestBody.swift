@@ -6,12 +6,12 @@ import StrictJSON
 extension Request {
     /// Decodes the JSON body as `T`. The body is first read by the strict reader of the token
     /// checks (RFC 8259 only, no duplicate member, valid UTF-8, no lone surrogate, no BOM), which
-    /// Foundation's decoder is not.
+    /// Foundation's decoder is not, within the shape of `limits` (the route's, `RouteContext.bodyLimits`).
     /// - Throws: 415 for another content type, 400 naming the first problem.
-    package func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
+    package func decodeJSON<T: Decodable>(_ type: T.Type, limits: BodyLimits) throws -> T {
         try requireJSON()
         do {
-            _ = try JSONObject(parsing: body, limits: BodyLimits.forPath(path).json)
+            _ = try JSONObject(parsing: body, limits: limits.json)
         } catch {
             throw HTTPError.badRequest("The body is not a strict JSON object: \(error)")
         }

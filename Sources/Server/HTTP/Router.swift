@@ -1,53 +1,65 @@
 package import FastCGI
-package import Identity
 
-/// Maps a method and a path to a handler. Path patterns are literal segments and `{name}` parameters.
+/// Maps a method and a path to a route. Path patterns are literal segments and `{name}` parameters.
 package struct Router: Sendable {
-    /// A handler: the request, its path parameters, and the worker thread's use cases.
-    package typealias Handler = @Sendable (Request, [String: String], UseCases) throws -> Response
-
-    private struct Route: Sendable {
-        let method: String
-        let pattern: String
-        let segments: [Substring]
-        let handler: Handler
-    }
-
-    private var routes: [Route] = []
+    /// Every route, in the order added.
+    package private(set) var routes: [Route] = []
 
     package init() {}
 
-    /// Adds a route. `pattern` such as `/auth/sessions/{id}`.
-    package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), handler: handler))
+    /// Adds routes; their patterns must not overlap those already added.
+    package mutating func add(_ routes: [Route]) {
+        self.routes += routes
     }
 
-    /// Every route as its method and pattern, in the order added.
-    package var endpoints: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
-
-    /// A route found for a request.
-    package struct Match {
-        package let handler: Handler
-        package let parameters: [String: String]
-        /// The route's pattern, such as `/auth/sessions/{id}` (the metrics' and logs' `route`).
-        package let pattern: String
+    /// Adds a route with the default attributes (`Route.init`): `pattern` such as `/auth/sessions/{id}`.
+    package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Route.Handler) {
+        add([Route(method, pattern, handler)])
     }
 
-    /// Finds the handler of `request`. `HEAD` is answered by the `GET` route of the path; nginx
-    /// sends the client its headers only (RFC 9110 §9.3.2).
-    /// - Throws: `HTTPError` 404 when no route has this path, 405 when none has this method.
-    package func match(_ request: Request) throws -> Match {
+    /// What the router found for a request: the route of its path and method, or why none, with
+    /// the route whose attributes answer it then.
+    package struct Lookup {
+        /// The route of the request's path and method, and the path's values of its parameters.
+        package let found: (route: Route, context: RouteContext)?
+        /// The route whose `answers` and `access` shape the answer: `found`'s; for a method the path
+        /// has no route of, the path's first route; for a path no route has, the route whose pattern
+        /// it extends below a `{parameter}` (`/auth/app-callback/a/b` is answered as the relay's
+        /// page); else nil, an API's answer.
+        package let attributes: Route?
+        /// `HTTPError` 404 when no route has this path, `MethodNotAllowed` when none has this method.
+        package let failure: (any Error)?
+
+        /// The route found, with its context.
+        /// - Throws: `failure`.
+        package func route() throws -> (route: Route, context: RouteContext) {
+            guard let found else { throw failure ?? HTTPError.notFound }
+            return found
+        }
+    }
+
+    /// Finds the route of `request`. `HEAD` is answered by the `GET` route of the path; nginx sends
+    /// the client its headers only (RFC 9110 §9.3.2).
+    package func lookup(_ request: Request) -> Lookup {
         let segments = request.path.split(separator: "/")
         let method = request.method == "HEAD" ? "GET" : request.method
         var allowed: [String] = []
+        var first: Route?
         for route in routes {
             guard let parameters = Router.parameters(route.segments, segments) else { continue }
-            if route.method == method { return Match(handler: route.handler, parameters: parameters, pattern: route.pattern) }
+            if route.method == method {
+                let context = RouteContext(parameters: parameters, bodyLimits: route.bodyLimits)
+                return Lookup(found: (route, context), attributes: route, failure: nil)
+            }
+            first = first ?? route
             allowed.append(route.method)
             if route.method == "GET" { allowed.append("HEAD") }
         }
-        if allowed.isEmpty { throw HTTPError.notFound }
-        throw MethodNotAllowed(allowed: allowed)
+        if let first { return Lookup(found: nil, attributes: first, failure: MethodNotAllowed(allowed: allowed)) }
+        let below = routes.first { route in
+            route.pattern.firstIndex(of: "{").map { request.path.hasPrefix(route.pattern[..<$0]) } ?? false
+        }
+        return Lookup(found: nil, attributes: below, failure: HTTPError.notFound)
     }
 
     private static func parameters(_ pattern: [Substring], _ path: [Substring]) -> [String: String]? {

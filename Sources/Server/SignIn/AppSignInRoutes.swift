@@ -6,10 +6,15 @@ import WebForms
 /// A native app's sign-in through the system browser with PKCE (RFC 8252, RFC 7636): the start in
 /// the browser, and the token endpoint the app posts its code to.
 package enum AppSignInRoutes {
+    /// The routes: the start in the browser (errors are pages) and the token endpoint.
+    package static let routes = [
+        Route("GET", "/auth/app/start", answers: .page, start), Route("POST", "/auth/token", answers: .tokenEndpoint, token),
+    ]
+
     /// `GET /auth/app/start?client_id&redirect_uri&code_challenge&code_challenge_method=S256&state`:
     /// 302 to Apple with the binding cookie; an unregistered client or redirect URI gets a page,
     /// anything else wrong a redirect to the app with `error`.
-    package static func start(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func start(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         guard let query = request.queryFields else { throw HTTPError.badRequest("The query string is malformed") }
         func field(_ name: String) -> String? { query.last { $0.0 == name }?.1 }
         let started = try useCases.signIn.startAppSignIn(
@@ -30,9 +35,6 @@ package enum AppSignInRoutes {
         }
     }
 
-    /// The token endpoint's path: every answer there, an error too, is `tokenEndpointAnswer`'s.
-    static let tokenPath = "/auth/token"
-
     /// An answer of the token endpoint as RFC 6749 §5.1 and §5.2 want it: never cached
     /// (`Cache-Control: no-store` and `Pragma: no-cache`), and an error's text in
     /// `error_description` as well as in `message`, which the other routes' errors carry.
@@ -51,7 +53,7 @@ package enum AppSignInRoutes {
     /// `POST /auth/token` (`application/x-www-form-urlencoded`, RFC 6749 §4.1.3):
     /// `grant_type=authorization_code`, `code`, `code_verifier`, `redirect_uri`, `client_id`; the
     /// grant of a native sign-in.
-    package static func token(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func token(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         try request.requireForm("The token request is application/x-www-form-urlencoded")
         guard let form = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)) else {
             throw HTTPError.badRequest("The form is malformed")

@@ -10,7 +10,10 @@ package struct DomainAssociationRoute: Sendable {
 
     package init(_ association: DomainAssociation?) { self.association = association }
 
-    package func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    /// The route of this file.
+    package var route: Route { Route("GET", DomainAssociation.urlPath, handle) }
+
+    package func handle(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         guard let association else { throw HTTPError.notFound }
         return Response(
             status: 200, contentType: "text/plain; charset=utf-8", headers: [("Cache-Control", "public, max-age=300")],

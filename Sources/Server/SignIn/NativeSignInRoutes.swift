@@ -5,6 +5,13 @@ import StrictJSON
 
 /// `POST /auth/apple` (native sign-in) and `POST /auth/refresh`.
 package enum NativeSignInRoutes {
+    /// The routes: the native sign-in and refresh, and the sign-in into the cookie session, which
+    /// only this site's pages may ask for.
+    package static let routes = [
+        Route("POST", "/auth/apple", signIn), Route("POST", "/auth/refresh", refresh),
+        Route("POST", "/auth/web/apple", access: .ownOrigin, signInWithCookie),
+    ]
+
     struct SignInBody: Decodable {
         struct FullName: Decodable {
             var givenName: String?
@@ -24,8 +31,8 @@ package enum NativeSignInRoutes {
     }
 
     /// Signs in with Apple's identity token (and code), opening a session for the device.
-    package static func signIn(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
-        let body = try request.decodeJSON(SignInBody.self)
+    package static func signIn(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
+        let body = try request.decodeJSON(SignInBody.self, limits: context.bodyLimits)
         let grant = try useCases.signIn.signIn(
             try attempt(body), device: try limited(body.device, "device", maximum: 512), remoteAddress: request.remoteAddress,
             link: try link(request, body))
@@ -34,10 +41,9 @@ package enum NativeSignInRoutes {
 
     /// `POST /auth/web/apple`: a page of this site signs in with Sign in with Apple JS's credential
     /// into the account pages' cookie session: 200 `{user, isNewUser}` with the session cookie. Like
-    /// every cookie write it must come from this site (`Origin`).
-    package static func signInWithCookie(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
-        try Caller.checkOrigin(request, publicURL: useCases.sessions.publicURL)
-        let body = try request.decodeJSON(SignInBody.self)
+    /// every cookie write it must come from this site (`Origin`: the route's access, `ownOrigin`).
+    package static func signInWithCookie(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
+        let body = try request.decodeJSON(SignInBody.self, limits: context.bodyLimits)
         guard body.linkToken == nil else { throw HTTPError.badRequest("`linkToken` is for POST /auth/apple, not the cookie session") }
         let signedIn = try useCases.signIn.signInWithCookie(
             try attempt(body), device: BrowserLabel.label(userAgent: request.headers["user-agent"]), remoteAddress: request.remoteAddress)
@@ -74,8 +80,8 @@ package enum NativeSignInRoutes {
     }
 
     /// Rotates a refresh token and issues a new access token.
-    package static func refresh(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
-        let body = try request.decodeJSON(RefreshBody.self)
+    package static func refresh(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
+        let body = try request.decodeJSON(RefreshBody.self, limits: context.bodyLimits)
         let grant = try useCases.sessions.refresh(refreshToken: body.refreshToken, remoteAddress: request.remoteAddress)
         return tokenResponse(grant)
     }

@@ -8,8 +8,14 @@ import WebForms
 /// The browser's half of the web flow (see `SignInUseCases.startWebSignIn` for the steps): redirects,
 /// cookies and the small pages a browser is shown.
 package enum WebSignInRoutes {
+    /// The routes: a browser lands on each, so their errors are pages.
+    package static let routes = [
+        Route("GET", "/auth/web/start", answers: .page, start), Route("POST", "/auth/callback", answers: .page, callback),
+        Route("GET", "/auth/web/complete", answers: .page, complete),
+    ]
+
     /// `GET /auth/web/start?return_to=/path`: 302 to Apple's authorize page, with the binding cookie.
-    package static func start(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func start(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         guard let query = request.queryFields else { throw HTTPError.badRequest("The query string is malformed") }
         let returnTo = try sameSitePath(query.last { $0.0 == "return_to" }?.1 ?? "/")
         let started = try useCases.signIn.startWebSignIn(returnTo: returnTo)
@@ -23,7 +29,7 @@ package enum WebSignInRoutes {
 
     /// `POST /auth/callback`: Apple's form post; 303 to our own site with a one-time handle. A
     /// body that is not a form is refused (415), and so is a form that repeats one of Apple's fields.
-    package static func callback(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func callback(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         try request.requireForm("Apple's answer is a form post (application/x-www-form-urlencoded)")
         guard let fields = FormEncoding.fields(String(decoding: request.body, as: UTF8.self)),
             let form = FormEncoding.distinct(fields, among: ["state", "error", "id_token", "code", "user"])
@@ -41,7 +47,7 @@ package enum WebSignInRoutes {
 
     /// `GET /auth/web/complete?handle=…`: checks the binding cookie, sets the session cookie, and
     /// sends the browser to `return_to`.
-    package static func complete(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    package static func complete(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         guard let handle = request.queryFields?.last(where: { $0.0 == "handle" })?.1 else {
             return page(400, "This sign-in link is not valid. Please start again.")
         }
@@ -143,13 +149,6 @@ package enum WebSignInRoutes {
     /// RFC 3986's unreserved and reserved characters but `[` and `]`, which belong in a host only.
     private static let uriCharacters = Set(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#@!$&'()*+,;=".unicodeScalars)
-
-    /// Whether `path` is one a browser lands on in the web flow: its errors are pages, not JSON.
-    /// `/auth/web/settings` is not one: the account page fetches it as JSON.
-    static func isBrowserPath(_ path: String) -> Bool {
-        ["/auth/web/start", "/auth/web/complete", "/auth/callback", "/auth/app/start"].contains(path)
-            || path.hasPrefix("/auth/app-callback/")
-    }
 
     /// An error answer (JSON) as the page a browser is shown, with the same status and its
     /// `Retry-After` or `Allow`.

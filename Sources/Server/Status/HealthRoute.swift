@@ -11,7 +11,10 @@ import StrictJSON
 /// still served, but the latest fetch failed: a token signed with a new key cannot be verified),
 /// `unavailable` (none fetched yet) or `not_configured`.
 package enum HealthRoute {
-    package static func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) -> Response {
+    /// The route.
+    package static let routes = [Route("GET", "/health", handle)]
+
+    package static func handle(_ request: Request, _ context: RouteContext, _ useCases: UseCases) -> Response {
         let (databaseUp, keys, node) = useCases.status.health()
         let healthy = databaseUp && (keys == "ok" || keys == "stale")
         // fetch_failing is degraded: a new Apple key would refuse every sign-in.

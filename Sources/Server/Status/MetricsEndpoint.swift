@@ -24,7 +24,10 @@ package struct MetricsEndpoint: Sendable {
         appleKeysAge = Gauge(label: MetricNames.appleKeysAge, factory: factory)
     }
 
-    package func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) -> Response {
+    /// The route, an operator's: not part of the HTTP contract (docs/openapi.yaml).
+    package var route: Route { Route("GET", "/metrics", handle) }
+
+    package func handle(_ request: Request, _ context: RouteContext, _ useCases: UseCases) -> Response {
         do {
             for backlog in try useCases.status.outboxBacklogs() {
                 outboxDepth[backlog.outbox].record(backlog.depth)

@@ -14,7 +14,10 @@ package enum SyncRoutes {
     /// Items per list and request.
     static let maximumItems = SyncLimits.maximumItems
 
-    package static func handle(_ request: Request, _ parameters: [String: String], _ useCases: UseCases) throws -> Response {
+    /// The route: a body up to `SIWA_MAX_BODY_BYTES`, for a session.
+    package static let routes = [Route("POST", "/sync", bodyLimits: .sync, access: .session, handle)]
+
+    package static func handle(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
         // The session is checked by the sync's own statements (one round trip less per sync).
         let (principal, uncheckedSession) = try Caller.authenticateDeferringSessionCheck(request, useCases)
         let collections = useCases.context.core.collections
@@ -32,7 +35,7 @@ package enum SyncRoutes {
         try request.requireJSON()
         let body: SyncWire.Body
         do {
-            body = try collections.wire.read(request.body, limits: BodyLimits.forPath(request.path).json)
+            body = try collections.wire.read(request.body, limits: BodyLimits.sync.json)
         } catch JSONError.tooLarge(_, let reason) {
             throw HTTPError.badRequest("The body is larger than a sync accepts: \(reason)")
         } catch {
