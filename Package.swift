@@ -182,7 +182,7 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "Server", "SiwaConfig", "Identity", "AccountData", "Accounts", "SyncRules", "FastCGI", "HTTPClient", "WebForms", "MariaDB", "JOSE", "StrictJSON",
-                "SIWATestSupport", "Threads",
+                "SIWATestSupport", "Telemetry", "Threads",
                 serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings),
