@@ -210,7 +210,7 @@ extension SignInUseCases {
         let signIn = AppleSignIn(
             teamID: apple.settings.teamID, sub: identity.subject, audience: identity.audience, email: identity.email,
             emailVerified: identity.emailVerified,
-            isPrivateEmail: identity.email.map { apple.settings.isRelayAddress($0, tokenSays: identity.isPrivateEmail) },
+            isPrivateEmail: identity.emailIsPrivateRelay(domains: apple.settings.relayDomains),
             transferSub: identity.transferSubject,
             // Apple documents 0, 1 and 2; anything else is not stored.
             realUserStatus: identity.realUserStatus.flatMap { (0...2).contains($0) ? $0 : nil },
