@@ -57,13 +57,7 @@ struct Jobs: ParsableCommand {
                 + (once ? [] : [TerminationSignals.service { _ in stop.store(true, ordering: .relaxed) }])
                 + (deliveries.map { [Service("webhook lanes", start: $0.start, stop: $0.stop)] } ?? []),
             logger: logger)
-        do {
-            try services.start()
-        } catch {
-            FileHandle.standardError.write(Data("siwa jobs: \(error); stopping\n".utf8))
-            // EX_OSERR: the system refused a thread.
-            throw ExitCode(71)
-        }
+        try services.startOrExit(command: "jobs")
         // After the connection below is closed.
         defer { services.stop() }
         let database = Connection(configuration: config.database)

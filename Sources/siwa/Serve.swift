@@ -61,13 +61,7 @@ struct Serve: ParsableCommand {
                     pool.service,
                 ],
             logger: logger)
-        do {
-            try services.start()
-        } catch {
-            FileHandle.standardError.write(Data("siwa serve: \(error); stopping\n".utf8))
-            // EX_OSERR: the system refused a thread.
-            throw ExitCode(71)
-        }
+        try services.startOrExit(command: "serve")
         logger.notice(
             "serving", metadata: ["socket": "\(config.socketPath)", "threads": "\(config.workerThreads)"])
         // The workers end after SIGTERM or SIGINT, once the requests in flight are answered.

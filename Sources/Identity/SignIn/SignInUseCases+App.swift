@@ -12,7 +12,7 @@ import WebForms
 ///
 /// 1. `startAppSignIn`: the app opens `GET /auth/app/start` with its registered client id and
 ///    redirect URI, the S256 `code_challenge` and its `state`; the browser goes through Apple and
-///    the callback as in the web flow (`WebSignInFlow`), in the same row.
+///    the callback as in the web flow (`SignInUseCases+Web.swift`), in the same row.
 /// 2. `redeemWebSignIn` then sends the browser to the app's redirect URI with a one-time code
 ///    (60 s) and the app's `state`, instead of opening a cookie session.
 /// 3. `exchangeAppCode`: the app posts the code with its `code_verifier` to `POST /auth/token`

@@ -34,7 +34,7 @@ extension SignInUseCases {
         try startBrowserSignIn(returnTo: returnTo, app: nil)
     }
 
-    /// Starts a sign-in in the browser: the web's, or a native app's (`app`, see `AppSignInFlow`).
+    /// Starts a sign-in in the browser: the web's, or a native app's (`app`, see `SignInUseCases+App.swift`).
     func startBrowserSignIn(returnTo: String, app: WebSignIns.AppRequest?) throws -> WebSignInStart {
         let apple = try requireApple()
         let settings = try requireSessions()
