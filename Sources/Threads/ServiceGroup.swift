@@ -36,13 +36,17 @@ package struct Service: Sendable {
 }
 
 /// Why a `ServiceGroup` did not start: which service failed, and its error.
-package struct ServiceStartError: Error, CustomStringConvertible {
+package struct ServiceStartError: Error, CustomStringConvertible, CustomDebugStringConvertible {
     /// The name of the service that failed to start.
     package let service: String
     /// What its start threw.
     package let underlying: any Error
 
     package var description: String { "the \(service) could not start: \(underlying)" }
+
+    /// With the details of `underlying` (its `debugDescription`: the system's reason), for the
+    /// operator.
+    package var debugDescription: String { "the \(service) could not start: \(String(reflecting: underlying))" }
 }
 
 /// The long-lived services of a process, in one place: started in order, stopped and joined in
@@ -74,7 +78,8 @@ package final class ServiceGroup: Sendable {
             do {
                 try service.start()
             } catch {
-                logger.critical("a service could not start", metadata: ["service": "\(service.name)", "error": "\(error)"])
+                logger.critical(
+                    "a service could not start", metadata: ["service": "\(service.name)", "error": "\(String(reflecting: error))"])
                 stop()
                 throw ServiceStartError(service: service.name, underlying: error)
             }

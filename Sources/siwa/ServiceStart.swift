@@ -11,7 +11,7 @@ extension ServiceGroup {
         do {
             try start()
         } catch {
-            FileHandle.standardError.write(Data("siwa \(command): \(error); stopping\n".utf8))
+            FileHandle.standardError.write(Data("siwa \(command): \(String(reflecting: error)); stopping\n".utf8))
             throw ExitCode(71)
         }
     }

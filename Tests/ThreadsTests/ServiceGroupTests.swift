@@ -4,8 +4,9 @@ import Testing
 import Threads
 
 /// The error of a start that fails.
-private struct Refused: Error, CustomStringConvertible {
+private struct Refused: Error, CustomStringConvertible, CustomDebugStringConvertible {
     var description: String { "refused" }
+    var debugDescription: String { "refused: details for the log" }
 }
 
 /// What the services of a test did, in order: "start a", "stop a".
@@ -51,6 +52,7 @@ private final class Journal: Sendable {
         #expect(error?.service == "c")
         #expect(error?.underlying is Refused)
         #expect(error?.description == "the c could not start: refused")
+        #expect(error?.debugDescription == "the c could not start: refused: details for the log")
         // The failing one is not stopped: its start cleans up after itself.
         #expect(journal.all == ["start a", "start b", "start c", "stop b", "stop a"])
         group.stop()
