@@ -65,7 +65,11 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
 
         // Threads that belong to what starts them: started, stopped, joined, closing what they own.
-        .target(name: "Threads", swiftSettings: swiftSettings),
+        // The service registry, and thread-local values. A thread started lazily that cannot start is
+        // logged and counted here.
+        .target(
+            name: "Threads", dependencies: [serverProduct("Logging", "swift-log"), serverProduct("CoreMetrics", "swift-metrics")],
+            swiftSettings: swiftSettings),
         // What malloc holds, and giving its free pages back (the sync cache): the only importer of CMalloc.
         .target(name: "Allocator", dependencies: ["CMalloc"], swiftSettings: swiftSettings),
 
@@ -171,7 +175,7 @@ let package = Package(
 
         // Tests that need no server.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport", "Threads"], swiftSettings: swiftSettings),
-        .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads", serverProduct("Logging", "swift-log")], swiftSettings: swiftSettings),
         .testTarget(name: "WebFormsTests", dependencies: ["WebForms"], swiftSettings: swiftSettings),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "StrictJSON", "SIWAFixtures"], swiftSettings: swiftSettings),

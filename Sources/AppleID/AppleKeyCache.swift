@@ -1,5 +1,5 @@
 import Foundation
-import Threads
+package import Threads
 
 /// Apple's signing keys, shared by every worker thread of the process.
 ///
@@ -139,11 +139,13 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
     /// Refreshes the keys on a thread of the cache's, unless a fetch is under way or the cache
     /// is stopped; `then` runs on that thread after the fetch. For the start of a server, which
     /// should not wait for Apple.
-    package func refreshInBackground(then: @escaping @Sendable (Status) -> Void = { _ in }) {
+    /// - Throws: `ThreadStartError` when the thread cannot start (the keys stay as they are).
+    package func refreshInBackground(then: @escaping @Sendable (Status) -> Void = { _ in }) throws(ThreadStartError) {
         condition.lock()
         defer { condition.unlock() }
-        guard !state.fetching else { return }
-        startRefresh(then: then)
+        guard !state.fetching, !state.stopped else { return }
+        state.refresher = try OwnedThread(name: Self.refresherName, refresher(then: then))
+        state.fetching = true
     }
 
     /// Waits for a background refresh under way, and starts no other. Call before the process ends.
@@ -155,19 +157,29 @@ package final class AppleKeyCache: AppleKeySource, @unchecked Sendable {
         refresher?.join()
     }
 
-    /// Starts a background refresh; called with the lock held and no fetch under way. The previous
-    /// refresher has finished its fetch, so joining it costs nothing.
-    private func startRefresh(then: @escaping @Sendable (Status) -> Void = { _ in }) {
+    /// The name of the refresher threads.
+    private static let refresherName = "siwa-apple-keys"
+
+    /// Starts a background refresh of keys past their lifetime, for the token that found them so;
+    /// called with the lock held and no fetch under way. A thread that cannot start is logged and
+    /// counted, and the token is verified with the keys there are: the next token that finds
+    /// them past their lifetime tries again.
+    private func startRefresh() {
         guard !state.stopped else { return }
+        guard let refresher = OwnedThread.startIfPossible(name: Self.refresherName, refresher(then: { _ in })) else { return }
+        state.refresher = refresher
         state.fetching = true
+    }
+
+    /// The body of a refresher thread: joins the previous refresher (which has finished its fetch,
+    /// so this costs nothing), fetches and stores, then runs `then`. Made with the lock held.
+    private func refresher(then: @escaping @Sendable (Status) -> Void) -> @Sendable (OwnedThread.Context) -> Void {
         let previous = state.refresher
-        state.refresher = try? OwnedThread(name: "siwa-apple-keys") { [self] _ in
+        return { [self] _ in
             previous?.join()
             refreshNow()
             then(status)
         }
-        // No thread to be had: the keys stay as they are until the next attempt.
-        if state.refresher == nil { state.fetching = false }
     }
 
     package var health: Health { status.health }

@@ -78,3 +78,24 @@ struct IdentityClaims {
         }
     }
 }
+
+extension IdentityToken {
+    /// Apple's relay domain, and the one it announced in 2026 for new addresses: the default
+    /// domains of `emailIsPrivateRelay(domains:)`.
+    package static let appleRelayDomains = ["privaterelay.appleid.com", "private.icloud.com"]
+
+    /// Whether the token's email is a Hide My Email (private relay) address
+    /// (`isPrivateRelay(_:tokenSays:domains:)`); nil when the token has no email.
+    package func emailIsPrivateRelay(domains: [String]) -> Bool? {
+        email.map { Self.isPrivateRelay($0, tokenSays: isPrivateEmail, domains: domains) }
+    }
+
+    /// Whether `email` is a Hide My Email (private relay) address: as the token's
+    /// `is_private_email` claim says, else, since that claim is sometimes absent, by the address's
+    /// domain (after its last `@`, compared without case) being one of `domains` (lowercased).
+    package static func isPrivateRelay(_ email: String, tokenSays isPrivateEmail: Bool?, domains: [String]) -> Bool {
+        if let isPrivateEmail { return isPrivateEmail }
+        guard let at = email.lastIndex(of: "@") else { return false }
+        return domains.contains(email[email.index(after: at)...].lowercased())
+    }
+}

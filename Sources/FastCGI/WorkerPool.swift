@@ -1,5 +1,6 @@
 internal import CFastCGI
-internal import Threads
+import Synchronization
+package import Threads
 
 #if canImport(Glibc)
     internal import Glibc
@@ -42,12 +43,14 @@ package func initializeFastCGI() {
 /// A fixed pool of worker threads accepting FastCGI requests from one listener.
 ///
 /// Each thread blocks in `accept()`, reads the whole request, calls its own `RequestHandler`, writes
-/// the response and closes the connection. `run()` returns when every thread has stopped, which
-/// happens after `Listener.shutdown()` once the queued connections are served.
+/// the response and closes the connection. The threads end after `Listener.shutdown()` once the
+/// queued connections are served: `join()` (or `run()`) returns then.
 package final class WorkerPool: Sendable {
     private let listener: Listener
     private let configuration: WorkerPoolConfiguration
     private let makeHandler: @Sendable (Int) -> any RequestHandler
+    /// The worker threads, once started.
+    private let threads = Mutex<[OwnedThread]>([])
 
     /// - Parameters:
     ///   - listener: the socket to accept on.
@@ -63,20 +66,46 @@ package final class WorkerPool: Sendable {
         self.makeHandler = makeHandler
     }
 
-    /// Starts the workers and blocks until all of them have stopped.
-    /// - Throws: `FastCGIError(.threadStart)` if a thread cannot be created (the others are stopped).
-    package func run() throws {
-        var threads: [OwnedThread] = []
+    /// Starts the workers and returns.
+    /// - Throws: `FastCGIError(.threadStart)` if a thread cannot be created; the listener is then
+    ///   shut down and the workers that started are joined.
+    package func start() throws(FastCGIError) {
+        var started: [OwnedThread] = []
         for index in 0..<configuration.threads {
             do {
-                threads.append(try OwnedThread(name: "siwa-worker-\(index)") { [self] _ in self.serve(worker: index) })
+                started.append(try OwnedThread(name: "siwa-worker-\(index)") { [self] _ in self.serve(worker: index) })
             } catch {
                 listener.shutdown()
-                for thread in threads { thread.join() }
+                for thread in started { thread.join() }
                 throw FastCGIError(.threadStart, reason: "pthread_create failed", errno: error.code)
             }
         }
-        for thread in threads { thread.join() }
+        threads.withLock { $0 = started }
+    }
+
+    /// Waits until every worker has stopped (after `Listener.shutdown()`).
+    package func join() {
+        for thread in threads.withLock({ $0 }) { thread.join() }
+    }
+
+    /// Shuts the listener down and waits until the workers have answered what was queued and
+    /// stopped.
+    package func stopAndJoin() {
+        listener.shutdown()
+        join()
+    }
+
+    /// Starts the workers and blocks until all of them have stopped.
+    /// - Throws: `FastCGIError(.threadStart)` if a thread cannot be created (the others are stopped).
+    package func run() throws {
+        try start()
+        join()
+    }
+
+    /// The pool as a service of the process: started with the others, stopped (the listener shut
+    /// down, the workers joined) before those started before it.
+    package var service: Service {
+        Service("FastCGI workers", start: start, stop: stopAndJoin)
     }
 
     private func serve(worker index: Int) {

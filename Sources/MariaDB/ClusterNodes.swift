@@ -115,8 +115,9 @@ package final class ClusterNodes: Sendable {
             return (answer, start)
         }
         if start {
-            // Without the thread no node is ever seen synced: connections stay where they are.
-            let thread = try? OwnedThread(name: "siwa-db-nodes") { [self] context in check(context) }
+            // Started lazily, by the first connection that asks. Without the thread (logged and
+            // counted) no node is ever seen synced: connections stay where they are.
+            let thread = OwnedThread.startIfPossible(name: "siwa-db-nodes") { [self] context in check(context) }
             checker.withLock { $0 = thread }
             // A `stop()` in between did not see the thread: it is stopped here.
             if state.withLock({ $0.stopped }) { thread?.stopAndJoin() }

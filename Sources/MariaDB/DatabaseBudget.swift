@@ -1,4 +1,5 @@
 internal import CMariaDB
+import Threads
 
 #if canImport(Glibc)
     import Glibc
@@ -16,73 +17,73 @@ internal import CMariaDB
 /// budget. Time spent outside the database (a call to Apple) is not counted. A thread without a
 /// budget (background jobs, the session cache's poller) keeps the library's timeouts alone.
 package enum DatabaseBudget {
-    /// The thread's budget: nanoseconds left, or `Int64.min` without a budget.
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { $0?.assumingMemoryBound(to: Int64.self).deallocate() }
-        return key
-    }()
+    /// One thread's budget and stall limit.
+    private struct Cell {
+        /// Nanoseconds left, or `none` without a budget.
+        var budget = DatabaseBudget.none
+        /// The stall limit of each wait, in nanoseconds; 0 without one.
+        var stallLimit: Int64 = 0
+        /// Whether a wait was cut by the stall limit.
+        var stallCut = false
+    }
+
+    /// Each thread's cell, made on its first use.
+    private static let cell = ThreadLocal<Cell> { Cell() }
 
     private static let none = Int64.min
-
-    /// The thread's cell, made on first use: the budget, then the stall limit of each wait
-    /// (nanoseconds, 0 without one) and whether a wait was cut by it (1).
-    private static var cell: UnsafeMutablePointer<Int64> {
-        if let pointer = pthread_getspecific(key) { return pointer.assumingMemoryBound(to: Int64.self) }
-        let cell = UnsafeMutablePointer<Int64>.allocate(capacity: 3)
-        cell.initialize(to: none)
-        (cell + 1).initialize(to: 0)
-        (cell + 2).initialize(to: 0)
-        pthread_setspecific(key, cell)
-        return cell
-    }
 
     /// Runs `body` with every wait for the server bounded by `limit` as well: a server that sends
     /// nothing for that long is taken for stalled, and the connection is closed as after a
     /// timeout. `stallCut` then tells it was this limit, not the budget or the library's timeout.
     package static func limitingStalls<T, E: Error>(to limit: Duration, _ body: () throws(E) -> T) throws(E) -> T {
-        let cell = self.cell
-        let previous = cell[1]
-        cell[1] = nanoseconds(limit)
-        cell[2] = 0
-        defer { cell[1] = previous }
+        let previous = cell.withValue { cell in
+            defer {
+                cell.stallLimit = nanoseconds(limit)
+                cell.stallCut = false
+            }
+            return cell.stallLimit
+        }
+        defer { cell.withValue { $0.stallLimit = previous } }
         return try body()
     }
 
     /// Whether a wait of the latest `limitingStalls` (which clears it on entry) was cut by its
     /// limit; clears it.
     package static func takeStallCut() -> Bool {
-        let cell = self.cell
-        defer { cell[2] = 0 }
-        return cell[2] != 0
+        cell.withValue { cell in
+            defer { cell.stallCut = false }
+            return cell.stallCut
+        }
     }
 
     /// Runs `body` with `limit` as the thread's budget, then restores the budget it had before.
     package static func run<T, E: Error>(_ limit: Duration, _ body: () throws(E) -> T) throws(E) -> T {
-        let cell = self.cell
-        let previous = cell.pointee
-        cell.pointee = nanoseconds(limit)
-        defer { cell.pointee = previous }
+        let previous = cell.withValue { cell in
+            defer { cell.budget = nanoseconds(limit) }
+            return cell.budget
+        }
+        defer { cell.withValue { $0.budget = previous } }
         return try body()
     }
 
     /// What is left of the thread's budget (zero when spent); nil without a budget.
     package static var remaining: Duration? {
-        let left = cell.pointee
+        let left = cell.value.budget
         return left == none ? nil : .nanoseconds(max(0, left))
     }
 
     /// Whether the thread has a budget and has spent it.
     package static var isSpent: Bool {
-        let left = cell.pointee
+        let left = cell.value.budget
         return left != none && left <= 0
     }
 
     /// Takes `elapsed`, spent waiting for the database outside the library (the sync committer),
     /// off the thread's budget.
     package static func spend(_ elapsed: Duration) {
-        let cell = self.cell
-        if cell.pointee != none { cell.pointee -= nanoseconds(elapsed) }
+        cell.withValue { cell in
+            if cell.budget != none { cell.budget -= nanoseconds(elapsed) }
+        }
     }
 
     /// The error of a call refused or cut short because the budget is spent: the database did not
@@ -109,20 +110,20 @@ package enum DatabaseBudget {
     /// `poll` returns: 0 (and `ETIMEDOUT`, as the library's own wait sets) on a timeout, after
     /// which the library closes the connection and reports it lost (2013).
     static let waitForSocket: @convention(c) (my_socket, my_bool, Int32) -> Int32 = { socket, isRead, timeout in
-        let cell = DatabaseBudget.cell
+        let (budget, stallLimit) = DatabaseBudget.cell.withValue { ($0.budget, $0.stallLimit) }
         var limit = timeout > 0 ? timeout : -1
-        if cell.pointee != DatabaseBudget.none {
-            guard cell.pointee > 0 else {
+        if budget != DatabaseBudget.none {
+            guard budget > 0 else {
                 errno = ETIMEDOUT
                 return 0
             }
             // Rounded up, so that a budget of less than a millisecond still polls.
-            let left = Int32(clamping: (cell.pointee + 999_999) / 1_000_000)
+            let left = Int32(clamping: (budget + 999_999) / 1_000_000)
             limit = limit < 0 ? left : min(limit, left)
         }
         var stallBinds = false
-        if cell[1] > 0 {
-            let stall = Int32(clamping: (cell[1] + 999_999) / 1_000_000)
+        if stallLimit > 0 {
+            let stall = Int32(clamping: (stallLimit + 999_999) / 1_000_000)
             if limit < 0 || stall < limit {
                 limit = stall
                 stallBinds = true
@@ -134,11 +135,12 @@ package enum DatabaseBudget {
         repeat {
             result = poll(&descriptor, 1, limit)
         } while result == -1 && errno == EINTR
-        if cell.pointee != DatabaseBudget.none { cell.pointee -= DatabaseBudget.now() - started }
-        if result == 0 {
-            errno = ETIMEDOUT
-            if stallBinds { cell[2] = 1 }
+        let waited = DatabaseBudget.now() - started
+        DatabaseBudget.cell.withValue { cell in
+            if cell.budget != DatabaseBudget.none { cell.budget -= waited }
+            if result == 0, stallBinds { cell.stallCut = true }
         }
+        if result == 0 { errno = ETIMEDOUT }
         return result
     }
 }

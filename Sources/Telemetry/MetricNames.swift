@@ -1,6 +1,7 @@
 /// Every metric siwa exports, by its Prometheus name (docs/OPERATIONS.md lists them with their labels),
-/// except the two the `MariaDB` wrapper records itself, below this module:
-/// `siwa_database_errors_total` and `siwa_database_reconnects_total` (`Connection.swift`).
+/// except those the modules below this one record themselves: `siwa_database_errors_total` and
+/// `siwa_database_reconnects_total` (`MariaDB`'s `Connection.swift`), and
+/// `siwa_thread_start_failures_total` (`Threads`' `OwnedThread.startIfPossible`).
 package enum MetricNames {
     /// Requests answered, by `route` (the route's pattern, `unmatched` for none) and `status`.
     package static let requests = "siwa_http_requests_total"

@@ -1,4 +1,6 @@
+internal import CoreMetrics
 import Foundation
+internal import Logging
 
 #if canImport(Glibc)
     import Glibc
@@ -18,6 +20,7 @@ package struct ThreadStartError: Error, CustomStringConvertible {
 }
 
 /// A thread that belongs to the object that started it: the one way threads are started here.
+/// The long-lived ones belong to a service of the process's `ServiceGroup`.
 ///
 /// Its owner starts it, may ask it to stop (`stop()`: its body sees `isStopping` and a
 /// `waitForStop(timeout:)` returns early), and joins it (`join()`) before the owner goes away, so
@@ -48,6 +51,30 @@ package final class OwnedThread: Sendable {
         }
         self.thread = thread
         self.control = control
+    }
+
+    /// Starts a thread that a service starts lazily, on first use, where a failed start must not
+    /// fail the caller (a request): when the system refuses the thread, the failure is logged
+    /// (error, `siwa.threads`) and counted (`siwa_thread_start_failures_total{thread}`), and the
+    /// caller goes on without it, as it documents.
+    /// - Returns: the thread; nil when it could not start.
+    package static func startIfPossible(name: String, _ body: @escaping @Sendable (OwnedThread.Context) -> Void) -> OwnedThread? {
+        do {
+            return try OwnedThread(name: name, body)
+        } catch {
+            Logger(label: "siwa.threads").error("a thread could not start", metadata: ["thread": "\(name)", "error": "\(error)"])
+            Counter(label: "siwa_thread_start_failures_total", dimensions: [("thread", name)]).increment()
+            return nil
+        }
+    }
+
+    /// Sends `signal` to the thread (`pthread_kill`): wakes a thread blocked in `sigwait` for it.
+    /// Does nothing once the thread has been joined.
+    package func deliver(signal: Int32) {
+        control.joinLock.lock()
+        defer { control.joinLock.unlock() }
+        guard !control.joined else { return }
+        pthread_kill(thread, signal)
     }
 
     /// Asks the thread to stop: `isStopping` becomes true and its waits end. Does not wait.

@@ -36,12 +36,8 @@ struct Jobs: ParsableCommand {
         if !once { TerminationSignals.block() }
         initializeMariaDBLibrary()
         initializeHTTPClientLibrary()
-        // On a cluster, connections return to their first node once it is synced again; stopped
-        // after every connection below is closed.
+        // On a cluster, connections return to their first node once it is synced again.
         let nodes = config.database.watchNodes()
-        defer { nodes?.stop() }
-        let database = Connection(configuration: config.database)
-        defer { database.close() }
         // Without --once the webhooks go out as soon as they are due, from threads of their own,
         // rather than a pass's worth every --interval.
         let deliveries =
@@ -51,18 +47,25 @@ struct Jobs: ParsableCommand {
                 WebhookDeliveryLoop(
                     sender: WebhookSender(settings: $0, database: config.database, logger: logger), pauseAfterUnreachable: interval)
             }
+        // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
+        let stop = Atomic<Bool>(false)
+        // The process's long-lived threads, stopped in the reverse order: the webhook lanes (each
+        // closes its own connection), the signal thread, and the cluster's node checks once every
+        // connection is closed.
+        let services = ServiceGroup(
+            (nodes.map { [Service("cluster node checks", stop: $0.stop)] } ?? [])
+                + (once ? [] : [TerminationSignals.service { _ in stop.store(true, ordering: .relaxed) }])
+                + (deliveries.map { [Service("webhook lanes", start: $0.start, stop: $0.stop)] } ?? []),
+            logger: logger)
+        try services.startOrExit(command: "jobs")
+        // After the connection below is closed.
+        defer { services.stop() }
+        let database = Connection(configuration: config.database)
+        defer { database.close() }
         let jobs = BackgroundJobs(
             apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger,
             webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil,
             syncSchema: config.syncSchema)
-        // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
-        let stop = Atomic<Bool>(false)
-        // The signal thread ends with the signal that ends the loop: joined last.
-        let signals = once ? nil : try TerminationSignals.onTermination { _ in stop.store(true, ordering: .relaxed) }
-        defer { signals?.join() }
-        deliveries?.start()
-        // Joined before the connection above is closed: every lane closes its own.
-        defer { deliveries?.stop() }
         repeat {
             do {
                 let summary = try jobs.runOnce()

@@ -43,29 +43,31 @@ struct Serve: ParsableCommand {
         // Every metric of the process goes to the exporter that GET /metrics renders.
         let metrics = config.bootstrapMetrics()
         let application = Application(config: config, logger: logger, metrics: metrics)
-        if let keys = application.apple?.keys as? AppleKeyCache {
-            // Fetch Apple's keys before the first sign-in needs them, without delaying the start.
-            keys.refreshInBackground { status in
-                logger.notice(
-                    "Apple keys",
-                    metadata: ["state": "\(status.health.rawValue)", "kids": "\(status.keyIDs)", "error": "\(status.lastError ?? "-")"])
-            }
-        }
         let listener = try Listener(path: config.socketPath, mode: config.socketMode, backlog: config.socketBacklog)
-        let signals = try TerminationSignals.onTermination { signal in
-            logger.notice("stopping: no new connections; finishing requests in flight", metadata: ["signal": "\(signal)"])
-            listener.shutdown()
-        }
         let pool = WorkerPool(listener: listener, configuration: application.workerPoolConfiguration) { index in
             application.makeWorker(index: index)
         }
+        // Every long-lived thread of the process, in the order they start; they stop in the reverse
+        // order, the workers first and the cluster's node checks (which every connection asks)
+        // last, once every connection is closed.
+        let services = ServiceGroup(
+            (nodes.map { [Service("cluster node checks", stop: $0.stop)] } ?? [])
+                + application.core.services(logger: logger)
+                + [
+                    TerminationSignals.service { signal in
+                        logger.notice("stopping: no new connections; finishing requests in flight", metadata: ["signal": "\(signal)"])
+                        listener.shutdown()
+                    },
+                    pool.service,
+                ],
+            logger: logger)
+        try services.startOrExit(command: "serve")
         logger.notice(
             "serving", metadata: ["socket": "\(config.socketPath)", "threads": "\(config.workerThreads)"])
-        try pool.run()
+        // The workers end after SIGTERM or SIGINT, once the requests in flight are answered.
+        pool.join()
         // Every thread joined and every connection closed before the process ends.
-        application.stop()
-        nodes?.stop()
-        signals.join()
+        services.stop()
         logger.notice("stopped")
     }
 }

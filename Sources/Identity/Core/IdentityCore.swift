@@ -1,8 +1,9 @@
 package import AccountData
 package import Accounts
 import AppleID
-import Logging
+package import Logging
 package import MariaDB
+package import Threads
 
 /// The process-wide part of the use cases, shared by every worker thread: the clock, Apple's
 /// services, the session settings and the sync's shared state.
@@ -50,12 +51,41 @@ package final class IdentityCore: Sendable {
         self.sessionCache = SessionCache(database: database)
     }
 
-    /// Stops and joins the threads of the process's shared parts: the sync committers and the
-    /// session cache's poller, which close their connections, and the Apple key refresher. Call
-    /// after the workers stopped.
+    /// The threads of the process's shared parts as services, in the order they start; `siwa serve`
+    /// registers them in its `ServiceGroup`, after the cluster's node checks and before its signal
+    /// thread and workers (which use them), so they stop after the workers.
+    ///
+    /// - Apple's key refresher: its start fetches the keys in the background (`then` logs the
+    ///   outcome), so the first sign-in need not wait for them; later refreshes start lazily, when a
+    ///   token finds the keys past their lifetime.
+    /// - The session cache's poller and the sync committers start lazily, on their first use (a
+    ///   process that never sees a session or a sync holds no connection for them), and log and
+    ///   count a thread that cannot start; they are registered for their stop, which closes their
+    ///   connections.
+    /// - Parameter logger: where the first fetch of Apple's keys is logged.
+    package func services(logger: Logger) -> [Service] {
+        let keys = apple?.keys
+        return [
+            Service(
+                "Apple key refresher",
+                start: {
+                    try (keys as? AppleKeyCache)?.refreshInBackground { status in
+                        logger.notice(
+                            "Apple keys",
+                            metadata: [
+                                "state": "\(status.health.rawValue)", "kids": "\(status.keyIDs)", "error": "\(status.lastError ?? "-")",
+                            ])
+                    }
+                },
+                stop: { keys?.stop() }),
+            Service("session cache poller", stop: sessionCache.stop),
+            Service("sync committers", stop: syncCommits.stop),
+        ]
+    }
+
+    /// Stops and joins the threads of `services(logger:)`, last first, without starting any (for
+    /// tests and tools that start none of them but may have used them). Call after the workers stopped.
     package func stop() {
-        syncCommits.stop()
-        sessionCache.stop()
-        apple?.keys.stop()
+        for service in services(logger: Logger(label: "siwa")).reversed() { service.stopAndJoin() }
     }
 }

@@ -26,8 +26,8 @@ package struct AppleSettings: Sendable {
     package var clientSecretLifetime: Int
     /// Whether Apple's `account-delete` notification deletes the user or anonymises them.
     package var anonymiseOnAccountDelete: Bool
-    /// The Hide My Email domains, lowercased: an address there is a relay address when the token
-    /// does not say (`is_private_email` is sometimes absent).
+    /// The Hide My Email domains, lowercased (`SIWA_APPLE_RELAY_DOMAINS`): what
+    /// `IdentityToken.emailIsPrivateRelay(domains:)` goes by when the token does not say.
     package var relayDomains: [String]
     /// Request-time calls to Apple (code exchanges) in flight at once.
     package var maximumCallsInFlight: Int
@@ -37,8 +37,8 @@ package struct AppleSettings: Sendable {
     package var callWait: Double
     /// Seconds no call to Apple is made after one could not reach it.
     package var unreachableCooldown: Double
-    /// Apple's relay domain, and the one it announced in 2026 for new addresses.
-    package static let defaultRelayDomains = ["privaterelay.appleid.com", "private.icloud.com"]
+    /// The default of `relayDomains`: Apple's relay domains.
+    package static let defaultRelayDomains = IdentityToken.appleRelayDomains
 
     package init(
         teamID: String, keyID: String, privateKey: P256PrivateKey, bundleIDs: [String], servicesID: String?,
@@ -68,13 +68,6 @@ package struct AppleSettings: Sendable {
         self.maximumCallsWaiting = maximumCallsWaiting
         self.callWait = callWait
         self.unreachableCooldown = unreachableCooldown
-    }
-
-    /// Whether `email` is a Hide My Email address: as the token says, else by its domain.
-    package func isRelayAddress(_ email: String, tokenSays isPrivateEmail: Bool?) -> Bool {
-        if let isPrivateEmail { return isPrivateEmail }
-        guard let at = email.lastIndex(of: "@") else { return false }
-        return relayDomains.contains(email[email.index(after: at)...].lowercased())
     }
 
     /// Every accepted audience: the bundle ids, the web pages' Services ID, and the apps' Services IDs.

@@ -46,16 +46,11 @@ package final class WorkerContext {
     }
 
     /// Runs `body` in one transaction on `transactions`, which it is given: committed when `body`
-    /// returns, rolled back when it throws.
-    /// - Throws: what `body` throws; `IdentityError(.nonceReused)` when a nonce it claimed with
-    ///   `NonceClaim.claim(in:)` was used before (the refusal comes with the statement that sends
-    ///   the claim, often the COMMIT).
+    /// returns, rolled back when it throws. (A sign-in that claims its nonce in it runs it inside
+    /// `NonceClaim.refusingReuse`.)
+    /// - Throws: what `body` throws.
     func transaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        do {
-            return try transactions.transaction { try body(transactions) }
-        } catch let error as MariaDBError where Nonces.isReuse(error) {
-            throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
-        }
+        try transactions.transaction { try body(transactions) }
     }
 
     /// The id of a new row of `table`. A block is reserved on `database`, which commits by itself,

@@ -89,9 +89,10 @@ package final class SessionCache: Sendable {
             return true
         }
         if startPoller {
-            // Without a thread no revocation is polled: the cache then answers nothing after its
-            // freshness (`polledAt` stays old) and every check goes to the database.
-            let thread = try? OwnedThread(name: "siwa-sessions") { [self] context in poll(context) }
+            // Started lazily: a process that never checks a session holds no connection for it.
+            // Without a thread (logged and counted) no revocation is polled: the cache then answers
+            // nothing after its freshness (`polledAt` stays old) and every check goes to the database.
+            let thread = OwnedThread.startIfPossible(name: "siwa-sessions") { [self] context in poll(context) }
             poller.withLock { $0 = thread }
             // A `stop()` in between did not see the thread: it is stopped here.
             if state.withLock({ $0.stopped }) { thread?.stopAndJoin() }

@@ -126,7 +126,8 @@ extension SessionUseCases {
     }
 }
 
-/// Opening a session is part of every way to sign in and of each refresh.
+/// Ending a session is part of signing out, of a refresh token's reuse, and of an app's code
+/// presented again (opening one: `SessionOpening`).
 extension UseCase {
     /// Ends `userID`'s session `sessionID` and reports it; false when it was not theirs or not active.
     func endSession(_ sessionID: UInt64, of userID: UInt64, reason: String) throws -> Bool {
@@ -139,13 +140,5 @@ extension UseCase {
         }
         if revoked { core.sessionCache.forget(userID: userID, sessionID: sessionID) }
         return revoked
-    }
-
-    /// A new access token for the session, with `refreshToken` as its refresh token.
-    func issue(userID: UInt64, sessionID: UInt64, refreshToken: String) throws -> Grant {
-        let access = try requireSessions().accessTokens.issue(userID: userID, sessionID: sessionID)
-        return Grant(
-            accessToken: access.token, expiresIn: access.expiresIn, refreshToken: refreshToken, userID: userID, sessionID: sessionID,
-            profile: nil, isNewUser: false)
     }
 }

@@ -80,17 +80,12 @@ extension SignInUseCases {
     }
 
     private func signInOnce(_ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink?) throws -> Grant {
-        let refreshToken = try OpaqueToken()
-        let (account, sessionID) = try openSession(
-            attempt, device: device, remoteAddress: remoteAddress, link: link, refreshTokenHash: refreshToken.hash, cookieHash: nil,
-            flow: "native")
+        let session = try SessionOpening(flow: "native", credential: .refreshToken)
+        let (account, sessionID) = try signInWithApple(attempt, opening: session, device: device, remoteAddress: remoteAddress, link: link)
         guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
             throw IdentityError(.accountGone)
         }
-        var grant = try issue(userID: account.userID, sessionID: sessionID, refreshToken: refreshToken.value)
-        grant.profile = profile
-        grant.isNewUser = account.isNewUser
-        return grant
+        return try grant(session, userID: account.userID, sessionID: sessionID, profile: profile, isNewUser: account.isNewUser)
     }
 
     /// A sign-in of a page of this site with Apple's credential from Sign in with Apple JS (its
@@ -101,25 +96,21 @@ extension SignInUseCases {
         profile: Profile, isNewUser: Bool, cookie: String
     ) {
         try core.metrics.counting(core.metrics.signIns, ["web"], success: "success") {
-            let cookie = try OpaqueToken()
-            let (account, _) = try openSession(
-                attempt, device: device, remoteAddress: remoteAddress, link: nil, refreshTokenHash: nil, cookieHash: cookie.hash,
-                flow: "web")
+            let session = try SessionOpening(flow: "web", credential: .cookie)
+            let (account, _) = try signInWithApple(attempt, opening: session, device: device, remoteAddress: remoteAddress, link: nil)
             guard let profile = try account.newProfile ?? Profile.load(userID: account.userID, on: database) else {
                 throw IdentityError(.accountGone)
             }
-            return (profile, account.isNewUser, cookie.value)
+            return (profile, account.isNewUser, session.cookie)
         }
     }
 
     /// The one sign-in with Apple's credential: verifies it, finds or creates the user, and opens
-    /// a session authenticated by a refresh token or a cookie, in one transaction retried on a
-    /// conflict.
-    private func openSession(
-        _ attempt: SignInAttempt, device: String?, remoteAddress: String?, link: SignInLink?, refreshTokenHash: [UInt8]?,
-        cookieHash: [UInt8]?, flow: String
+    /// `opening`'s session, in one transaction retried on a conflict.
+    private func signInWithApple(
+        _ attempt: SignInAttempt, opening: SessionOpening, device: String?, remoteAddress: String?, link: SignInLink?
     ) throws -> (SignedInAccount, UInt64) {
-        let settings = try requireSessions()
+        _ = try requireSessions()
         let checkedLink = try link.map(check)
         let verified = try verify(attempt, audience: nil, redirectURI: .requested)
         let account: SignedInAccount
@@ -127,24 +118,20 @@ extension SignInUseCases {
         do {
             (account, sessionID) =
                 try retryingConflicts {
-                    try transaction { connection in
-                        if let checkedLink { try use(checkedLink, on: connection) }
-                        let account = try AppleAccounts.signIn(
-                            verified.signIn, attachingTo: checkedLink?.target, newUserID: { try newID(.users) }, on: connection)
-                        try verified.unclaimedNonce?.claim(in: connection)
-                        let sessionID = try newID(.sessions)
-                        try Sessions.create(
-                            id: sessionID, userID: account.userID, appleClientID: verified.signIn.audience, device: device,
-                            refreshTokenHash: refreshTokenHash,
-                            cookieHash: cookieHash,
-                            lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime, userIsNew: account.isNewUser,
-                            on: connection)
-                        try AuditLog.record(
-                            "sign_in", userID: account.userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                            detail: JSONText.object([("flow", .string(flow)), ("newUser", .bool(account.isNewUser))]), on: connection)
-                        try reportIfCreated(account, verified.signIn, flow: flow, on: connection)
-                        try reportIfLinked(account, link: checkedLink, on: connection)
-                        return (account, sessionID)
+                    try NonceClaim.refusingReuse {
+                        try transaction { connection in
+                            if let checkedLink { try use(checkedLink, on: connection) }
+                            let account = try AppleAccounts.signIn(
+                                verified.signIn, attachingTo: checkedLink?.target, newUserID: { try newID(.users) }, on: connection)
+                            try verified.unclaimedNonce?.claim(in: connection)
+                            let sessionID = try openSession(
+                                opening, userID: account.userID, appleClientID: verified.signIn.audience, device: device,
+                                userIsNew: account.isNewUser, remoteAddress: remoteAddress, detail: [("newUser", .bool(account.isNewUser))],
+                                on: connection)
+                            try reportIfCreated(account, verified.signIn, flow: opening.flow, on: connection)
+                            try reportIfLinked(account, link: checkedLink, on: connection)
+                            return (account, sessionID)
+                        }
                     }
                 }
         } catch is AccountDisabled {
@@ -185,32 +172,18 @@ extension SignInUseCases {
         case .requested:
             exchangeRedirectURI = try apple.settings.appRedirectURI(attempt.redirectURI, clientID: identity.audience, hasCode: code != nil)
         }
-        // Kept until the token can no longer pass `exp` with the leeway.
-        let nonce = attempt.nonce.map {
-            NonceClaim(hash: SHA256.hash(Array($0.utf8)), expiresAt: Int64(identity.expiresAt) + Int64(apple.settings.leeway) + 1)
-        }
+        let nonce = NonceClaim(attempt.nonce, of: identity, leeway: apple.settings.leeway)
         var sealed: SealedAppleToken?
         if let code {
-            // Claimed in a statement of its own before Apple is called, so that a replay never
-            // reaches Apple; without a code it is claimed by the sign-in's own transaction. When
-            // Apple could not take the code, it is released: the app's retry of the same request
-            // then works once Apple is back. So it is when Apple refused the code (`invalid_grant`,
-            // such as a registered redirect URI that is not the authorization's): Apple issued
-            // nothing for it, so nothing was signed in with this nonce, and the app may retry with
-            // the right request. A code that Apple did take was taken by a sign-in whose own claim
-            // of its nonce stays.
-            try nonce?.claim(on: database)
-            do {
-                sealed = try exchange(code, for: identity, redirectURI: exchangeRedirectURI, apple: apple, settings: settings)
-            } catch let error as IdentityError where [.appleUnavailable, .codeRefused].contains(error.code) {
-                nonce?.release(on: database, logger: logger)
-                throw error
+            let exchangeCode = {
+                try self.exchange(code, for: identity, redirectURI: exchangeRedirectURI, apple: apple, settings: settings)
             }
+            sealed = try nonce.map { try $0.claimAround(on: database, logger: logger, exchange: exchangeCode) } ?? exchangeCode()
         }
         let signIn = AppleSignIn(
             teamID: apple.settings.teamID, sub: identity.subject, audience: identity.audience, email: identity.email,
             emailVerified: identity.emailVerified,
-            isPrivateEmail: identity.email.map { apple.settings.isRelayAddress($0, tokenSays: identity.isPrivateEmail) },
+            isPrivateEmail: identity.emailIsPrivateRelay(domains: apple.settings.relayDomains),
             transferSub: identity.transferSubject,
             // Apple documents 0, 1 and 2; anything else is not stored.
             realUserStatus: identity.realUserStatus.flatMap { (0...2).contains($0) ? $0 : nil },
@@ -229,38 +202,6 @@ extension SignInUseCases {
     struct VerifiedSignIn {
         let signIn: AppleSignIn
         let unclaimedNonce: NonceClaim?
-    }
-
-    /// A nonce's hash and how long it is kept; accepted once.
-    struct NonceClaim {
-        let hash: [UInt8]
-        let expiresAt: Int64
-
-        /// Claims it at once, in a statement of its own.
-        /// - Throws: `IdentityError(.nonceReused)` when it was claimed before.
-        func claim(on database: Connection) throws {
-            guard try Nonces.consume(hash: hash, expiresAt: expiresAt, on: database) else {
-                throw IdentityError(.nonceReused, "this nonce was already used; start a new sign-in")
-            }
-        }
-
-        /// Releases a claim whose code Apple never used. A failure is logged: the nonce then stays
-        /// spent, and the app starts a new sign-in, as before.
-        func release(on database: Connection, logger: Logger) {
-            do {
-                try Nonces.release(hash: hash, on: database)
-            } catch {
-                logger.warning("a nonce could not be released after Apple's failure", metadata: ["error": "\(error)"])
-            }
-        }
-
-        /// Claims it in the open transaction, with its next statement or its COMMIT: a nonce used
-        /// before fails the transaction, and `WorkerContext.transaction` throws
-        /// `IdentityError(.nonceReused)`. Two sign-ins with one nonce at once: the second one's claim
-        /// waits for the first one's transaction, and fails once it commits.
-        func claim(in transaction: Connection) throws {
-            try Nonces.consumeWithNext(hash: hash, expiresAt: expiresAt, on: transaction)
-        }
     }
 
     /// Exchanges an authorization code at Apple with the client id the identity token was issued to,
@@ -325,5 +266,105 @@ extension SignInUseCases {
         try report(
             .userCreated(flow: flow, email: signIn.email, firstName: signIn.firstName, lastName: signIn.lastName), userID: account.userID,
             on: connection)
+    }
+}
+
+/// Guest accounts and link tokens: the ways an account exists before its Apple ID is attached.
+extension SignInUseCases {
+    /// Makes a guest user and opens their first session.
+    /// - Throws: `IdentityError(.guestsDisabled)` unless guest accounts are turned on.
+    package func createGuest(device: String?, remoteAddress: String?) throws -> Grant {
+        try core.metrics.counting(core.metrics.signIns, ["guest"], success: "success") {
+            let settings = try requireSessions()
+            guard settings.guestAccounts else { throw IdentityError(.guestsDisabled) }
+            let session = try SessionOpening(flow: "guest", credential: .refreshToken)
+            let (userID, sessionID, createdAt) = try retryingConflicts {
+                try transaction { connection in
+                    let userID = try newID(.users)
+                    let createdAt = try Guests.create(id: userID, on: connection)
+                    let sessionID = try openSession(
+                        session, userID: userID, appleClientID: nil, device: device, userIsNew: true, remoteAddress: remoteAddress,
+                        detail: [("newUser", .bool(true))], on: connection)
+                    try report(.userCreated(flow: "guest", email: nil, firstName: nil, lastName: nil), userID: userID, on: connection)
+                    return (userID, sessionID, createdAt)
+                }
+            }
+            let profile = Profile(userID: userID, firstName: nil, lastName: nil, createdAt: createdAt, emails: [], isGuest: true)
+            return try grant(session, userID: userID, sessionID: sessionID, profile: profile, isNewUser: true)
+        }
+    }
+
+    /// Mints a link token for the older backend's user `externalID`, after checking the backend's
+    /// secret `presentedSecret` (in constant time against each configured one).
+    /// - Throws: `IdentityError(.notFound)` when linking is not set up, `.linkingRefused` for a
+    ///   wrong secret.
+    package func mintLinkToken(externalID: String, presentedSecret: String) throws -> LinkToken {
+        let settings = try requireSessions()
+        guard !settings.linkSecrets.isEmpty else { throw IdentityError(.notFound) }
+        let presented = Array(presentedSecret.utf8)
+        // Every secret is compared, so the time taken does not tell which one came close.
+        let accepted = settings.linkSecrets.reduce(false) { $0 || constantTimeEquals(presented, $1) }
+        guard accepted else {
+            logger.warning("link token refused: wrong link secret")
+            throw IdentityError(.linkingRefused)
+        }
+        let token = try OpaqueToken()
+        try LinkTokens.mint(hash: token.hash, externalID: externalID, lifetime: settings.linkTokenLifetime, on: database)
+        return LinkToken(value: token.value, externalID: externalID, expiresIn: settings.linkTokenLifetime)
+    }
+
+    /// Checks `link` before anything is sent to Apple: the guest session must be active, the link
+    /// token usable.
+    func check(_ link: SignInLink) throws -> CheckedLink {
+        switch link {
+        case .guestSession(let accessToken):
+            let principal = try SessionUseCases(context: context).authenticate(accessToken: accessToken)
+            return CheckedLink(target: .guest(userID: principal.userID), linkTokenHash: nil)
+        case .linkToken(let value):
+            guard let hash = OpaqueToken.hash(of: value) else { throw IdentityError(.linkTokenUnknown) }
+            let externalID = try Self.refusingLinkTokens { try LinkTokens.check(hash: hash, on: database) }
+            return CheckedLink(target: .externalUser(id: externalID), linkTokenHash: hash)
+        }
+    }
+
+    /// Uses up the checked link's token, if any, in the sign-in's transaction.
+    func use(_ link: CheckedLink, on connection: Connection) throws {
+        guard let hash = link.linkTokenHash else { return }
+        _ = try Self.refusingLinkTokens { try LinkTokens.use(hash: hash, on: connection) }
+    }
+
+    /// Reports an identity this sign-in attached to an account that had none of it yet.
+    func reportIfLinked(_ account: SignedInAccount, link: CheckedLink?, on connection: Connection) throws {
+        guard let linkedBy = account.linkedBy else { return }
+        if let hash = link?.linkTokenHash { try LinkTokens.recordUser(account.userID, hash: hash, on: connection) }
+        var externalID: String?
+        if case .externalUser(let id) = link?.target { externalID = id }
+        try report(.appleIdLinked(by: linkedBy.rawValue, externalID: externalID), userID: account.userID, on: connection)
+        try AuditLog.record(
+            "apple_id_linked", userID: account.userID, remoteAddress: nil,
+            detail: JSONText.object([("by", .string(linkedBy.rawValue))]), on: connection)
+    }
+
+    /// Runs `body`, turning a link-token refusal into its domain error.
+    static func refusingLinkTokens<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let refusal as LinkTokens.Refusal {
+            switch refusal {
+            case .unknown: throw IdentityError(.linkTokenUnknown)
+            case .expired: throw IdentityError(.linkTokenExpired)
+            case .used: throw IdentityError(.linkTokenUsed)
+            }
+        }
+    }
+
+    /// Turns a refused placement into its domain error.
+    static func identityError(_ conflict: AccountConflict) -> IdentityError {
+        switch conflict.kind {
+        case .identityInUse: IdentityError(.identityInUse)
+        case .externalUserLinked: IdentityError(.externalUserLinked)
+        case .guestGone: IdentityError(.accountGone)
+        case .guestLinked: IdentityError(.guestLinked)
+        }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
-import Threads
+package import Threads
 
 /// The webhook deliveries of a running `siwa jobs`, apart from its passes: one thread per endpoint
 /// sends what is due as soon as it is due, so a backlog drains at the speed of the endpoint and the
@@ -30,12 +30,19 @@ package final class WebhookDeliveryLoop: Sendable {
 
     /// Starts one thread per endpoint. Call it once, after the process blocked its termination
     /// signals, so that the threads inherit the mask.
-    package func start() {
+    /// - Throws: `ThreadStartError` when a lane's thread cannot start; the lanes that started are
+    ///   stopped and joined first.
+    package func start() throws(ThreadStartError) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let threads = sender.settings.endpoints.compactMap { endpoint in
-            let thread = try? OwnedThread(name: "siwa-webhooks") { [self] context in runLane(endpoint, context: context) }
-            if thread == nil { logger.error("no thread for a webhook lane: its deliveries wait", metadata: ["endpoint": "\(endpoint)"]) }
-            return thread
+        var threads: [OwnedThread] = []
+        for endpoint in sender.settings.endpoints {
+            do {
+                threads.append(try OwnedThread(name: "siwa-webhooks") { [self] context in runLane(endpoint, context: context) })
+            } catch {
+                for thread in threads { thread.stop() }
+                for thread in threads { thread.join() }
+                throw error
+            }
         }
         lanes.withLock { $0 = threads }
     }

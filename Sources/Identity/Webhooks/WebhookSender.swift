@@ -91,11 +91,11 @@ package struct WebhookSender: Sendable {
             run(lane, with: sender, until: deadline, stopped: { false })
         }
         // A lane per thread, the first on this one (so one endpoint costs no thread); a lane
-        // whose thread cannot start runs here too, after the first.
+        // whose thread cannot start (logged and counted) runs here too, after the first.
         var threads: [OwnedThread] = []
         var here = Array(lanes.prefix(1))
         for lane in lanes.dropFirst() {
-            if let thread = try? OwnedThread(name: "siwa-webhooks", { _ in runLane(lane) }) {
+            if let thread = OwnedThread.startIfPossible(name: "siwa-webhooks", { _ in runLane(lane) }) {
                 threads.append(thread)
             } else {
                 here.append(lane)
@@ -121,10 +121,10 @@ package struct WebhookSender: Sendable {
         work(lane, with: sender, spread: 0, until: deadline, stopped: stopped) {
             claimed += 1
             // A second delivery due right after the first: a backlog, worth the helpers' connections
-            // (as many as threads can be had).
+            // (as many as threads can be had; one that cannot start is logged and counted).
             guard claimed == 2 else { return }
             for spread in 1..<concurrency {
-                let helper = try? OwnedThread(name: "siwa-webhooks") { [self] _ in
+                let helper = OwnedThread.startIfPossible(name: "siwa-webhooks") { [self] _ in
                     let helper = Sender(configuration: database, http: settings.http)
                     defer { helper.close() }
                     work(lane, with: helper, spread: spread, until: deadline, stopped: stopped) {}

@@ -94,8 +94,9 @@ package final class Application: Sendable {
         return Worker(router: router, useCases: UseCases(context: context), metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes)
     }
 
-    /// Stops and joins the process's shared threads (the sync committers, the session cache's
-    /// poller, the Apple key refresher), which close their connections. Call after the workers stopped.
+    /// Stops and joins the threads of the use cases' shared core (`IdentityCore.services`), which
+    /// close their connections, for those that start none of them themselves (tests). `siwa serve`
+    /// stops them with its `ServiceGroup` instead. Call after the workers stopped.
     package func stop() {
         core.stop()
     }

@@ -34,7 +34,7 @@ extension SignInUseCases {
         try startBrowserSignIn(returnTo: returnTo, app: nil)
     }
 
-    /// Starts a sign-in in the browser: the web's, or a native app's (`app`, see `AppSignInFlow`).
+    /// Starts a sign-in in the browser: the web's, or a native app's (`app`, see `SignInUseCases+App.swift`).
     func startBrowserSignIn(returnTo: String, app: WebSignIns.AppRequest?) throws -> WebSignInStart {
         let apple = try requireApple()
         let settings = try requireSessions()
@@ -151,22 +151,24 @@ extension SignInUseCases {
         _ outcome: Result<VerifiedSignIn, WebSignInFailure>, pending: WebSignIns.Pending, stateHash: [UInt8], handle: OpaqueToken
     ) throws {
         try retryingConflicts {
-            try transaction { connection in
-                guard try WebSignIns.pending(stateHash: stateHash, on: connection) != nil else {
-                    throw IdentityError(.alreadyCompleted, "this sign-in was already completed")
-                }
-                switch outcome {
-                case .success(let verified):
-                    let account = try AppleAccounts.signIn(verified.signIn, newUserID: { try newID(.users) }, on: connection)
-                    try verified.unclaimedNonce?.claim(in: connection)
-                    try WebSignIns.complete(
-                        pending.id, handleHash: handle.hash, userID: account.userID, isNewUser: account.isNewUser, error: nil,
-                        on: connection)
-                    try reportIfCreated(account, verified.signIn, flow: "web", on: connection)
-                    try reportIfLinked(account, link: nil, on: connection)
-                case .failure(let failure):
-                    try WebSignIns.complete(
-                        pending.id, handleHash: handle.hash, userID: nil, isNewUser: false, error: failure.code, on: connection)
+            try NonceClaim.refusingReuse {
+                try transaction { connection in
+                    guard try WebSignIns.pending(stateHash: stateHash, on: connection) != nil else {
+                        throw IdentityError(.alreadyCompleted, "this sign-in was already completed")
+                    }
+                    switch outcome {
+                    case .success(let verified):
+                        let account = try AppleAccounts.signIn(verified.signIn, newUserID: { try newID(.users) }, on: connection)
+                        try verified.unclaimedNonce?.claim(in: connection)
+                        try WebSignIns.complete(
+                            pending.id, handleHash: handle.hash, userID: account.userID, isNewUser: account.isNewUser, error: nil,
+                            on: connection)
+                        try reportIfCreated(account, verified.signIn, flow: "web", on: connection)
+                        try reportIfLinked(account, link: nil, on: connection)
+                    case .failure(let failure):
+                        try WebSignIns.complete(
+                            pending.id, handleHash: handle.hash, userID: nil, isNewUser: false, error: failure.code, on: connection)
+                    }
                 }
             }
         }
@@ -215,16 +217,16 @@ extension SignInUseCases {
     /// opening a cookie session labelled `device` (the browser, for the device list) when it signed
     /// someone in. The handle is spent whatever follows.
     package func redeemWebSignIn(handle: String, binding: String?, device: String, remoteAddress: String?) throws -> WebRedemption {
-        let settings = try requireSessions()
+        _ = try requireSessions()
         // Web sign-ins are verified for the Services ID only: their sessions depend on its token.
         let servicesID = try requireApple().settings.servicesID
         guard let handleHash = OpaqueToken.hash(of: handle) else { return .unknown }
         let bindingHash = SHA256.hash(Array((binding ?? "").utf8))
-        let cookie = try OpaqueToken()
+        let session = try SessionOpening(flow: "web", credential: .cookie)
         let redemption = try retryingConflicts {
             try transaction { (connection: Connection) -> WebRedemption in
                 try redeem(
-                    handleHash: handleHash, bindingHash: bindingHash, cookie: cookie, servicesID: servicesID, settings: settings,
+                    handleHash: handleHash, bindingHash: bindingHash, session: session, servicesID: servicesID,
                     device: device, remoteAddress: remoteAddress, on: connection)
             }
         }
@@ -237,7 +239,7 @@ extension SignInUseCases {
 
     /// The redemption's transaction.
     private func redeem(
-        handleHash: [UInt8], bindingHash: [UInt8], cookie: OpaqueToken, servicesID: String?, settings: SessionSettings, device: String,
+        handleHash: [UInt8], bindingHash: [UInt8], session: SessionOpening, servicesID: String?, device: String,
         remoteAddress: String?, on connection: Connection
     ) throws -> WebRedemption {
         guard let completed = try WebSignIns.redeem(handleHash: handleHash, on: connection) else { return .unknown }
@@ -246,19 +248,14 @@ extension SignInUseCases {
         guard completed.error == nil, let userID = completed.userID else {
             return .failed(returnTo: completed.returnTo, code: completed.error ?? "sign_in_failed")
         }
-        let sessionID = try newID(.sessions)
         do {
-            try Sessions.create(
-                id: sessionID, userID: userID, appleClientID: servicesID, device: device, refreshTokenHash: nil, cookieHash: cookie.hash,
-                lifetime: settings.lifetime, maximumLifetime: settings.maximumLifetime,
-                on: connection)
+            _ = try openSession(
+                session, userID: userID, appleClientID: servicesID, device: device, userIsNew: false, remoteAddress: remoteAddress,
+                detail: [("newUser", .bool(completed.isNewUser))], on: connection)
         } catch is AccountDisabled {
             // Nothing was written but the spent handle, which stays spent.
             return .failed(returnTo: completed.returnTo, code: "user_disabled")
         }
-        try AuditLog.record(
-            "sign_in", userID: userID, sessionID: sessionID, remoteAddress: remoteAddress,
-            detail: JSONText.object([("flow", .string("web")), ("newUser", .bool(completed.isNewUser))]), on: connection)
-        return .signedIn(returnTo: completed.returnTo, cookie: cookie.value)
+        return .signedIn(returnTo: completed.returnTo, cookie: session.cookie)
     }
 }

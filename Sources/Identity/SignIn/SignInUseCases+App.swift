@@ -5,13 +5,14 @@ import JOSE
 import Logging
 import MariaDB
 import StrictJSON
+import WebForms
 
 /// A native app that is neither iOS nor Android (a desktop app, a TV app, a command-line tool) signs
 /// in through the system browser (RFC 8252, with PKCE, RFC 7636):
 ///
 /// 1. `startAppSignIn`: the app opens `GET /auth/app/start` with its registered client id and
 ///    redirect URI, the S256 `code_challenge` and its `state`; the browser goes through Apple and
-///    the callback as in the web flow (`WebSignInFlow`), in the same row.
+///    the callback as in the web flow (`SignInUseCases+Web.swift`), in the same row.
 /// 2. `redeemWebSignIn` then sends the browser to the app's redirect URI with a one-time code
 ///    (60 s) and the app's `state`, instead of opening a cookie session.
 /// 3. `exchangeAppCode`: the app posts the code with its `code_verifier` to `POST /auth/token`
@@ -131,7 +132,7 @@ extension SignInUseCases {
         }
         guard settings.appClients[clientID] != nil else { throw IdentityError(.appClientUnknown, "client_id is not registered") }
         guard let codeHash = OpaqueToken.hash(of: code) else { throw IdentityError(.appCodeRefused, "the code is not valid") }
-        let refreshToken = try OpaqueToken()
+        let session = try SessionOpening(flow: "app", credential: .refreshToken)
         // One transaction spends the code and opens its session: a second presentation waits on the
         // code's row until the first one's session is recorded there. A refusal commits the spend.
         let use = try retryingConflicts {
@@ -143,19 +144,15 @@ extension SignInUseCases {
                 if let refusal = Self.refusal(of: issued, clientID: clientID, redirectURI: redirectURI, verifier: verifier) {
                     return .refused(refusal)
                 }
-                let sessionID = try newID(.sessions)
+                let sessionID: UInt64
                 do {
-                    try Sessions.create(
-                        id: sessionID, userID: issued.userID, appleClientID: servicesID, device: clientID,
-                        refreshTokenHash: refreshToken.hash, cookieHash: nil, lifetime: settings.lifetime,
-                        maximumLifetime: settings.maximumLifetime, userIsNew: issued.isNewUser, on: connection)
+                    sessionID = try openSession(
+                        session, userID: issued.userID, appleClientID: servicesID, device: clientID, userIsNew: issued.isNewUser,
+                        remoteAddress: remoteAddress, detail: [("client", .string(clientID))], on: connection)
                 } catch is AccountDisabled {
                     return .refused(IdentityError(.userDisabled))
                 }
                 try WebSignIns.recordCodeSession(issued.id, sessionID: sessionID, on: connection)
-                try AuditLog.record(
-                    "sign_in", userID: issued.userID, sessionID: sessionID, remoteAddress: remoteAddress,
-                    detail: JSONText.object([("flow", .string("app")), ("client", .string(clientID))]), on: connection)
                 return .opened(issued, sessionID: sessionID)
             }
         }
@@ -176,10 +173,7 @@ extension SignInUseCases {
             (issued, sessionID) = (opened, id)
         }
         guard let profile = try Profile.load(userID: issued.userID, on: database) else { throw IdentityError(.accountGone) }
-        var grant = try issue(userID: issued.userID, sessionID: sessionID, refreshToken: refreshToken.value)
-        grant.profile = profile
-        grant.isNewUser = issued.isNewUser
-        return grant
+        return try grant(session, userID: issued.userID, sessionID: sessionID, profile: profile, isNewUser: issued.isNewUser)
     }
 
     /// What presenting an app's code did, decided in the transaction that spends it.
@@ -200,5 +194,66 @@ extension SignInUseCases {
             return IdentityError(.appCodeRefused, "code_verifier does not match the code_challenge")
         }
         return nil
+    }
+}
+
+/// Apple's form post for an app that opened Apple's web authorization itself (Android, Flutter),
+/// relayed to the app (`AppCallbackTarget`).
+extension SignInUseCases {
+    /// The fields of Apple's form post an app gets, in the order Apple sent them, with the most
+    /// bytes each may have: the code, the identity token, the app's `state`, the first
+    /// authorization's `user` JSON, or Apple's `error`. Each is a few times what Apple sends (a code
+    /// of about 100 characters, an identity token of about 1,000), so that the redirect that
+    /// carries them stays far below the 32 KiB header buffer `nginx/siwa-locations.conf` gives
+    /// siwa's answers: under 12 KB with every field at its limit, `state` and `user` (any text)
+    /// percent-encoded at three bytes for each of theirs, the others URL-safe as Apple's are.
+    package static let relayedFields: [String: Int] = [
+        "code": 1024, "id_token": 3072, "state": 512, "user": 2048, "error": 64,
+    ]
+
+    /// What relaying Apple's form post to an app leads to.
+    package enum AppCallbackRelay: Sendable, Equatable {
+        /// The redirect to the app's configured target with Apple's fields.
+        case redirect(String)
+        /// No app of that name is configured.
+        case unknownApp
+        /// The form is not Apple's answer; the reason, which never repeats the form's values.
+        case refused(String)
+    }
+
+    /// Relays Apple's form post for the app `name` to it: the redirect to its configured target with
+    /// Apple's fields, unchanged. The form must be Apple's answer: a `code` and an `id_token`, or an
+    /// `error`, with `state` and `user` optional, each at most once and within its size
+    /// (`relayedFields`), the code, the token and the error URL-safe as Apple's are; other fields
+    /// are dropped. Nothing is verified or stored here: the app signs in with them through
+    /// `POST /auth/apple`, which checks everything.
+    package func relayAppCallback(app name: String, form: [(String, String)]) throws -> AppCallbackRelay {
+        guard let target = try requireApple().settings.appCallbacks[name] else { return .unknownApp }
+        guard let seen = FormEncoding.distinct(form, among: Set(Self.relayedFields.keys)) else {
+            return .refused("Apple's answer repeats a field.")
+        }
+        for (name, value) in seen {
+            guard value.utf8.count <= Self.relayedFields[name, default: 0] else {
+                return .refused("Apple's answer has a field longer than Apple sends.")
+            }
+            guard ["state", "user"].contains(name) || value.utf8.allSatisfy(Self.isURLSafe) else {
+                return .refused("Apple's answer has a code, identity token or error that is not one of Apple's.")
+            }
+        }
+        let signedIn = !(seen["code"] ?? "").isEmpty && !(seen["id_token"] ?? "").isEmpty
+        guard signedIn || !(seen["error"] ?? "").isEmpty else {
+            return .refused("Apple's answer has neither a code with an identity token nor an error.")
+        }
+        return .redirect(target.location(carrying: form.filter { seen[$0.0] != nil }))
+    }
+
+    /// Base64url's alphabet and `.`: the characters of Apple's codes, identity tokens and error codes.
+    private static func isURLSafe(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            true
+        default: false
+        }
     }
 }
