@@ -15,16 +15,11 @@ package struct DueDelivery: Sendable, Equatable {
     package var attempt: Int
 }
 
-/// The deliveries of the webhook outbox: claimed one at a time by `siwa jobs`, retried with
-/// growing delays, every attempt logged. Events of one user reach one endpoint in the order they
-/// were recorded: a delivery is not claimed while an earlier one of the same user to the same
-/// endpoint is pending.
+/// The deliveries of the webhook outbox: claimed one at a time by `siwa jobs`, retried with the
+/// delays its caller computes, every attempt logged. Events of one user reach one endpoint in the
+/// order they were recorded: a delivery is not claimed while an earlier one of the same user to
+/// the same endpoint is pending.
 package enum WebhookDeliveries {
-    /// The longest wait between two attempts, in seconds.
-    package static let maximumDelay = 3600
-    /// The wait after the first failed attempt, doubled after each further one.
-    package static let firstDelay = 10
-
     /// Claims the oldest due delivery to one of `endpoints` that no earlier pending delivery of the
     /// same user to the same endpoint holds back. Its next attempt is pushed `lease` seconds away
     /// first, so that a sender that stops half way retries later, and two senders never claim it
@@ -78,26 +73,26 @@ package enum WebhookDeliveries {
         }
     }
 
-    /// The attempt failed: the next one waits 10 s doubled per attempt, at most an hour; once the
-    /// delivery has been pending for `retryHours`, it is marked failed and the user's later events
-    /// go ahead (`redeliver` sends it again).
+    /// The attempt failed: the next one is due in `retryIn` seconds; once the delivery has been
+    /// pending for `retryHours`, it is marked failed and the user's later events go ahead
+    /// (`redeliver` sends it again).
     /// - Parameters:
     ///   - status: the endpoint's HTTP status; nil when it could not be reached.
     ///   - error: a description without secrets.
+    ///   - retryIn: seconds until the next attempt.
     /// - Returns: true when the delivery was given up.
     @discardableResult
     package static func markFailed(
-        _ delivery: DueDelivery, status: Int?, error: String, milliseconds: Int, retryHours: Int, on connection: Connection
+        _ delivery: DueDelivery, status: Int?, error: String, milliseconds: Int, retryIn: Int, retryHours: Int, on connection: Connection
     ) throws -> Bool {
         try connection.transaction {
             _ = try connection.execute(
                 """
                 UPDATE webhook_deliveries
                 SET state = IF(pending_since < UTC_TIMESTAMP(3) - INTERVAL ? HOUR, 'failed', 'pending'),
-                    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, ? * POW(2, LEAST(attempts - 1, 20))) SECOND,
-                    last_status = ?, last_error = ?
+                    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND, last_status = ?, last_error = ?
                 WHERE event_id = ? AND endpoint = ?
-                """, retryHours, maximumDelay, firstDelay, status, ColumnText.fitted(error, maximum: 255), delivery.eventRow,
+                """, retryHours, retryIn, status, ColumnText.fitted(error, maximum: 255), delivery.eventRow,
                 delivery.endpoint)
             try log(delivery, status: status, error: error, milliseconds: milliseconds, on: connection)
             return try connection.query(
