@@ -171,7 +171,7 @@ struct Setup: ParsableCommand {
         defer { connection.close() }
         do {
             let migrator = try Migrator(directory: migrationsDir)
-            let done = try migrator.migrate(on: connection) { _ in }
+            let done = try MigrationRunner(migrator).migrate(on: connection) { _ in }
             print("migrations: \(done.isEmpty ? "up to date" : "applied \(done.count)") (\(migrator.migrations.count) in all)")
         } catch let error as MariaDBError where dbAdminSocket == nil {
             print("migrations: not yet (\(error)); `siwa migrate` once the database exists")

@@ -58,7 +58,7 @@ final class TestDatabase {
         do {
             let migrating = try database.connect(multipleStatements: true)
             defer { migrating.close() }
-            _ = try Migrator(directory: sql).migrate(on: migrating)
+            _ = try MigrationRunner(Migrator(directory: sql)).migrate(on: migrating)
         } catch {
             // A failed migration fails the test that asked for it, with the schema dropped and the
             // admin connection closed (a `Connection` must be closed before it goes away).
