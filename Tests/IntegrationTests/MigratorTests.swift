@@ -190,7 +190,7 @@ import Testing
         let file = "/0008_apple_tokens_per_client.sql"
         let text = try String(contentsOfFile: sql + file, encoding: .utf8)
         let last = try #require(text.range(of: "ALTER TABLE apple_identities"))
-        try connection.run(String(text[..<last.lowerBound]))
+        try connection.run("\(raw: String(text[..<last.lowerBound]))")
         try FileManager.default.copyItem(atPath: sql + file, toPath: directory + file)
         #expect(try MigrationRunner(Migrator(directory: directory)).migrate(on: connection).map(\.version) == [8])
         let rows = try connection.query("SELECT identity_id, client_id, HEX(token), token_key_id, next_validation_at FROM apple_tokens")
@@ -235,7 +235,7 @@ import Testing
                 "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, belief_system_id, lesson_id, status, score, earned_xp, IFNULL(completed_at, 'n'), version, updated_at))) FROM progress",
                 "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, achievement_id, progress, completed, IFNULL(completed_at, 'n'), version, updated_at))) FROM user_achievements",
             ].map { query in
-                let row = try connection.query(query)[0]
+                let row = try connection.query("\(raw: query)")[0]
                 return "\(try row.decode(Int64.self, at: 0)) \(try row.decode(Int64.self, at: 1))"
             }
         }

@@ -11,7 +11,7 @@ import Testing
 /// migrated with the project's own migrations.
 @Suite final class SessionsTests: MigratedSchemaSuite {
     func hash(_ byte: UInt8) -> [UInt8] { [UInt8](repeating: byte, count: 32) }
-    func count(_ sql: String) throws -> Int { try connection.query(sql)[0].decode(at: 0) }
+    func count(_ sql: SQL) throws -> Int { try connection.query(sql)[0].decode(at: 0) }
     /// The revocations' waits, as `siwa jobs` computes them.
     let revocationDelay: (Int) -> Int = { RetryPolicy.appleRevocations.hold(forAttempt: $0) }
 
@@ -57,7 +57,7 @@ import Testing
                 lifetime: 3600,
                 maximumLifetime: 7200, on: connection)
         }
-        let span = "SELECT TIMESTAMPDIFF(SECOND, created_at, expires_at) FROM sessions WHERE id = \(sessionID)"
+        let span: SQL = "SELECT TIMESTAMPDIFF(SECOND, created_at, expires_at) FROM sessions WHERE id = \(sessionID)"
         #expect(try count(span) == 3600, "below the maximum, the lifetime")
         _ = try connection.execute("UPDATE sessions SET created_at = created_at - INTERVAL 5000 SECOND WHERE id = ?", sessionID)
         let rotated = try connection.transaction {
@@ -286,7 +286,8 @@ import Testing
     @Test("A duplicate-entry error names the key in its log text, not the value (docs/SECURITY.md rule 8)")
     func duplicateErrorsAreRedacted() throws {
         let userID = try user()
-        let insert = "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'secret.person@example.com', 0, 1)"
+        let insert: SQL =
+            "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'secret.person@example.com', 0, 1)"
         _ = try connection.execute(insert, userID)
         let error = try #require(throws: MariaDBError.self) { try connection.execute(insert, userID) }
         #expect(error.code == .duplicateEntry)

@@ -39,7 +39,7 @@ final class TestDatabase {
         admin = Connection(configuration: server)
         name = "siwa_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         do {
-            try admin.run("CREATE DATABASE `\(name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+            try admin.run("CREATE DATABASE `\(raw: name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
         } catch {
             admin.close()
             throw error
@@ -81,11 +81,11 @@ final class TestDatabase {
     }
 
     func kill(connectionID id: Int) throws {
-        _ = try admin.execute("KILL CONNECTION \(id)")
+        _ = try admin.execute("KILL CONNECTION \(raw: String(id))")
     }
 
     func drop() {
-        try? admin.run("DROP DATABASE IF EXISTS `\(name)`")
+        try? admin.run("DROP DATABASE IF EXISTS `\(raw: name)`")
         admin.close()
     }
 }

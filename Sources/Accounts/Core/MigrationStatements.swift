@@ -1,4 +1,3 @@
-import Foundation
 package import MariaDB
 
 /// The statements of a migration run: its bookkeeping (`schema_migrations`, which files are
@@ -55,7 +54,7 @@ package enum MigrationStatements {
         }
     }
 
-    private static let createTable = """
+    private static let createTable: SQL = """
         CREATE TABLE IF NOT EXISTS schema_migrations (
             version INT UNSIGNED NOT NULL PRIMARY KEY,
             name VARCHAR(255) NOT NULL,
@@ -66,7 +65,7 @@ package enum MigrationStatements {
 
     /// How far a file of several statements got: its checksum, and how many statements completed.
     /// The row goes when the file is recorded in `schema_migrations`.
-    private static let createProgressTable = """
+    private static let createProgressTable: SQL = """
         CREATE TABLE IF NOT EXISTS schema_migrations_progress (
             version INT UNSIGNED NOT NULL PRIMARY KEY,
             checksum CHAR(64) NOT NULL,
@@ -103,7 +102,7 @@ package enum MigrationStatements {
                     id TINYINT UNSIGNED NOT NULL PRIMARY KEY,
                     holder CHAR(32) NULL,
                     expires_at DATETIME(3) NOT NULL,
-                    \(sessionColumns)
+                    \(SQL.joined(sessionColumns, separator: ",\n"))
                 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin
                 """)
         } else if try connection.query(
@@ -112,23 +111,23 @@ package enum MigrationStatements {
             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'schema_migrations_lock' AND COLUMN_NAME = 'session_holder'
             """
         ).isEmpty {
-            let added = sessionColumns.split(separator: ",\n").map { "ADD COLUMN IF NOT EXISTS " + $0.trimmingCharacters(in: .whitespaces) }
-            try connection.run("ALTER TABLE schema_migrations_lock " + added.joined(separator: ", "))
+            let added = sessionColumns.map { "ADD COLUMN IF NOT EXISTS \($0)" as SQL }
+            try connection.run("ALTER TABLE schema_migrations_lock \(SQL.joined(added, separator: ", "))")
         }
     }
 
     /// The holder's session: which holder wrote it (a run of an older siwa takes the lease without
     /// it, leaving another holder's), its server (user, host, port, data directory), its connection
     /// id there, and when it took the lease.
-    private static let sessionColumns = """
-        session_holder CHAR(32) NULL,
-        session_server VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
-        session_connection BIGINT UNSIGNED NULL,
-        taken_at DATETIME(3) NULL
-        """
+    private static let sessionColumns: [SQL] = [
+        "session_holder CHAR(32) NULL",
+        "session_server VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL",
+        "session_connection BIGINT UNSIGNED NULL",
+        "taken_at DATETIME(3) NULL",
+    ]
 
     /// This connection's server, as `session_server` names it.
-    private static let serverIdentity =
+    private static let serverIdentity: SQL =
         "CONCAT(SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '@', @@hostname, ':', @@port, ':', @@datadir)"
 
     /// The lease's row, created (free) when missing.

@@ -148,17 +148,16 @@ package enum AppleAccounts {
                 WHERE team_id = ? AND sub = ?
                 """, signIn.audience, signIn.transferSub, signIn.realUserStatus, signIn.teamID, signIn.sub)
         } else {
-            let insert =
-                "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status) VALUES (?, ?, ?, ?, ?, ?)"
-            let values: [any DatabaseValueConvertible] = [
-                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub, signIn.realUserStatus,
-            ]
+            let insert: SQL = """
+                INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status)
+                VALUES (\(userID), \(signIn.teamID), \(signIn.sub), \(signIn.audience), \(signIn.transferSub), \(signIn.realUserStatus))
+                """
             // The new row's id is needed only to resolve a transfer or to keep Apple's token;
             // otherwise the insert goes with the next statement.
             if transfer != nil || signIn.appleRefreshToken != nil {
-                identityID = try connection.execute(insert, binds: values).lastInsertID
+                identityID = try connection.execute(insert).lastInsertID
             } else {
-                try connection.executeWithNext(insert, binds: values)
+                try connection.executeWithNext(insert)
                 identityID = nil
             }
             if let transfer, let identityID { try AppleTransfers.markResolved(transfer.identityID, to: identityID, on: connection) }

@@ -29,17 +29,16 @@ package enum WebhookDeliveries {
     ///   candidates and tries them from its own place, so that they seldom race for the same row.
     package static func claimNext(endpoints: [String], lease: Int, spread: Int = 0, on connection: Connection) throws -> DueDelivery? {
         guard !endpoints.isEmpty else { return nil }
-        let placeholders = Array(repeating: "?", count: endpoints.count).joined(separator: ", ")
         let candidates = try connection.query(
             """
             SELECT d.event_id, e.public_id, e.event_type, d.user_id, d.endpoint, e.body, d.attempts
             FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-            WHERE d.state = 'pending' AND d.next_attempt_at <= UTC_TIMESTAMP(3) AND d.endpoint IN (\(placeholders))
+            WHERE d.state = 'pending' AND d.next_attempt_at <= UTC_TIMESTAMP(3) AND d.endpoint IN (\(list: endpoints))
                 AND NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries p
                     WHERE p.endpoint = d.endpoint AND p.user_id = d.user_id AND p.state = 'pending' AND p.event_id < d.event_id)
-            ORDER BY d.event_id LIMIT ?
-            """, binds: endpoints.map { $0 as any DatabaseValueConvertible } + [4 + spread])
+            ORDER BY d.event_id LIMIT \(4 + spread)
+            """)
         let start = candidates.isEmpty ? 0 : spread % candidates.count
         for row in candidates[start...] + candidates[..<start] {
             var due = DueDelivery(
@@ -152,7 +151,6 @@ package enum WebhookDeliveries {
     /// - Returns: how many deliveries were queued.
     package static func redeliver(eventIDs ids: [String]?, to endpoints: [String], on connection: Connection) throws -> Int {
         guard !endpoints.isEmpty else { return 0 }
-        let endpointList = Array(repeating: "?", count: endpoints.count).joined(separator: ", ")
         return try connection.transaction {
             guard let ids else {
                 return Int(
@@ -160,8 +158,8 @@ package enum WebhookDeliveries {
                         """
                         UPDATE webhook_deliveries
                         SET state = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(3), pending_since = UTC_TIMESTAMP(3)
-                        WHERE state = 'failed' AND endpoint IN (\(endpointList))
-                        """, binds: endpoints
+                        WHERE state = 'failed' AND endpoint IN (\(list: endpoints))
+                        """
                     ).affectedRows)
             }
             var queued = 0

@@ -67,7 +67,8 @@ package struct MigrationRunner: Sendable {
                 // The first statement not recorded may have completed before its run was killed:
                 // each is safe to run again after itself (`unrepeatable`).
                 do {
-                    try connection.run(statements[next], inSession: lease.session)
+                    // A statement of a checked file (`Migrator.unrepeatable`), run as written.
+                    try connection.run("\(raw: statements[next])", inSession: lease.session)
                 } catch {
                     throw MigrationError(problems: [
                         "\(migration.fileName) failed at statement \(next + 1) of \(statements.count): \(String(reflecting: error))"
