@@ -176,6 +176,7 @@ let package = Package(
         // Tests that need no server.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "SIWATestSupport", "Threads"], swiftSettings: swiftSettings),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads", serverProduct("Logging", "swift-log")], swiftSettings: swiftSettings),
+        .testTarget(name: "MariaDBTests", dependencies: ["MariaDB"], swiftSettings: swiftSettings),
         .testTarget(name: "WebFormsTests", dependencies: ["WebForms"], swiftSettings: swiftSettings),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "StrictJSON", "SIWAFixtures"], swiftSettings: swiftSettings),

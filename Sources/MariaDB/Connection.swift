@@ -55,10 +55,14 @@ package final class Connection {
 
     /// Session settings applied on every (re)connect: UTC times and strict data checks, the
     /// configuration's commit mode, and causal reads when configured.
-    private var initCommand: String {
-        "SET SESSION time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
-            + "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'" + (configuration.autocommit ? "" : ", autocommit = 0")
-            + (configuration.syncWait > 0 ? ", wsrep_sync_wait = \(configuration.syncWait)" : "")
+    private var initCommand: SQL {
+        var command: SQL =
+            "SET SESSION time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
+            + "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+        if !configuration.autocommit { command = command + ", autocommit = 0" }
+        // A number of the configuration: the init command binds nothing.
+        if configuration.syncWait > 0 { command = command + ", wsrep_sync_wait = \(raw: String(configuration.syncWait))" }
+        return command
     }
 
     /// Whether each statement commits by itself: autocommit, and no transaction open.
@@ -133,25 +137,31 @@ package final class Connection {
 
     /// Runs a reading statement and returns its rows. Retried once if the connection was lost outside
     /// a transaction.
-    /// - Throws: `MariaDBError`.
-    package func query(_ sql: String, _ binds: any DatabaseValueConvertible...) throws -> [Row] {
+    /// - Parameters:
+    ///   - sql: the statement, with its values bound by interpolation or given as `binds`.
+    ///   - binds: the values of a statement that interpolates none, one per `?`.
+    /// - Throws: `MariaDBError`; `.misuse` for a statement with values both interpolated and given.
+    package func query(_ sql: SQL, _ binds: any DatabaseValueConvertible...) throws -> [Row] {
         try query(sql, binds: binds)
     }
 
     /// `query(_:_:)` with the binds as an array.
-    package func query(_ sql: String, binds: [any DatabaseValueConvertible]) throws -> [Row] {
-        try perform(sql, binds.map(\.databaseValue), returnsRows: true, retryAnyLoss: true).rows
+    package func query(_ sql: SQL, binds: [any DatabaseValueConvertible]) throws -> [Row] {
+        try perform(sql.text, try sql.values(trailing: binds), returnsRows: true, retryAnyLoss: true).rows
     }
 
     /// Runs a changing statement (INSERT, UPDATE, DELETE, DDL) and returns what it changed.
-    /// - Throws: `MariaDBError`.
-    package func execute(_ sql: String, _ binds: any DatabaseValueConvertible...) throws -> ExecutionResult {
+    /// - Parameters:
+    ///   - sql: the statement, with its values bound by interpolation or given as `binds`.
+    ///   - binds: the values of a statement that interpolates none, one per `?`.
+    /// - Throws: `MariaDBError`; `.misuse` for a statement with values both interpolated and given.
+    package func execute(_ sql: SQL, _ binds: any DatabaseValueConvertible...) throws -> ExecutionResult {
         try execute(sql, binds: binds)
     }
 
     /// `execute(_:_:)` with the binds as an array.
-    package func execute(_ sql: String, binds: [any DatabaseValueConvertible]) throws -> ExecutionResult {
-        let result = try perform(sql, binds.map(\.databaseValue), returnsRows: false, retryAnyLoss: false).result
+    package func execute(_ sql: SQL, binds: [any DatabaseValueConvertible]) throws -> ExecutionResult {
+        let result = try perform(sql.text, try sql.values(trailing: binds), returnsRows: false, retryAnyLoss: false).result
         if inTransaction && result.affectedRows > 0 { transactionWrote = true }
         return result
     }
@@ -164,42 +174,52 @@ package final class Connection {
     /// the statement runs at once.
     /// - Throws: `MariaDBError` when it runs at once. In a transaction the statement's error is
     ///   thrown later, by the call that sends it, and fails the transaction like any error.
-    package func executeWithNext(_ sql: String, _ binds: any DatabaseValueConvertible...) throws {
+    package func executeWithNext(_ sql: SQL, _ binds: any DatabaseValueConvertible...) throws {
         try executeWithNext(sql, binds: binds)
     }
 
     /// `executeWithNext(_:_:)` with the binds as an array.
-    package func executeWithNext(_ sql: String, binds: [any DatabaseValueConvertible]) throws {
+    package func executeWithNext(_ sql: SQL, binds: [any DatabaseValueConvertible]) throws {
         guard inTransaction else {
             _ = try execute(sql, binds: binds)
             return
         }
-        queuedWrites.append((sql, binds.map(\.databaseValue)))
+        queuedWrites.append((sql.text, try sql.values(trailing: binds)))
     }
 
     /// Runs a changing statement once for each of `rows` (each row its binds), all in one round trip
     /// (MariaDB's array binding); an `INSERT` of one row's placeholders so writes all the rows. Not
     /// retried once it may have reached the server, like `execute`. No rows: nothing is sent.
+    /// - Parameter sql: one row's statement, without interpolated values.
     /// - Returns: the rows changed by all of them together.
-    /// - Throws: `MariaDBError`; when any row fails, the statement fails as a whole.
-    package func executeBatch(_ sql: String, rows: [[any DatabaseValueConvertible]]) throws -> ExecutionResult {
+    /// - Throws: `MariaDBError`; when any row fails, the statement fails as a whole; `.misuse` for a
+    ///   statement with interpolated values.
+    package func executeBatch(_ sql: SQL, rows: [[any DatabaseValueConvertible]]) throws -> ExecutionResult {
+        guard sql.binds.isEmpty else { throw MariaDBError(.misuse, message: "a batch's values are its rows, not interpolated") }
         try requireCommitMode()
         guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
         try sendQueuedWrites()
         let values = rows.map { $0.map(\.databaseValue) }
-        let result = try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql).executeBatch(values) } }
+        let result = try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql.text).executeBatch(values) } }
         if inTransaction && result.affectedRows > 0 { transactionWrote = true }
         return result
     }
 
     /// Runs SQL text without binds over the text protocol, several statements when the configuration
     /// allows them (migrations). Result sets are discarded.
-    /// - Parameter session: when given, the text is sent only while that server session (`session`)
-    ///   is still open: a lost connection is not reopened for it, so that nothing a caller started in
-    ///   one session (a migration under its lease) goes on in another.
+    /// - Parameters:
+    ///   - statements: the text, without interpolated values (the text protocol binds none).
+    ///   - session: when given, the text is sent only while that server session (`session`) is
+    ///     still open: a lost connection is not reopened for it, so that nothing a caller started
+    ///     in one session (a migration under its lease) goes on in another.
     /// - Throws: `MariaDBError` of the first failing statement; `.connectionLost` when `session` is
-    ///   no longer the open one.
-    package func run(_ sql: String, inSession session: Int? = nil) throws {
+    ///   no longer the open one; `.misuse` for interpolated values.
+    package func run(_ statements: SQL, inSession session: Int? = nil) throws {
+        guard statements.binds.isEmpty else { throw MariaDBError(.misuse, message: "the text protocol binds no values") }
+        try run(text: statements.text, inSession: session)
+    }
+
+    private func run(text sql: String, inSession session: Int?) throws {
         try sendQueuedWrites()
         let mysql: UnsafeMutablePointer<MYSQL>
         if let session {
@@ -424,12 +444,12 @@ package final class Connection {
         let started = ContinuousClock.now
         try recordingFailures {
             do {
-                try run(sql)
+                try run(text: sql, inSession: nil)
             } catch let error as MariaDBError where error.code == .connectionLost {
                 dropServer()
                 lossNoticedAtOnce = Connection.noticedAtOnce(since: started)
                 guard retryable, !inTransaction, lossNoticedAtOnce else { throw error }
-                try run(sql)
+                try run(text: sql, inSession: nil)
             }
         }
     }
@@ -543,7 +563,7 @@ package final class Connection {
         mysql_options(mysql, MYSQL_OPT_RECONNECT, &reconnect)
         mysql_options(mysql, MARIADB_OPT_IO_WAIT, unsafeBitCast(DatabaseBudget.waitForSocket, to: UnsafeRawPointer.self))
         _ = "utf8mb4".withCString { mysql_options(mysql, MYSQL_SET_CHARSET_NAME, $0) }
-        _ = initCommand.withCString { mysql_options(mysql, MYSQL_INIT_COMMAND, $0) }
+        _ = initCommand.text.withCString { mysql_options(mysql, MYSQL_INIT_COMMAND, $0) }
 
         let flags: UInt = configuration.allowsMultipleStatements ? UInt(CLIENT_MULTI_STATEMENTS) : 0
         var host: String?

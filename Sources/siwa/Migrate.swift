@@ -1,6 +1,7 @@
 import Accounts
 import ArgumentParser
 import Foundation
+import Identity
 import MariaDB
 import SiwaConfig
 
@@ -20,8 +21,8 @@ struct Migrate: ParsableCommand {
         var database = config.database
         database.allowsMultipleStatements = true
         // A migration's statement may take long on a large table; the run waits for it rather than
-        // giving up while the server goes on running it (`Migrator.migrationReadTimeout`).
-        database.readWriteTimeout = Migrator.migrationReadTimeout
+        // giving up while the server goes on running it (`MigrationRunner.migrationReadTimeout`).
+        database.readWriteTimeout = MigrationRunner.migrationReadTimeout
         let connection = Connection(configuration: database)
         defer { connection.close() }
         let migrator = try Migrator(directory: dir ?? config.migrationsDirectory)
@@ -35,7 +36,7 @@ struct Migrate: ParsableCommand {
         }
         // Each line as it happens (a pipe would hold them until the end): what a run that is
         // stopped got to.
-        let done = try migrator.migrate(on: connection) {
+        let done = try MigrationRunner(migrator).migrate(on: connection) {
             print($0)
             fflush(nil)
         }

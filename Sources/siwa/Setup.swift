@@ -142,13 +142,14 @@ struct Setup: ParsableCommand {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// The statements that create the database and its user.
-    func databaseSQL(password: String) -> [String] {
+    /// The statements that create the database and its user: names and a password, which these
+    /// statements cannot bind, spliced into the text (the password with its quotes doubled).
+    func databaseSQL(password: String) -> [SQL] {
         let quoted = password.replacingOccurrences(of: "'", with: "''")
         return [
-            "CREATE DATABASE IF NOT EXISTS `\(dbName)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
-            "CREATE USER IF NOT EXISTS '\(dbUser)'@'localhost' IDENTIFIED BY '\(quoted)'",
-            "GRANT ALL PRIVILEGES ON `\(dbName)`.* TO '\(dbUser)'@'localhost'",
+            "CREATE DATABASE IF NOT EXISTS `\(raw: dbName)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
+            "CREATE USER IF NOT EXISTS '\(raw: dbUser)'@'localhost' IDENTIFIED BY '\(raw: quoted)'",
+            "GRANT ALL PRIVILEGES ON `\(raw: dbName)`.* TO '\(raw: dbUser)'@'localhost'",
         ]
     }
 
@@ -171,7 +172,7 @@ struct Setup: ParsableCommand {
         defer { connection.close() }
         do {
             let migrator = try Migrator(directory: migrationsDir)
-            let done = try migrator.migrate(on: connection) { _ in }
+            let done = try MigrationRunner(migrator).migrate(on: connection) { _ in }
             print("migrations: \(done.isEmpty ? "up to date" : "applied \(done.count)") (\(migrator.migrations.count) in all)")
         } catch let error as MariaDBError where dbAdminSocket == nil {
             print("migrations: not yet (\(error)); `siwa migrate` once the database exists")

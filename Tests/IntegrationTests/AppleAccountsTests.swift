@@ -12,7 +12,7 @@ import Testing
         try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }
     }
 
-    func count(_ table: String) throws -> Int { try connection.query("SELECT COUNT(*) FROM \(table)")[0].decode(at: 0) }
+    func count(_ table: String) throws -> Int { try connection.query("SELECT COUNT(*) FROM \(raw: table)")[0].decode(at: 0) }
 
     @Test("A first sign-in creates the user with name and relay email; the next finds the same user and keeps what it does not repeat")
     func newThenReturning() throws {

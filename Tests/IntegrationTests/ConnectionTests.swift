@@ -47,6 +47,29 @@ import Testing
         }
     }
 
+    @Test(
+        "Interpolated values and IN lists are bound, never run as SQL; statements built alike are prepared once per connection, a list once per padded length"
+    )
+    func interpolatedStatements() throws {
+        try withTable { connection in
+            let hostile = "x' OR '1'='1"
+            for name in ["a", "b", "c", hostile] {
+                _ = try connection.execute("INSERT INTO items (name, score) VALUES (\(name), \(1.5))")
+            }
+            func prepares() throws -> Int {
+                Int(try connection.query("SHOW SESSION STATUS LIKE 'Com_stmt_prepare'")[0].decode(String.self, at: 1)) ?? -1
+            }
+            let before = try prepares()
+            for names in [["a"], ["b", "c"], ["a", "c", "zz"], [hostile], ["x"]] {
+                let rows = try connection.query("SELECT name FROM items WHERE name IN (\(list: names)) ORDER BY name")
+                #expect(try rows.map { try $0.decode(String.self, at: 0) } == names.filter { $0 != "zz" && $0 != "x" }.sorted())
+            }
+            #expect(try prepares() - before == 3, "lists of 1, 2 and 3 values padded to 4: three statements")
+            #expect(throws: MariaDBError(.misuse)) { try connection.query("SELECT name FROM items WHERE name = \("a") AND id = ?", 1) }
+            #expect(throws: MariaDBError(.misuse)) { try connection.run("SELECT \(1)") }
+        }
+    }
+
     @Test("A connection nobody closed is closed when it goes away: the server ends its session")
     func deinitCloses() throws {
         let observer = try database.connect()
@@ -120,7 +143,7 @@ import Testing
     @Test("A batch writes all its rows in one execution: every kind of value, NULLs, and upserts counted as the server counts them")
     func batch() throws {
         try withTable { connection in
-            let insert = "INSERT INTO items (name, score, big, note, raw, flag) VALUES (?, ?, ?, ?, ?, ?)"
+            let insert: SQL = "INSERT INTO items (name, score, big, note, raw, flag) VALUES (?, ?, ?, ?, ?, ?)"
             let written = try connection.executeBatch(
                 insert,
                 rows: [

@@ -11,7 +11,9 @@ import Testing
 /// migrated with the project's own migrations.
 @Suite final class SessionsTests: MigratedSchemaSuite {
     func hash(_ byte: UInt8) -> [UInt8] { [UInt8](repeating: byte, count: 32) }
-    func count(_ sql: String) throws -> Int { try connection.query(sql)[0].decode(at: 0) }
+    func count(_ sql: SQL) throws -> Int { try connection.query(sql)[0].decode(at: 0) }
+    /// The revocations' waits, as `siwa jobs` computes them.
+    let revocationDelay: (Int) -> Int = { RetryPolicy.appleRevocations.hold(forAttempt: $0) }
 
     func user(sealed: SealedAppleToken? = nil) throws -> UInt64 {
         try connection.transaction {
@@ -55,7 +57,7 @@ import Testing
                 lifetime: 3600,
                 maximumLifetime: 7200, on: connection)
         }
-        let span = "SELECT TIMESTAMPDIFF(SECOND, created_at, expires_at) FROM sessions WHERE id = \(sessionID)"
+        let span: SQL = "SELECT TIMESTAMPDIFF(SECOND, created_at, expires_at) FROM sessions WHERE id = \(sessionID)"
         #expect(try count(span) == 3600, "below the maximum, the lifetime")
         _ = try connection.execute("UPDATE sessions SET created_at = created_at - INTERVAL 5000 SECOND WHERE id = ?", sessionID)
         let rotated = try connection.transaction {
@@ -191,18 +193,22 @@ import Testing
         #expect(try count("SELECT COUNT(*) FROM audit_events WHERE event_type = 'account_deleted'") == 1)
         #expect(try connection.transaction { try AccountDeletion.delete(userID: userID, remoteAddress: nil, on: connection) } == false)
 
-        let claimed = try AppleRevocationOutbox.claimDue(limit: 10, on: connection)
+        let claimed = try AppleRevocationOutbox.claimDue(limit: 10, retryDelay: revocationDelay, on: connection)
         #expect(claimed == [PendingRevocation(id: claimed.first?.id ?? 0, token: sealed, tokenTypeHint: "refresh_token", attempts: 1)])
-        #expect(try AppleRevocationOutbox.claimDue(limit: 10, on: connection).isEmpty, "claimed rows wait for their retry time")
+        #expect(
+            try AppleRevocationOutbox.claimDue(limit: 10, retryDelay: revocationDelay, on: connection).isEmpty,
+            "claimed rows wait for their retry time")
         let delay: Int = try connection.query("SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), next_attempt_at) FROM apple_revocations")[0]
             .decode(at: 0)
         #expect((25...30).contains(delay), "first retry after 30 s, got \(delay)")
         try AppleRevocationOutbox.markFailed(claimed[0].id, error: "unreachable", on: connection)
         _ = try connection.execute("UPDATE apple_revocations SET next_attempt_at = UTC_TIMESTAMP(3)")
-        #expect(try AppleRevocationOutbox.claimDue(limit: 10, on: connection).map(\.attempts) == [2])
+        #expect(try AppleRevocationOutbox.claimDue(limit: 10, retryDelay: revocationDelay, on: connection).map(\.attempts) == [2])
         try AppleRevocationOutbox.markDone(claimed[0].id, on: connection)
         _ = try connection.execute("UPDATE apple_revocations SET next_attempt_at = UTC_TIMESTAMP(3)")
-        #expect(try AppleRevocationOutbox.claimDue(limit: 10, on: connection).isEmpty, "done rows are never sent again")
+        #expect(
+            try AppleRevocationOutbox.claimDue(limit: 10, retryDelay: revocationDelay, on: connection).isEmpty,
+            "done rows are never sent again")
         #expect(try count("SELECT COUNT(*) FROM apple_revocations WHERE LENGTH(token) = 0") == 1, "the token is erased once revoked")
     }
 
@@ -213,7 +219,9 @@ import Testing
         let app = SealedAppleToken(ciphertext: [9, 9], keyID: "k1", clientID: "com.example.app")
         let web = SealedAppleToken(ciphertext: [8, 8], keyID: "k1", clientID: "com.example.web")
         let sub = "sub-validation"
-        let signIn = AppleSignIn(teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: app)
+        let signIn = AppleSignIn(
+            teamID: "TEAM", sub: sub, audience: "com.example.app", appleRefreshToken: app,
+            firstValidationIn: RetryPolicy.appleValidations.delay(afterAttempt: 1))
         let userID = try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }.userID
         _ = try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }
         var onTheWeb = signIn
@@ -222,14 +230,14 @@ import Testing
         _ = try connection.transaction { try AppleAccounts.signIn(onTheWeb, newUserID: TestIDs.next, on: connection) }
         #expect(try count("SELECT COUNT(*) FROM apple_revocations") == 0)
         #expect(try count("SELECT COUNT(*) FROM apple_tokens") == 2, "one token per client id")
-        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection).isEmpty, "not due for a day")
+        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, on: connection).isEmpty, "not due for a day")
         _ = try connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3)")
         #expect(
-            try AppleValidations.claimDue(teamID: "OTHERTEAM1", limit: 10, on: connection).isEmpty,
+            try AppleValidations.claimDue(teamID: "OTHERTEAM1", limit: 10, lease: 900, on: connection).isEmpty,
             "another team's tokens (after a transfer) are never checked with this team's credentials")
-        let due = try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection)
+        let due = try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, on: connection)
         #expect(Set(due.map(\.token.clientID)) == [app.clientID, web.clientID] && due.allSatisfy { $0.userID == userID })
-        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, on: connection).isEmpty, "claimed once")
+        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, on: connection).isEmpty, "claimed once")
         let appSession = try Sessions.create(
             id: TestIDs.next(), userID: userID, appleClientID: app.clientID, device: nil, refreshTokenHash: hash(1), cookieHash: nil,
             lifetime: 3600,
@@ -278,7 +286,8 @@ import Testing
     @Test("A duplicate-entry error names the key in its log text, not the value (docs/SECURITY.md rule 8)")
     func duplicateErrorsAreRedacted() throws {
         let userID = try user()
-        let insert = "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'secret.person@example.com', 0, 1)"
+        let insert: SQL =
+            "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'secret.person@example.com', 0, 1)"
         _ = try connection.execute(insert, userID)
         let error = try #require(throws: MariaDBError.self) { try connection.execute(insert, userID) }
         #expect(error.code == .duplicateEntry)

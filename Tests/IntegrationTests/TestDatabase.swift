@@ -39,7 +39,7 @@ final class TestDatabase {
         admin = Connection(configuration: server)
         name = "siwa_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         do {
-            try admin.run("CREATE DATABASE `\(name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+            try admin.run("CREATE DATABASE `\(raw: name)` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
         } catch {
             admin.close()
             throw error
@@ -58,7 +58,7 @@ final class TestDatabase {
         do {
             let migrating = try database.connect(multipleStatements: true)
             defer { migrating.close() }
-            _ = try Migrator(directory: sql).migrate(on: migrating)
+            _ = try MigrationRunner(Migrator(directory: sql)).migrate(on: migrating)
         } catch {
             // A failed migration fails the test that asked for it, with the schema dropped and the
             // admin connection closed (a `Connection` must be closed before it goes away).
@@ -81,11 +81,11 @@ final class TestDatabase {
     }
 
     func kill(connectionID id: Int) throws {
-        _ = try admin.execute("KILL CONNECTION \(id)")
+        _ = try admin.execute("KILL CONNECTION \(raw: String(id))")
     }
 
     func drop() {
-        try? admin.run("DROP DATABASE IF EXISTS `\(name)`")
+        try? admin.run("DROP DATABASE IF EXISTS `\(raw: name)`")
         admin.close()
     }
 }

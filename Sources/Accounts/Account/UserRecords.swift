@@ -137,7 +137,7 @@ package struct UserSummary: Sendable, Equatable {
     package static func find(_ query: String, on connection: Connection) throws -> [UserSummary] {
         let query = query.trimmingCharacters(in: .whitespaces)
         // One statement per kind of query, each whole, so that each is answered through its index.
-        let columns = """
+        let columns: SQL = """
             u.id, NULLIF(CONCAT_WS(' ', u.first_name, u.last_name), '') AS name,
                 (SELECT address FROM user_emails e WHERE e.user_id = u.id ORDER BY e.id LIMIT 1) AS email,
                 \(UnixTime.milliseconds("u.created_at")) AS created_ms, u.disabled_at IS NOT NULL AS disabled

@@ -27,7 +27,7 @@ package enum AuditLog {
         userID: UInt64?, afterID: UInt64? = nil, limit: Int, on connection: Connection
     ) throws -> [UserRecord.AuditEvent] {
         // One statement per filter, each whole, so that a user's events are found through their index.
-        let columns = """
+        let columns: SQL = """
             id, event_type, \(UnixTime.milliseconds("occurred_at")) AS occurred_ms, user_id, session_id, remote_address, detail
             """
         let rows =

@@ -18,11 +18,9 @@ package struct PendingRevocation: Sendable, Equatable {
 }
 
 /// The durable outbox of revocations to send to Apple: written in the account-deletion
-/// transaction, sent by `siwa jobs`, retried with growing delays until Apple answers 200.
+/// transaction, sent by `siwa jobs`, retried with the delays its caller computes until Apple
+/// answers 200.
 package enum AppleRevocationOutbox {
-    /// The longest wait between two attempts, in seconds.
-    package static let maximumDelay = 3600
-
     /// Queues the revocation of a refresh token siwa obtained from Apple and does not keep (a code
     /// of another sign-in, a sign-in refused after the exchange), in a statement of its own, so
     /// that no token of ours stays valid at Apple unseen.
@@ -32,10 +30,13 @@ package enum AppleRevocationOutbox {
             token.clientID, token.ciphertext, token.keyID)
     }
 
-    /// Claims up to `limit` due revocations: each gets its next attempt time pushed back first
-    /// (30 s doubling per attempt, at most an hour), so a crashed sender retries later and two
-    /// senders never claim the same row.
-    package static func claimDue(limit: Int, on connection: Connection) throws -> [PendingRevocation] {
+    /// Claims up to `limit` due revocations: each gets its next attempt time pushed back first, so
+    /// a crashed sender retries later and two senders never claim the same row.
+    /// - Parameter retryDelay: the seconds to push a row back by, given the number (from 1) of the
+    ///   attempt it is claimed for.
+    package static func claimDue(limit: Int, retryDelay: (_ attempt: Int) -> Int, on connection: Connection) throws
+        -> [PendingRevocation]
+    {
         let due = try connection.query(
             """
             SELECT id, client_id, token, token_key_id, token_type_hint, attempts FROM apple_revocations
@@ -49,10 +50,9 @@ package enum AppleRevocationOutbox {
                 try connection.execute(
                     """
                     UPDATE apple_revocations
-                    SET next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, 30 * POW(2, LEAST(attempts, 20))) SECOND,
-                        attempts = attempts + 1
+                    SET next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND, attempts = attempts + 1
                     WHERE id = ? AND done_at IS NULL AND next_attempt_at <= UTC_TIMESTAMP(3) AND attempts = ?
-                    """, maximumDelay, id, attempts
+                    """, retryDelay(attempts + 1), id, attempts
                 ).affectedRows == 1
             guard won else { continue }
             claimed.append(
@@ -92,16 +92,12 @@ package struct DueValidation: Sendable, Equatable {
 /// the web's Services ID); `invalid_grant` for one of them ends the sessions opened with that
 /// client id.
 package enum AppleValidations {
-    /// The next check: a day from now, plus up to an hour of jitter so checks do not bunch up.
-    package static let nextValidationSQL = "UTC_TIMESTAMP(3) + INTERVAL (86400 + FLOOR(RAND() * 3600)) SECOND"
-    /// When Apple could not be asked: try again in 15 minutes (also the claim's lease).
-    static let retrySQL = "UTC_TIMESTAMP(3) + INTERVAL 900 SECOND"
-
     /// Claims up to `limit` tokens of `teamID`'s identities whose check is due, pushing their next
-    /// check back by the retry delay first so that no other sender takes them. Tokens of another
-    /// team's identities (kept after a team transfer) are never checked: this server's credentials
-    /// are not that team's, and a refusal would end sessions the transfer kept.
-    package static func claimDue(teamID: String, limit: Int, on connection: Connection) throws -> [DueValidation] {
+    /// check back by `lease` seconds first so that no other sender takes them (and a check that
+    /// could not reach Apple is tried again then). Tokens of another team's identities (kept after
+    /// a team transfer) are never checked: this server's credentials are not that team's, and a
+    /// refusal would end sessions the transfer kept.
+    package static func claimDue(teamID: String, limit: Int, lease: Int, on connection: Connection) throws -> [DueValidation] {
         let due = try connection.query(
             """
             SELECT t.identity_id, i.user_id, t.client_id, t.token, t.token_key_id
@@ -119,22 +115,22 @@ package enum AppleValidations {
             let won =
                 try connection.execute(
                     """
-                    UPDATE apple_tokens SET next_validation_at = \(retrySQL)
+                    UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
                     WHERE identity_id = ? AND client_id = ? AND next_validation_at <= UTC_TIMESTAMP(3)
-                    """, validation.identityID, validation.token.clientID
+                    """, lease, validation.identityID, validation.token.clientID
                 ).affectedRows == 1
             if won { claimed.append(validation) }
         }
         return claimed
     }
 
-    /// Apple accepted the refresh token: next check in about a day.
-    package static func markValid(_ validation: DueValidation, on connection: Connection) throws {
+    /// Apple accepted the refresh token: the next check is `nextCheckIn` seconds from now.
+    package static func markValid(_ validation: DueValidation, nextCheckIn: Int, on connection: Connection) throws {
         _ = try connection.execute(
             """
-            UPDATE apple_tokens SET last_validated_at = UTC_TIMESTAMP(3), next_validation_at = \(nextValidationSQL)
+            UPDATE apple_tokens SET last_validated_at = UTC_TIMESTAMP(3), next_validation_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
             WHERE identity_id = ? AND client_id = ?
-            """, validation.identityID, validation.token.clientID)
+            """, nextCheckIn, validation.identityID, validation.token.clientID)
     }
 
     /// Apple answered `invalid_grant` for one token: it is erased, and the sessions opened with its

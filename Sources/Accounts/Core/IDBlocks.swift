@@ -64,7 +64,7 @@ package final class IDBlocks: Sendable {
         }
         let result = try connection.execute(
             """
-            UPDATE id_blocks SET next_id = LAST_INSERT_ID(GREATEST(next_id, (SELECT COALESCE(MAX(id), 0) + 1 FROM \(table.rawValue))) + ?)
+            UPDATE id_blocks SET next_id = LAST_INSERT_ID(GREATEST(next_id, (SELECT COALESCE(MAX(id), 0) + 1 FROM \(raw: table.rawValue))) + ?)
             WHERE table_name = ?
             """, blockSize, table.rawValue)
         guard result.affectedRows == 1, result.lastInsertID > blockSize else {

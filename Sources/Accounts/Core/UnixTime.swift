@@ -1,4 +1,5 @@
 import Foundation
+package import MariaDB
 
 /// How a stored time becomes a number in an answer. Every time is stored as DATETIME(3) in UTC
 /// (the connection's time zone is `+00:00`) and is answered either as Unix milliseconds or as
@@ -7,12 +8,12 @@ import Foundation
 /// (`nowMilliseconds()`) and stored as such, never as a second rounded another way.
 package enum UnixTime {
     /// `column` as whole Unix seconds, rounded down; NULL stays NULL.
-    package static func seconds(_ column: String) -> String {
+    package static func seconds(_ column: SQL) -> SQL {
         "CAST(FLOOR(UNIX_TIMESTAMP(\(column))) AS SIGNED)"
     }
 
     /// `column` as Unix milliseconds; NULL stays NULL.
-    package static func milliseconds(_ column: String) -> String {
+    package static func milliseconds(_ column: SQL) -> SQL {
         "CAST(UNIX_TIMESTAMP(\(column)) * 1000 AS SIGNED)"
     }
 

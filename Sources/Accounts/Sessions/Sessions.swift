@@ -55,7 +55,7 @@ package enum Sessions {
         lifetime: Int, maximumLifetime: Int = unlimited, userIsNew: Bool = false, on connection: Connection
     ) throws -> UInt64 {
         let device = AppleAccounts.sanitizedName(device, maximum: maximumDeviceLength)
-        let columns = "INSERT INTO sessions (id, user_id, apple_client_id, device, cookie_hash, expires_at)"
+        let columns: SQL = "INSERT INTO sessions (id, user_id, apple_client_id, device, cookie_hash, expires_at)"
         let expiry = min(lifetime, maximumLifetime)
         if userIsNew {
             try connection.executeWithNext(
@@ -144,7 +144,7 @@ package enum Sessions {
 
     /// The condition that the session `s` holds as long as it is active, for statements that check
     /// a session along with what they read.
-    static let activeCondition = "s.revoked_at IS NULL AND s.expires_at > UTC_TIMESTAMP(3)"
+    static let activeCondition: SQL = "s.revoked_at IS NULL AND s.expires_at > UTC_TIMESTAMP(3)"
 
     /// The session `sessionID` of `userID` when it is active (for access tokens, which name both).
     package static func isActive(sessionID: UInt64, userID: UInt64, on connection: Connection) throws -> Bool {
@@ -166,10 +166,12 @@ package enum Sessions {
     /// until the transaction ends: one statement for up to 64 sessions.
     static func active(_ sessions: [Pair], on connection: Connection) throws -> Set<Pair> {
         var active = Set<Pair>()
-        for chunk in SyncStore.inListChunks(sessions) {
-            let list = SyncStore.placeholders(chunk.count)
-            let sql = "SELECT s.id, s.user_id FROM sessions s WHERE s.id IN (\(list)) AND \(activeCondition) LOCK IN SHARE MODE"
-            for row in try connection.query(sql, binds: chunk.map(\.sessionID)) {
+        for chunk in SQL.chunks(sessions) {
+            let sql: SQL = """
+                SELECT s.id, s.user_id FROM sessions s
+                WHERE s.id IN (\(list: chunk.map(\.sessionID))) AND \(activeCondition) LOCK IN SHARE MODE
+                """
+            for row in try connection.query(sql) {
                 active.insert(Pair(sessionID: try row.decode(column: "id"), userID: try row.decode(column: "user_id")))
             }
         }
@@ -256,8 +258,7 @@ package enum Sessions {
         ).map { try $0.decode(column: "id") }
         guard !ids.isEmpty else { return [] }
         _ = try connection.execute(
-            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id IN (\(ids.map(String.init).joined(separator: ",")))",
-            reason)
+            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = \(reason) WHERE id IN (\(list: ids))")
         try SessionRevocations.record(userID: userID, sessionID: nil, on: connection)
         return ids
     }

@@ -20,11 +20,14 @@ package struct AppleSignIn: Sendable {
     package var lastName: String?
     /// Apple's refresh token, already encrypted, with the data key's id and the client id that minted it.
     package var appleRefreshToken: SealedAppleToken?
+    /// Seconds from now to the first daily check of `appleRefreshToken` at Apple (the caller's
+    /// validation schedule); 0: due at once.
+    package var firstValidationIn: Int
 
     package init(
         teamID: String, sub: String, audience: String, email: String? = nil, emailVerified: Bool? = nil,
         isPrivateEmail: Bool? = nil, transferSub: String? = nil, realUserStatus: Int? = nil, firstName: String? = nil,
-        lastName: String? = nil, appleRefreshToken: SealedAppleToken? = nil
+        lastName: String? = nil, appleRefreshToken: SealedAppleToken? = nil, firstValidationIn: Int = 0
     ) {
         self.teamID = teamID
         self.sub = sub
@@ -37,6 +40,7 @@ package struct AppleSignIn: Sendable {
         self.firstName = firstName
         self.lastName = lastName
         self.appleRefreshToken = appleRefreshToken
+        self.firstValidationIn = firstValidationIn
     }
 }
 
@@ -144,17 +148,16 @@ package enum AppleAccounts {
                 WHERE team_id = ? AND sub = ?
                 """, signIn.audience, signIn.transferSub, signIn.realUserStatus, signIn.teamID, signIn.sub)
         } else {
-            let insert =
-                "INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status) VALUES (?, ?, ?, ?, ?, ?)"
-            let values: [any DatabaseValueConvertible] = [
-                userID, signIn.teamID, signIn.sub, signIn.audience, signIn.transferSub, signIn.realUserStatus,
-            ]
+            let insert: SQL = """
+                INSERT INTO apple_identities (user_id, team_id, sub, audience, transfer_sub, real_user_status)
+                VALUES (\(userID), \(signIn.teamID), \(signIn.sub), \(signIn.audience), \(signIn.transferSub), \(signIn.realUserStatus))
+                """
             // The new row's id is needed only to resolve a transfer or to keep Apple's token;
             // otherwise the insert goes with the next statement.
             if transfer != nil || signIn.appleRefreshToken != nil {
-                identityID = try connection.execute(insert, binds: values).lastInsertID
+                identityID = try connection.execute(insert).lastInsertID
             } else {
-                try connection.executeWithNext(insert, binds: values)
+                try connection.executeWithNext(insert)
                 identityID = nil
             }
             if let transfer, let identityID { try AppleTransfers.markResolved(transfer.identityID, to: identityID, on: connection) }
@@ -169,10 +172,10 @@ package enum AppleAccounts {
             try connection.executeWithNext(
                 """
                 INSERT INTO apple_tokens (identity_id, client_id, token, token_key_id, next_validation_at)
-                VALUES (?, ?, ?, ?, \(AppleValidations.nextValidationSQL))
+                VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)
                 ON DUPLICATE KEY UPDATE token = VALUES(token), token_key_id = VALUES(token_key_id),
                     last_validated_at = UTC_TIMESTAMP(3), next_validation_at = VALUES(next_validation_at), updated_at = UTC_TIMESTAMP(3)
-                """, identityID, token.clientID, token.ciphertext, token.keyID)
+                """, identityID, token.clientID, token.ciphertext, token.keyID, signIn.firstValidationIn)
         }
         let storedEmail = try storeEmail(
             signIn.email, isPrivateRelay: signIn.isPrivateEmail == true, verified: signIn.emailVerified ?? false, of: userID,

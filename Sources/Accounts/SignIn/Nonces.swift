@@ -32,7 +32,7 @@ package enum Nonces {
         try connection.executeWithNext(
             """
             INSERT IGNORE INTO used_nonces (nonce_hash, expires_at) VALUES (?, TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ? SECOND);
-            IF ROW_COUNT() = 0 THEN SIGNAL SQLSTATE '\(reusedState)' SET MESSAGE_TEXT = 'nonce already used'; END IF
+            IF ROW_COUNT() = 0 THEN SIGNAL SQLSTATE '\(raw: reusedState)' SET MESSAGE_TEXT = 'nonce already used'; END IF
             """, hash, expiresAt)
     }
 

@@ -294,7 +294,7 @@ package final class SyncCommitter: Sendable {
         for chunk in SyncStore.inListChunks(writes) {
             let list = SyncStore.placeholders(chunk.count, each: "(?, ?)")
             advanced += try connection.execute(
-                "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(list))",
+                "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(raw: list))",
                 binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version] }
             ).affectedRows
         }

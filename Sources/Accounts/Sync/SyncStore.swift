@@ -414,20 +414,20 @@ package enum SyncStore {
             if let session {
                 try connection.query(
                     """
-                    SELECT \(columns) FROM users u JOIN sessions s ON s.user_id = u.id
-                    WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition) \(lockClause)
+                    SELECT \(raw: columns) FROM users u JOIN sessions s ON s.user_id = u.id
+                    WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition) \(raw: lockClause)
                     """, userID, session)
             } else {
-                try connection.query("SELECT \(columns) FROM users u WHERE u.id = ? \(lockClause)", userID)
+                try connection.query("SELECT \(raw: columns) FROM users u WHERE u.id = ? \(raw: lockClause)", userID)
             }
         guard let user = users.first else { return nil }
         var lessons: [LessonKey: Versioned<LessonProgress>] = [:]
-        for row in try connection.query("SELECT \(progressColumns), version FROM progress WHERE user_id = ?", userID) {
+        for row in try connection.query("SELECT \(raw: progressColumns), version FROM progress WHERE user_id = ?", userID) {
             let lesson = try lesson(row)
             lessons[lesson.key] = Versioned(item: lesson, version: try row.decode(column: "version"))
         }
         var achievements: [String: Versioned<AchievementProgress>] = [:]
-        for row in try connection.query("SELECT \(achievementColumns), version FROM user_achievements WHERE user_id = ?", userID) {
+        for row in try connection.query("SELECT \(raw: achievementColumns), version FROM user_achievements WHERE user_id = ?", userID) {
             let achievement = try achievement(row)
             achievements[achievement.key] = Versioned(item: achievement, version: try row.decode(column: "version"))
         }
@@ -489,7 +489,7 @@ package enum SyncStore {
         var versions: [UInt64: UInt64] = [:]
         for chunk in inListChunks(userIDs) {
             let list = placeholders(chunk.count)
-            for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(list)) FOR UPDATE", binds: chunk) {
+            for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(raw: list)) FOR UPDATE", binds: chunk) {
                 versions[try row.decode(column: "id")] = try row.decode(column: "sync_version")
             }
         }
@@ -500,7 +500,7 @@ package enum SyncStore {
     static func advance(_ userIDs: [UInt64], on connection: Connection) throws {
         for chunk in inListChunks(userIDs) {
             let list = placeholders(chunk.count)
-            _ = try connection.execute("UPDATE users SET sync_version = sync_version + 1 WHERE id IN (\(list))", binds: chunk)
+            _ = try connection.execute("UPDATE users SET sync_version = sync_version + 1 WHERE id IN (\(raw: list))", binds: chunk)
         }
     }
 
@@ -538,7 +538,7 @@ package enum SyncStore {
     static func write(_ lessons: [(userID: UInt64, version: UInt64, lesson: LessonProgress)], on connection: Connection) throws {
         _ = try connection.executeBatch(
             """
-            INSERT INTO progress (user_id, \(progressColumns), version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO progress (user_id, \(raw: progressColumns), version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON DUPLICATE KEY UPDATE status = VALUES(status), score = VALUES(score), earned_xp = VALUES(earned_xp),
                 completed_at = VALUES(completed_at), version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
             """,
@@ -567,7 +567,7 @@ package enum SyncStore {
     {
         _ = try connection.executeBatch(
             """
-            INSERT INTO user_achievements (user_id, \(achievementColumns), version) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO user_achievements (user_id, \(raw: achievementColumns), version) VALUES (?, ?, ?, ?, ?, ?)
             ON DUPLICATE KEY UPDATE progress = VALUES(progress), completed = VALUES(completed), completed_at = VALUES(completed_at),
                 version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
             """,

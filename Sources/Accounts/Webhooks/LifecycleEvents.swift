@@ -95,10 +95,8 @@ package struct WebhookOutbox: Sendable {
         let row = try connection.execute(
             "INSERT INTO webhook_events (public_id, event_type, user_id, body) VALUES (?, ?, ?, ?)", publicID, event.type, userID, body
         ).lastInsertID
-        let placeholders = Array(repeating: "(?, ?, ?)", count: endpoints.count).joined(separator: ", ")
-        _ = try connection.execute(
-            "INSERT INTO webhook_deliveries (event_id, endpoint, user_id) VALUES \(placeholders)",
-            binds: endpoints.flatMap { [row, $0, userID] as [any DatabaseValueConvertible] })
+        let deliveries = endpoints.map { [row, $0, userID] as [any DatabaseValueConvertible] }
+        _ = try connection.execute("INSERT INTO webhook_deliveries (event_id, endpoint, user_id) VALUES \(rows: deliveries)")
         return publicID
     }
 }

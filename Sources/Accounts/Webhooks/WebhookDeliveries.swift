@@ -15,16 +15,11 @@ package struct DueDelivery: Sendable, Equatable {
     package var attempt: Int
 }
 
-/// The deliveries of the webhook outbox: claimed one at a time by `siwa jobs`, retried with
-/// growing delays, every attempt logged. Events of one user reach one endpoint in the order they
-/// were recorded: a delivery is not claimed while an earlier one of the same user to the same
-/// endpoint is pending.
+/// The deliveries of the webhook outbox: claimed one at a time by `siwa jobs`, retried with the
+/// delays its caller computes, every attempt logged. Events of one user reach one endpoint in the
+/// order they were recorded: a delivery is not claimed while an earlier one of the same user to
+/// the same endpoint is pending.
 package enum WebhookDeliveries {
-    /// The longest wait between two attempts, in seconds.
-    package static let maximumDelay = 3600
-    /// The wait after the first failed attempt, doubled after each further one.
-    package static let firstDelay = 10
-
     /// Claims the oldest due delivery to one of `endpoints` that no earlier pending delivery of the
     /// same user to the same endpoint holds back. Its next attempt is pushed `lease` seconds away
     /// first, so that a sender that stops half way retries later, and two senders never claim it
@@ -34,17 +29,16 @@ package enum WebhookDeliveries {
     ///   candidates and tries them from its own place, so that they seldom race for the same row.
     package static func claimNext(endpoints: [String], lease: Int, spread: Int = 0, on connection: Connection) throws -> DueDelivery? {
         guard !endpoints.isEmpty else { return nil }
-        let placeholders = Array(repeating: "?", count: endpoints.count).joined(separator: ", ")
         let candidates = try connection.query(
             """
             SELECT d.event_id, e.public_id, e.event_type, d.user_id, d.endpoint, e.body, d.attempts
             FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-            WHERE d.state = 'pending' AND d.next_attempt_at <= UTC_TIMESTAMP(3) AND d.endpoint IN (\(placeholders))
+            WHERE d.state = 'pending' AND d.next_attempt_at <= UTC_TIMESTAMP(3) AND d.endpoint IN (\(list: endpoints))
                 AND NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries p
                     WHERE p.endpoint = d.endpoint AND p.user_id = d.user_id AND p.state = 'pending' AND p.event_id < d.event_id)
-            ORDER BY d.event_id LIMIT ?
-            """, binds: endpoints.map { $0 as any DatabaseValueConvertible } + [4 + spread])
+            ORDER BY d.event_id LIMIT \(4 + spread)
+            """)
         let start = candidates.isEmpty ? 0 : spread % candidates.count
         for row in candidates[start...] + candidates[..<start] {
             var due = DueDelivery(
@@ -78,26 +72,26 @@ package enum WebhookDeliveries {
         }
     }
 
-    /// The attempt failed: the next one waits 10 s doubled per attempt, at most an hour; once the
-    /// delivery has been pending for `retryHours`, it is marked failed and the user's later events
-    /// go ahead (`redeliver` sends it again).
+    /// The attempt failed: the next one is due in `retryIn` seconds; once the delivery has been
+    /// pending for `retryHours`, it is marked failed and the user's later events go ahead
+    /// (`redeliver` sends it again).
     /// - Parameters:
     ///   - status: the endpoint's HTTP status; nil when it could not be reached.
     ///   - error: a description without secrets.
+    ///   - retryIn: seconds until the next attempt.
     /// - Returns: true when the delivery was given up.
     @discardableResult
     package static func markFailed(
-        _ delivery: DueDelivery, status: Int?, error: String, milliseconds: Int, retryHours: Int, on connection: Connection
+        _ delivery: DueDelivery, status: Int?, error: String, milliseconds: Int, retryIn: Int, retryHours: Int, on connection: Connection
     ) throws -> Bool {
         try connection.transaction {
             _ = try connection.execute(
                 """
                 UPDATE webhook_deliveries
                 SET state = IF(pending_since < UTC_TIMESTAMP(3) - INTERVAL ? HOUR, 'failed', 'pending'),
-                    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL LEAST(?, ? * POW(2, LEAST(attempts - 1, 20))) SECOND,
-                    last_status = ?, last_error = ?
+                    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND, last_status = ?, last_error = ?
                 WHERE event_id = ? AND endpoint = ?
-                """, retryHours, maximumDelay, firstDelay, status, ColumnText.fitted(error, maximum: 255), delivery.eventRow,
+                """, retryHours, retryIn, status, ColumnText.fitted(error, maximum: 255), delivery.eventRow,
                 delivery.endpoint)
             try log(delivery, status: status, error: error, milliseconds: milliseconds, on: connection)
             return try connection.query(
@@ -157,7 +151,6 @@ package enum WebhookDeliveries {
     /// - Returns: how many deliveries were queued.
     package static func redeliver(eventIDs ids: [String]?, to endpoints: [String], on connection: Connection) throws -> Int {
         guard !endpoints.isEmpty else { return 0 }
-        let endpointList = Array(repeating: "?", count: endpoints.count).joined(separator: ", ")
         return try connection.transaction {
             guard let ids else {
                 return Int(
@@ -165,8 +158,8 @@ package enum WebhookDeliveries {
                         """
                         UPDATE webhook_deliveries
                         SET state = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(3), pending_since = UTC_TIMESTAMP(3)
-                        WHERE state = 'failed' AND endpoint IN (\(endpointList))
-                        """, binds: endpoints
+                        WHERE state = 'failed' AND endpoint IN (\(list: endpoints))
+                        """
                     ).affectedRows)
             }
             var queued = 0

@@ -123,7 +123,11 @@ package struct BackgroundJobs {
     /// Rows are claimed one at a time, so those not reached before `deadline` keep their turn.
     func sendRevocations(_ summary: inout Summary, until deadline: Double) throws {
         for _ in 0..<batch {
-            guard clock.now() < deadline, let pending = try AppleRevocationOutbox.claimDue(limit: 1, on: database).first else { return }
+            guard clock.now() < deadline,
+                let pending = try AppleRevocationOutbox.claimDue(
+                    limit: 1, retryDelay: { RetryPolicy.appleRevocations.hold(forAttempt: $0) }, on: database
+                ).first
+            else { return }
             guard let token = settings.dataKeys.open(pending.token) else {
                 logger.error(
                     "revocation: cannot decrypt the Apple token (data key missing?)",
@@ -152,12 +156,17 @@ package struct BackgroundJobs {
         logger.warning("Apple could not be reached: the remaining \(kind) wait for the next pass")
     }
 
+    /// The daily check's schedule.
+    private var validations: RetryPolicy { .appleValidations }
+
     /// Asks Apple whether each due refresh token is still good, with the client id that minted it.
     /// `invalid_grant` means consent was withdrawn for that client: the sessions opened with it end. Apple unreachable changes nothing; the check is retried.
     func validateAppleTokens(_ summary: inout Summary, until deadline: Double) throws {
         for _ in 0..<batch {
             guard clock.now() < deadline,
-                let due = try AppleValidations.claimDue(teamID: apple.settings.teamID, limit: 1, on: database).first
+                let due = try AppleValidations.claimDue(
+                    teamID: apple.settings.teamID, limit: 1, lease: validations.hold(forAttempt: 1), on: database
+                ).first
             else { return }
             guard let token = settings.dataKeys.open(due.token) else {
                 logger.error("validation: cannot decrypt the Apple token (data key missing?)", metadata: ["identity": "\(due.identityID)"])
@@ -166,7 +175,7 @@ package struct BackgroundJobs {
             }
             do {
                 _ = try client.refresh(token, clientID: due.token.clientID)
-                try AppleValidations.markValid(due, on: database)
+                try AppleValidations.markValid(due, nextCheckIn: validations.delay(afterAttempt: 1), on: database)
                 summary.validated += 1
             } catch let error as AppleAPIError where error.code == .invalidGrant {
                 let ended = try database.transaction {

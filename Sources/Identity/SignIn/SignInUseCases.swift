@@ -187,7 +187,8 @@ extension SignInUseCases {
             transferSub: identity.transferSubject,
             // Apple documents 0, 1 and 2; anything else is not stored.
             realUserStatus: identity.realUserStatus.flatMap { (0...2).contains($0) ? $0 : nil },
-            firstName: attempt.firstName, lastName: attempt.lastName, appleRefreshToken: sealed)
+            firstName: attempt.firstName, lastName: attempt.lastName, appleRefreshToken: sealed,
+            firstValidationIn: RetryPolicy.appleValidations.delay(afterAttempt: 1))
         return VerifiedSignIn(signIn: signIn, unclaimedNonce: code == nil ? nonce : nil)
     }
 

@@ -29,6 +29,8 @@ package struct WebhookSender: Sendable {
     let logger: Logger
     let clock: any WallClock
     let concurrency: Int
+    /// When a failed delivery is tried again, and how long a claim holds one.
+    let retries: RetryPolicy
 
     /// - Parameters:
     ///   - database: where each sending thread opens its own connection (closed when it finishes).
@@ -42,6 +44,7 @@ package struct WebhookSender: Sendable {
         self.logger = logger
         self.clock = clock
         self.concurrency = max(1, concurrency)
+        self.retries = .webhookDeliveries(requestTimeout: settings.http.timeout)
     }
 
     /// The signature header's value for `body` sent at `time` (Unix seconds):
@@ -143,7 +146,7 @@ package struct WebhookSender: Sendable {
     private func work(
         _ lane: LaneRound, with sender: Sender, spread: Int, until deadline: Double, stopped: () -> Bool, claimed: () -> Void
     ) {
-        let lease = Int(settings.http.timeout) + 60
+        let lease = retries.hold(forAttempt: 1)
         while !lane.isOver {
             guard clock.now() < deadline, !stopped() else { return lane.end(.interrupted) }
             do {
@@ -192,7 +195,8 @@ package struct WebhookSender: Sendable {
             return (outcome, reached)
         }
         let givenUp = try WebhookDeliveries.markFailed(
-            due, status: status, error: failure, milliseconds: milliseconds, retryHours: settings.retryHours, on: sender.connection)
+            due, status: status, error: failure, milliseconds: milliseconds, retryIn: retries.delay(afterAttempt: due.attempt),
+            retryHours: settings.retryHours, on: sender.connection)
         outcome.failed += 1
         if givenUp {
             outcome.givenUp += 1

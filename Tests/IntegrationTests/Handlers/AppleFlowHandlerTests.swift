@@ -289,7 +289,7 @@ import WebForms
         #expect(summary.validated == 1 && summary.consentRevoked == 1, "\(summary)")
         #expect(harness.send("GET", "/auth/me", headers: web).status == 401, "the web session ended")
         #expect(harness.send("GET", "/auth/me", headers: access).status == 200, "the app's session goes on")
-        #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens WHERE client_id = '\(HandlerHarness.bundleID)'") == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens WHERE client_id = \(HandlerHarness.bundleID)") == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities WHERE consent_state = 'active'") == 1)
 
         // Signed in on the web again, then the account deleted: both tokens revoked, each with its own client id.

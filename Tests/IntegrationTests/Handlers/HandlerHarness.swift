@@ -179,7 +179,7 @@ final class HandlerHarness {
         return send("POST", "/auth/apple", json: "{" + members.joined(separator: ",") + "}")
     }
 
-    func count(_ sql: String, _ binds: any DatabaseValueConvertible...) throws -> Int {
+    func count(_ sql: SQL, _ binds: any DatabaseValueConvertible...) throws -> Int {
         try connection.query(sql, binds: binds)[0].decode(at: 0)
     }
 }

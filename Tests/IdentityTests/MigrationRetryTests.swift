@@ -1,4 +1,4 @@
-import Accounts
+import Identity
 import MariaDB
 import Testing
 
@@ -10,7 +10,7 @@ import Testing
     @Test("A statement aborted as a deadlock is run again until it succeeds")
     func retriesDeadlocks() throws {
         var calls = 0
-        let value = try Migrator.retryingAborts {
+        let value = try MigrationRunner.retryingAborts {
             calls += 1
             if calls < 4 { throw Self.deadlock }
             return "done"
@@ -22,7 +22,7 @@ import Testing
     func givesUp() {
         var calls = 0
         #expect(throws: MariaDBError.self) {
-            try Migrator.retryingAborts(attempts: 3) {
+            try MigrationRunner.retryingAborts(attempts: 3) {
                 calls += 1
                 throw Self.deadlock
             }
@@ -35,7 +35,7 @@ import Testing
         var calls = 0
         let duplicate = MariaDBError(errno: 1062, sqlState: "23000", message: "Duplicate entry '1' for key 'PRIMARY'")
         #expect(throws: MariaDBError.self) {
-            try Migrator.retryingAborts {
+            try MigrationRunner.retryingAborts {
                 calls += 1
                 throw duplicate
             }
