@@ -184,12 +184,12 @@ challenge_of() { python3 -c 'import base64,hashlib,sys; print(base64.urlsafe_b64
 ADMIN="Authorization: Bearer $(cat "$E2E_APPLE_ADMIN_SECRET_FILE")"
 new_apple_user "desktop.e2e@example.com" Desk Top
 DESK=$APPLE_USER
-# app_code CLIENT REDIRECT_URI VERIFIER STATE: the browser's part; sets APP_LOCATION (where the
-# browser was sent back to the app) and APP_CODE.
+# app_code CLIENT REDIRECT_URI VERIFIER STATE [PERSON]: the browser's part (as Desk unless PERSON
+# says); sets APP_LOCATION (where the browser was sent back to the app) and APP_CODE.
 app_code() {
     browser_sign_in \
         "$E2E_URL/auth/app/start?client_id=$1&redirect_uri=$(urlq "$2")&code_challenge=$(challenge_of "$3")&code_challenge_method=S256&state=$4" \
-        "$DESK"
+        "${5:-$DESK}"
     APP_LOCATION=$BROWSER_LOCATION
     APP_CODE=$(python3 -c 'import sys,urllib.parse; print(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(sys.argv[1]).query)).get("code", ""))' "$APP_LOCATION")
     remember "$APP_CODE" "$3"
@@ -249,6 +249,15 @@ expect_error 401 invalid_client "an unregistered client"
 token "grant_type=authorization_code&code=x&client_id=desktop"
 expect_error 400 invalid_request "no verifier"
 pass "a wrong verifier, another client's code, a changed redirect_uri and a code past its 60 s are invalid_grant (each spends the code); grant_type=password is unsupported_grant_type, an unregistered client invalid_client, a missing verifier invalid_request"
+
+# A user made by the browser step and disabled before the app exchanges its code gets no session:
+# the session is opened only for a user who is not disabled, even one this very sign-in made.
+new_apple_user "lapse.e2e@example.com" Lapse User
+app_code desktop "$LOOPBACK" "$VERIFIER" st-lapse "$APPLE_USER"
+sql "UPDATE users SET disabled_at = UTC_TIMESTAMP(3) WHERE id = (SELECT user_id FROM web_sign_ins WHERE code_hash = UNHEX(SHA2('$APP_CODE', 256)))"
+token "grant_type=authorization_code&code=$APP_CODE&client_id=desktop&code_verifier=$VERIFIER&redirect_uri=$(urlq "$LOOPBACK")"
+[ "$STATUS" != 200 ] && [ "$(json error <<<"$BODY")" = user_disabled ] || fail "a new user disabled before the exchange: $STATUS $BODY"
+pass "a user the browser step made, disabled before the exchange: $STATUS $(json error <<<"$BODY"), no session"
 
 # Apple failing the code exchange during the browser step: the browser goes back to the app with
 # error=temporarily_unavailable and the app's state (RFC 6749 §4.1.2.1), not to a page of ours.

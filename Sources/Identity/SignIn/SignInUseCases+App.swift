@@ -146,8 +146,10 @@ extension SignInUseCases {
                 }
                 let sessionID: UInt64
                 do {
+                    // Never `userIsNew`: a user the browser step made was made by its own
+                    // transaction, and may have been disabled since.
                     sessionID = try openSession(
-                        session, userID: issued.userID, appleClientID: servicesID, device: clientID, userIsNew: issued.isNewUser,
+                        session, userID: issued.userID, appleClientID: servicesID, device: clientID, userIsNew: false,
                         remoteAddress: remoteAddress, detail: [("client", .string(clientID))], on: connection)
                 } catch is AccountDisabled {
                     return .refused(IdentityError(.userDisabled))
