@@ -106,8 +106,7 @@ let package = Package(
         .target(
             name: "Accounts",
             dependencies: [
-                "AccountData", "Allocator", "MariaDB", "Threads", "JOSE", "StrictJSON", "SyncRules", "Telemetry",
-                serverProduct("CoreMetrics", "swift-metrics"),
+                "AccountData", "MariaDB", "JOSE", "StrictJSON", "SyncRules",
             ],
             swiftSettings: swiftSettings),
 
@@ -116,6 +115,7 @@ let package = Package(
             name: "Identity",
             dependencies: [
                 "AccountData", "Accounts", "AppleID", "JOSE", "StrictJSON", "MariaDB", "HTTPClient", "WebForms", "SyncRules", "Telemetry", "Threads",
+                "Allocator",
                 serverProduct("Logging", "swift-log"),
                 serverProduct("CoreMetrics", "swift-metrics"),
             ],
@@ -196,7 +196,8 @@ let package = Package(
             dependencies: ["AppleIDEmulator", "AppleID", "FastCGI", "JOSE", "StrictJSON", "HTTPClient", "WebForms", "SIWAFixtures", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "IdentityTests", dependencies: ["Identity", "AccountData", "Accounts", "JOSE", "StrictJSON", "SIWATestSupport"],
+            name: "IdentityTests",
+            dependencies: ["Identity", "AccountData", "Accounts", "Allocator", "JOSE", "StrictJSON", "SyncRules", "SIWATestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SiwaConfigTests",
@@ -206,7 +207,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "AccountsTests", dependencies: ["AccountData", "Accounts", "Allocator", "MariaDB", "StrictJSON", "SyncRules"], swiftSettings: swiftSettings),
+            name: "AccountsTests", dependencies: ["AccountData", "Accounts", "MariaDB", "StrictJSON", "SyncRules"], swiftSettings: swiftSettings),
         .testTarget(name: "SyncRulesTests", dependencies: ["SyncRules", "StrictJSON", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SIWAKitTests", dependencies: ["SIWAKit", "SyncRules", "SIWATestSupport"], swiftSettings: swiftSettings),
         // Tests that need a MariaDB server (SIWA_TEST_DB_*); they fail without one.

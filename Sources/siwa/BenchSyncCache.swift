@@ -1,8 +1,8 @@
 import AccountData
-import Accounts
 import Allocator
 import ArgumentParser
 import Foundation
+import Identity
 import StrictJSON
 import SyncRules
 import Synchronization

@@ -6,8 +6,8 @@ package import MariaDB
 /// A purge moves the user's `sync_purged_version` up to the versions it purged: a device whose
 /// cursor is older missed a deletion the server no longer holds, and is told to sync everything
 /// again (`resync`). It also moves the user's `sync_version` on, so that a server's cached state of
-/// the user is read again. Each user's tombstones go in a transaction that locks the user's row
-/// first, as a sync does.
+/// the user is read again. Each user's tombstones go in a transaction of their own that locks the
+/// user's row first, as a sync does (the background jobs run them: `BackgroundJobs`).
 package enum SyncRecords {
     /// The collections the database holds records of, with how many (`siwa doctor`).
     package static func storedCollections(on connection: Connection) throws -> [(name: String, records: Int)] {
@@ -16,10 +16,10 @@ package enum SyncRecords {
         }
     }
 
-    /// Purges up to `limit` tombstones of `collection` written more than `days` ago.
-    /// - Returns: how many were purged.
-    package static func purge(collection: String, olderThanDays days: Int, limit: Int = 1_000, on connection: Connection) throws
-        -> UInt64
+    /// Up to `limit` tombstones of `collection` written more than `days` ago, by user, in order of
+    /// user id (the order in which their rows are locked).
+    package static func tombstones(of collection: String, olderThanDays days: Int, limit: Int, on connection: Connection) throws
+        -> [(userID: UInt64, tombstones: [(key: [UInt8], version: UInt64)])]
     {
         let rows = try connection.query(
             """
@@ -31,24 +31,27 @@ package enum SyncRecords {
             byUser[try row.decode(column: "user_id"), default: []].append(
                 (try row.decode(column: "item_key"), try row.decode(column: "version")))
         }
-        var purged: UInt64 = 0
-        for (userID, tombstones) in byUser.sorted(by: { $0.key < $1.key }) {
-            purged += try connection.transaction {
-                guard !(try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).isEmpty) else { return 0 }
-                // A tombstone written again since (its version moved) waits for its own time.
-                let deleted = try connection.executeBatch(
-                    "DELETE FROM sync_records WHERE user_id = ? AND collection = ? AND item_key = ? AND deleted = 1 AND version = ?",
-                    rows: tombstones.map { [userID, collection, $0.key, $0.version] }
-                ).affectedRows
-                guard deleted > 0 else { return 0 }
-                _ = try connection.execute(
-                    """
-                    UPDATE users SET sync_purged_version = GREATEST(sync_purged_version, ?), sync_version = sync_version + 1
-                    WHERE id = ?
-                    """, tombstones.map(\.version).max()!, userID)
-                return deleted
-            }
-        }
-        return purged
+        return byUser.sorted(by: { $0.key < $1.key }).map { (userID: $0.key, tombstones: $0.value) }
+    }
+
+    /// Purges `tombstones` of `userID`'s `collection` (from `tombstones(of:olderThanDays:limit:on:)`),
+    /// locking the user's row first, as a sync does; call it in a transaction of its own.
+    /// - Returns: how many were purged: 0 when the user is gone or every tombstone was written again.
+    package static func purge(
+        _ tombstones: [(key: [UInt8], version: UInt64)], of userID: UInt64, collection: String, on connection: Connection
+    ) throws -> UInt64 {
+        guard !(try connection.query("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).isEmpty) else { return 0 }
+        // A tombstone written again since (its version moved) waits for its own time.
+        let deleted = try connection.executeBatch(
+            "DELETE FROM sync_records WHERE user_id = ? AND collection = ? AND item_key = ? AND deleted = 1 AND version = ?",
+            rows: tombstones.map { [userID, collection, $0.key, $0.version] }
+        ).affectedRows
+        guard deleted > 0 else { return 0 }
+        _ = try connection.execute(
+            """
+            UPDATE users SET sync_purged_version = GREATEST(sync_purged_version, ?), sync_version = sync_version + 1
+            WHERE id = ?
+            """, tombstones.map(\.version).max()!, userID)
+        return deleted
     }
 }

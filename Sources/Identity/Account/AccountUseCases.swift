@@ -37,7 +37,7 @@ extension AccountUseCases {
     /// Everything stored about `userID`; nil when there is no such user.
     package func export(userID: UInt64) throws -> AccountExport? {
         guard let record = try UserRecord.load(userID: userID, auditLimit: Self.recordAuditEvents, on: database),
-            let progress = try SyncStore.sync(
+            let progress = try SyncEngine.sync(
                 userID: userID, changes: SyncChanges(cursor: nil, profile: nil, progress: [], achievements: [], limit: .max), on: database,
                 collections: core.collections)
         else { return nil }

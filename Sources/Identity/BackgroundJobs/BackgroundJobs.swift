@@ -91,7 +91,12 @@ package struct BackgroundJobs {
         summary.guestsPurged = try purgeUnusedGuests()
         for collection in syncSchema.collections {
             guard let days = collection.tombstoneDays else { continue }
-            summary.tombstonesPurged += try SyncRecords.purge(collection: collection.name, olderThanDays: days, on: database)
+            // Up to 1,000 a pass, each user's in a transaction of its own.
+            for (userID, tombstones) in try SyncRecords.tombstones(of: collection.name, olderThanDays: days, limit: 1_000, on: database) {
+                summary.tombstonesPurged += try database.transaction {
+                    try SyncRecords.purge(tombstones, of: userID, collection: collection.name, on: database)
+                }
+            }
         }
         summary.purged =
             try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database) + LinkTokens.purgeExpired(on: database)

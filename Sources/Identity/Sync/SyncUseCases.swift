@@ -1,5 +1,4 @@
 package import AccountData
-import Accounts
 import AppleID
 import CoreMetrics
 import JOSE
@@ -43,7 +42,7 @@ extension SyncUseCases {
             let delta: SyncDelta?
             do {
                 delta = try retryingConflicts {
-                    try SyncStore.sync(
+                    try SyncEngine.sync(
                         userID: principal.userID, session: uncheckedSession, changes: changes, on: database, group: core.syncCommits,
                         cache: core.syncCache, collections: core.collections)
                 }

@@ -11,7 +11,7 @@ import Testing
 
 /// Sync against MariaDB: order and repeats do not matter, unchanged data writes nothing, deltas
 /// carry other devices' changes, concurrent syncs of one user lose nothing.
-@Suite final class SyncStoreTests: MigratedSchemaSuite {
+@Suite final class SyncEngineTests: MigratedSchemaSuite {
     func newUser() throws -> UInt64 { try connection.execute("INSERT INTO users () VALUES ()").lastInsertID }
 
     /// A new active session of `userID`.
@@ -22,7 +22,7 @@ import Testing
     }
 
     func sync(_ userID: UInt64, _ changes: SyncChanges) throws -> SyncDelta {
-        try #require(try SyncStore.sync(userID: userID, changes: changes, on: connection))
+        try #require(try SyncEngine.sync(userID: userID, changes: changes, on: connection))
     }
 
     /// The whole stored state, in a canonical order.
@@ -218,7 +218,7 @@ import Testing
                 ? try newSession(of: user) : nil
             let syncs = contendedSyncs(&random, count: 24)
             let failures = concurrently(syncs.count) { index, own in
-                try SyncStore.sync(userID: user, session: session, changes: syncs[index], on: own)
+                try SyncEngine.sync(userID: user, session: session, changes: syncs[index], on: own)
             }
             #expect(failures.isEmpty)
             let sequential = try newUser()
@@ -244,7 +244,7 @@ import Testing
             let cache = SyncCache()
             let failures = concurrently(syncs.count) { index, own in
                 let user = syncs[index].user
-                return try SyncStore.sync(
+                return try SyncEngine.sync(
                     userID: users[user], session: sessions[user], changes: syncs[index].changes, on: own, group: group, cache: cache)
             }
             #expect(failures.isEmpty)
@@ -289,7 +289,7 @@ import Testing
                 let own = Connection(configuration: configuration)
                 defer { own.close() }
                 do {
-                    let delta = try SyncStore.sync(userID: user, session: session, changes: lesson(score: 0, earnedXP: 9), on: own)
+                    let delta = try SyncEngine.sync(userID: user, session: session, changes: lesson(score: 0, earnedXP: 9), on: own)
                     result.withLock { $0 = delta == nil ? "no user" : "ok" }
                 } catch {
                     result.withLock { $0 = "\(error)" }
@@ -321,7 +321,7 @@ import Testing
         let cache = SyncCache()
         let group = SyncCommitter(database: database.configuration)
         func cached(_ changes: SyncChanges) throws -> SyncDelta {
-            try #require(try SyncStore.sync(userID: user, changes: changes, on: connection, group: group, cache: cache))
+            try #require(try SyncEngine.sync(userID: user, changes: changes, on: connection, group: group, cache: cache))
         }
         let l1 = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
         let first = try cached(SyncChanges(cursor: nil, profile: nil, progress: [l1], achievements: []))
@@ -345,7 +345,7 @@ import Testing
         // A deleted user's cached state answers nothing.
         _ = try connection.execute("DELETE FROM users WHERE id = ?", user)
         #expect(
-            try SyncStore.sync(
+            try SyncEngine.sync(
                 userID: user, changes: SyncChanges(cursor: 4, profile: nil, progress: [l1], achievements: []),
                 on: connection, group: group, cache: cache) == nil)
     }
@@ -367,7 +367,7 @@ import Testing
                 achievements: [])
         }
         func attempt(_ session: UInt64, _ changes: SyncChanges, cache: SyncCache?, group: SyncCommitter?) throws -> SyncDelta? {
-            try SyncStore.sync(userID: user, session: session, changes: changes, on: connection, group: group, cache: cache)
+            try SyncEngine.sync(userID: user, session: session, changes: changes, on: connection, group: group, cache: cache)
         }
         // The cache learns the user's state through an active session.
         #expect(try attempt(kept, lesson(1), cache: cache, group: group)?.changed == 1)
@@ -406,7 +406,7 @@ import Testing
             let stored = try #require(try SyncStore.read(userID: users[index], session: nil, lock: false, on: connection))
             return SyncCommitter.Write(
                 userID: users[index], session: session, stored: stored,
-                merge: try SyncStore.merged(
+                merge: try SyncEngine.merged(
                     SyncChanges(cursor: nil, profile: nil, progress: [lesson(score)], achievements: []), into: stored))
         }
         func stored(_ index: Int) throws -> [Int64] {
@@ -441,7 +441,7 @@ import Testing
             let progress = (0..<lessons).map {
                 LessonProgress(beliefSystemID: "bs", lessonID: "l\($0)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil)
             }
-            _ = try SyncStore.sync(
+            _ = try SyncEngine.sync(
                 userID: try newUser(), changes: SyncChanges(cursor: nil, profile: nil, progress: progress, achievements: []),
                 on: connection, cache: cache)
         }

@@ -15,7 +15,7 @@ package final class SyncCache: Sendable {
     /// One part of the cache under its own lock, so that workers syncing different users seldom
     /// wait for each other.
     private final class Shard: Sendable {
-        let entries = Mutex<(states: [UInt64: SyncStore.Stored], bytes: Int)>(([:], 0))
+        let entries = Mutex<(states: [UInt64: SyncStoredState], bytes: Int)>(([:], 0))
     }
 
     /// Bytes of memory the kept states may take, by `cost(of:)`, split evenly between the shards
@@ -42,11 +42,11 @@ package final class SyncCache: Sendable {
 
     private func shard(of userID: UInt64) -> Shard { shards[Int(userID % UInt64(shards.count))] }
 
-    func state(of userID: UInt64) -> SyncStore.Stored? {
+    func state(of userID: UInt64) -> SyncStoredState? {
         shard(of: userID).entries.withLock { $0.states[userID] }
     }
 
-    func keep(_ state: SyncStore.Stored, of userID: UInt64) {
+    func keep(_ state: SyncStoredState, of userID: UInt64) {
         let items = SyncCache.size(of: state)
         guard items <= maximumPerUser else { return forget(userID) }
         let cost = SyncCache.cost(of: state)
@@ -103,7 +103,7 @@ package final class SyncCache: Sendable {
     }
 
     /// A state's size in items (the profile counts as one).
-    static func size(of state: SyncStore.Stored) -> Int {
+    static func size(of state: SyncStoredState) -> Int {
         state.records.reduce(1 + state.lessons.count + state.achievements.count) { $0 + $1.count }
     }
 
@@ -111,8 +111,8 @@ package final class SyncCache: Sendable {
     /// state's hash tables at their capacity (Swift's tables are between three eighths and three
     /// quarters full, and never shrink), the list of its collections' tables, each id of more than
     /// 15 bytes (a `String` keeps a longer one in an allocation of its own; a key and its item share
-    /// one), and its records (`Stored.recordBytes`). The shard's own table is counted by the shard.
-    static func cost(of state: SyncStore.Stored) -> Int {
+    /// one), and its records (`SyncStoredState.recordBytes`). The shard's own table is counted by the shard.
+    static func cost(of state: SyncStoredState) -> Int {
         var bytes = tableBytes(of: state.lessons) + tableBytes(of: state.achievements)
         for lesson in state.lessons.values { bytes += heapBytes(lesson.item.beliefSystemID) + heapBytes(lesson.item.lessonID) }
         for achievement in state.achievements.values { bytes += heapBytes(achievement.item.achievementID) }
@@ -125,7 +125,7 @@ package final class SyncCache: Sendable {
     /// capacity, its key (unless it is its one key value's string, which it shares as the codec
     /// reads it), each value's
     /// own allocations, and its `deleted` stamp. Its slot in its collection's table is the table's.
-    /// A state keeps the sum of its records' (`Stored.recordBytes`), updated as records change, so
+    /// A state keeps the sum of its records' (`SyncStoredState.recordBytes`), updated as records change, so
     /// that keeping a state does not visit every record.
     package static func cost(of record: SyncRecord) -> Int {
         var bytes = arrayBytes(record.values) + heapBytes(of: record.deleted)
@@ -201,24 +201,24 @@ package final class SyncCache: Sendable {
     /// Keeps a state of `lessons` and `achievements` for `userID`, as a sync that read them would
     /// (`siwa bench-sync-cache`).
     package func keep(userID: UInt64, lessons: [LessonProgress], achievements: [AchievementProgress]) {
-        var state = SyncStore.Stored(
+        var state = SyncStoredState(
             version: 1, profileVersion: 1, profile: SyncProfile(totalXP: 0, currentLevel: 1, streakDays: 0, lastActiveDate: nil),
             lessons: [:], achievements: [:])
-        for lesson in lessons { state.lessons[lesson.key] = SyncStore.Versioned(item: lesson, version: 1) }
-        for achievement in achievements { state.achievements[achievement.key] = SyncStore.Versioned(item: achievement, version: 1) }
+        for lesson in lessons { state.lessons[lesson.key] = SyncVersioned(item: lesson, version: 1) }
+        for achievement in achievements { state.achievements[achievement.key] = SyncVersioned(item: achievement, version: 1) }
         keep(state, of: userID)
     }
 
     /// Keeps a state of `records` (one list per declared collection, in the schema's order) for
     /// `userID`, built as a sync that read them from their rows builds it (`siwa bench-sync-cache`).
     package func keep(userID: UInt64, records: [[SyncRecord]]) {
-        var state = SyncStore.Stored(
+        var state = SyncStoredState(
             version: 1, profileVersion: 1, profile: SyncProfile(totalXP: 0, currentLevel: 1, streakDays: 0, lastActiveDate: nil),
             lessons: [:], achievements: [:])
-        state.records = [[String: SyncStore.Versioned<SyncRecord>]](repeating: [:], count: records.count)
+        state.records = [[String: SyncVersioned<SyncRecord>]](repeating: [:], count: records.count)
         for (index, list) in records.enumerated() {
             for record in list {
-                state.records[index][record.key] = SyncStore.Versioned(item: record, version: 1)
+                state.records[index][record.key] = SyncVersioned(item: record, version: 1)
                 state.recordBytes += SyncCache.cost(of: record)
             }
         }

@@ -1,7 +1,7 @@
 import AccountData
-import Accounts
 import Allocator
 import Foundation
+import Identity
 import StrictJSON
 import SyncRules
 import Testing

@@ -1,3 +1,5 @@
+package import AccountData
+import Accounts
 import CoreMetrics
 import Dispatch
 import Foundation
@@ -20,7 +22,7 @@ import Threads
 ///
 /// Each write carries the user's version its merge was computed from; a write whose user moved on
 /// since (another device, another process), or whose session ended, is not applied, and its worker
-/// writes alone, re-reading under the lock (`SyncStore.writeAlone`). So is every write of a batch
+/// writes alone, re-reading under the lock (`SyncEngine.writeAlone`). So is every write of a batch
 /// that fails, unless the batch lost its connection: the database is gone or stopped answering,
 /// and the worker's request fails (503) instead of waiting for it a second time. Re-applying a
 /// merge is harmless: merges are idempotent.
@@ -53,19 +55,22 @@ package final class SyncCommitter: Sendable {
         let userID: UInt64
         /// The caller's session, to be checked by the batch; nil when the caller checked it.
         let session: UInt64?
-        let stored: SyncStore.Stored
-        let merge: SyncStore.Merge
+        let stored: SyncStoredState
+        let merge: SyncMerge
         /// Set once, before `done` is signalled.
         private let outcome = Mutex<Outcome?>(nil)
         /// Its worker sleeps on this until the outcome is set.
         private let done = DispatchSemaphore(value: 0)
 
-        package init(userID: UInt64, session: UInt64?, stored: SyncStore.Stored, merge: SyncStore.Merge) {
+        package init(userID: UInt64, session: UInt64?, stored: SyncStoredState, merge: SyncMerge) {
             self.userID = userID
             self.session = session
             self.stored = stored
             self.merge = merge
         }
+
+        /// The rows it writes: its merge at the version after the one it was merged from.
+        var written: (userID: UInt64, version: UInt64, merge: SyncMerge) { (userID, stored.version + 1, merge) }
 
         fileprivate func finish(_ outcome: Outcome) {
             self.outcome.withLock { $0 = outcome }
@@ -160,7 +165,7 @@ package final class SyncCommitter: Sendable {
     /// - Returns: `.committed` at version `stored.version + 1`; `.writeAlone` when the caller must
     ///   write alone; `.failed` when the batch lost its connection or the budget was spent first
     ///   (the write may still be committed by a batch that took it).
-    func commit(userID: UInt64, session: UInt64?, from stored: SyncStore.Stored, _ merge: SyncStore.Merge) -> Outcome {
+    func commit(userID: UInt64, session: UInt64?, from stored: SyncStoredState, _ merge: SyncMerge) -> Outcome {
         let write = Write(userID: userID, session: session, stored: stored, merge: merge)
         let (accepted, startThreads, ring) = shared.state.withLock { state -> (Bool, Bool, Bool) in
             guard !state.stopped else { return (false, false, false) }
@@ -256,61 +261,22 @@ package final class SyncCommitter: Sendable {
         let firstWrites = zip(batch, firsts).filter(\.1).map(\.0)
         do {
             return try connection.transaction {
-                try SyncCommitter.advanceAllCurrent(firstWrites, on: connection)
-                try SyncCommitter.write(firstWrites, on: connection)
+                try SyncStore.advanceAllCurrent(firstWrites.map { ($0.userID, $0.stored.version, $0.session) }, on: connection)
+                try SyncStore.write(firstWrites.map(\.written), on: connection)
                 return firsts
             }
-        } catch is NotAllCurrent {
+        } catch is SyncStore.NotAllCurrent {
         }
         return try connection.transaction {
             let versions = try SyncStore.lockVersions(of: users.sorted(), on: connection)
-            let sessions = batch.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
-            let active = sessions.isEmpty ? [] : try Sessions.active(sessions, on: connection)
-            let applied = zip(batch, firsts).map { write, first in
-                first && versions[write.userID] == write.stored.version
-                    && write.session.map { active.contains(Sessions.Pair(sessionID: $0, userID: write.userID)) } != false
+            let active = try SyncStore.areActive(batch.map { write in write.session.map { ($0, write.userID) } }, on: connection)
+            let applied = zip(batch.indices, active).map { index, active in
+                firsts[index] && versions[batch[index].userID] == batch[index].stored.version && active
             }
             let writes = zip(batch, applied).filter(\.1).map(\.0)
             try SyncStore.advance(writes.map(\.userID), on: connection)
-            try SyncCommitter.write(writes, on: connection)
+            try SyncStore.write(writes.map(\.written), on: connection)
             return applied
         }
-    }
-
-    /// Some write of a batch does not hold: its user moved on or its session ended.
-    struct NotAllCurrent: Error {}
-
-    /// Moves on the version of every write's user (one write per user) and locks their rows, if
-    /// each is still at the version its write was merged from and the write's session is active.
-    ///
-    /// Two statements of one table each, whose cost grows in step with the batch (MariaDB's CPU: about
-    /// 0.35 ms for 16 users, 1 ms for 64). One `UPDATE` of the users joined with their sessions, over
-    /// a list of (user, version, session) rows, did both, but its cost grew with the square of the
-    /// batch: 1.0–1.6 ms for 16 users, 13–17 ms for 64, more than the rest of the batch.
-    /// - Throws: `NotAllCurrent` when some write does not hold; the transaction must be rolled back.
-    static func advanceAllCurrent(_ writes: [Write], on connection: Connection) throws {
-        // Users first, so their rows are locked in id order, as every batch locks them.
-        var advanced: UInt64 = 0
-        for chunk in SyncStore.inListChunks(writes) {
-            let list = SyncStore.placeholders(chunk.count, each: "(?, ?)")
-            advanced += try connection.execute(
-                "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(raw: list))",
-                binds: chunk.flatMap { write -> [any DatabaseValueConvertible] in [write.userID, write.stored.version] }
-            ).affectedRows
-        }
-        guard advanced == writes.count else { throw NotAllCurrent() }
-        let sessions = writes.compactMap { write in write.session.map { Sessions.Pair(sessionID: $0, userID: write.userID) } }
-        if !sessions.isEmpty, try !Set(sessions).isSubset(of: Sessions.active(sessions, on: connection)) { throw NotAllCurrent() }
-    }
-
-    /// Writes the merges of `writes`, whose users' versions this transaction moved on by one.
-    static func write(_ writes: [Write], on connection: Connection) throws {
-        try SyncStore.storeProfiles(writes.filter(\.merge.profileChanged).map { ($0.userID, $0.merge.profile) }, on: connection)
-        try SyncStore.write(
-            writes.flatMap { write in write.merge.lessons.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
-        try SyncStore.write(
-            writes.flatMap { write in write.merge.achievements.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
-        try SyncStore.write(
-            writes.flatMap { write in write.merge.records.map { (write.userID, write.stored.version + 1, $0) } }, on: connection)
     }
 }
