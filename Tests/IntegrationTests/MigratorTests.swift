@@ -3,6 +3,8 @@ import Foundation
 import Identity
 import MariaDB
 import Server
+import StrictJSON
+import SyncRules
 import Testing
 
 @Suite final class MigratorTests {
@@ -247,6 +249,83 @@ import Testing
         #expect(try MigrationRunner(Migrator(directory: directory)).migrate(on: connection).map(\.version) == [17, 18])
         #expect(try fingerprint() == before)
         #expect(try connection.query("SELECT COUNT(*) FROM users WHERE sync_purged_version = 0")[0].decode(Int64.self, at: 0) == 200)
+    }
+
+    @Test("0020-0022 (one sync engine) copy every lesson, achievement and profile of 10,000 users into records the codec reads back as they are stored")
+    func builtInSyncBecomesRecords() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        let sql = #filePath.replacingOccurrences(of: "Tests/IntegrationTests/MigratorTests.swift", with: "sql")
+        let files = try FileManager.default.contentsOfDirectory(atPath: sql).filter { $0.hasSuffix(".sql") }.sorted()
+        for file in files where file < "0020" {
+            try FileManager.default.copyItem(atPath: sql + "/" + file, toPath: directory + "/" + file)
+        }
+        _ = try Migrator(directory: directory).migrate(on: connection)
+        // 10,000 users: most with a profile (every fifth never synced one), 0 to 8 lessons of every
+        // status, with and without a completion time, and 0 to 3 achievements.
+        try connection.run(
+            """
+            INSERT INTO users (id, total_xp, current_level, streak_days, last_active_date, profile_version, sync_version)
+            SELECT seq, IF(seq % 5 = 0, 0, seq * 10), IF(seq % 5 = 0, 0, seq % 7), IF(seq % 5 = 0, 0, seq % 30),
+                IF(seq % 5 = 0 OR seq % 3 = 0, NULL, DATE('2026-11-20') - INTERVAL seq % 400 DAY), IF(seq % 5 = 0, 0, seq % 4 + 1), seq % 5 + 3
+            FROM seq_1_to_10000;
+            INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, completed_at, version)
+            SELECT u.seq, CONCAT('bs.', l.seq % 3), CONCAT('lesson:', l.seq), (u.seq + l.seq) % 3, l.seq * 11, u.seq % 1000,
+                IF(l.seq % 2 = 0, 1795000000000 + u.seq, NULL), l.seq + 1
+            FROM seq_1_to_10000 u JOIN seq_0_to_8 l ON l.seq < u.seq % 9;
+            INSERT INTO user_achievements (user_id, achievement_id, progress, completed, completed_at, version)
+            SELECT u.seq, CONCAT('a-', a.seq), a.seq * 2, a.seq % 2, IF(a.seq % 2 = 1, 1795000000000 + a.seq, NULL), 1
+            FROM seq_1_to_10000 u JOIN seq_0_to_3 a ON a.seq < u.seq % 4;
+            """)
+        /// Each kind's rows and a checksum of its values, from the old columns and from the records.
+        func fingerprints() throws -> (old: [String], new: [String]) {
+            func run(_ queries: [String]) throws -> [String] {
+                try queries.map { query in
+                    let row = try connection.query(query)[0]
+                    return "\(try row.decode(Int64.self, at: 0)) \(try row.decode(Int64?.self, at: 1) ?? 0)"
+                }
+            }
+            let old = try run([
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, belief_system_id, lesson_id, ELT(status + 1, 'not_started', 'in_progress', 'completed'), score, earned_xp, IFNULL(completed_at, 'n'), version))) FROM progress",
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, achievement_id, progress, IF(completed, 'true', 'false'), IFNULL(completed_at, 'n'), version))) FROM user_achievements",
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', id, total_xp, current_level, streak_days, IFNULL(last_active_date, 'n'), profile_version))) FROM users WHERE profile_version > 0",
+            ])
+            let new = try run([
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, JSON_VALUE(body, '$.beliefSystemId'), JSON_VALUE(body, '$.lessonId'), JSON_VALUE(body, '$.status'), JSON_VALUE(body, '$.score'), JSON_VALUE(body, '$.earnedXp'), IFNULL(JSON_VALUE(body, '$.completedAt'), 'n'), version))) FROM sync_records WHERE collection = 'progress'",
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, JSON_VALUE(body, '$.achievementId'), JSON_VALUE(body, '$.progress'), JSON_EXTRACT(body, '$.completed'), IFNULL(JSON_VALUE(body, '$.completedAt'), 'n'), version))) FROM sync_records WHERE collection = 'achievements'",
+                "SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', user_id, JSON_VALUE(body, '$.totalXp'), JSON_VALUE(body, '$.currentLevel'), JSON_VALUE(body, '$.streakDays'), IFNULL(JSON_VALUE(body, '$.lastActiveDate'), 'n'), version))) FROM sync_records WHERE collection = 'profile'",
+            ])
+            return (old, new)
+        }
+        let before = try fingerprints().old
+        #expect(before[0].hasPrefix("39997 ") && before[1].hasPrefix("15000 ") && before[2].hasPrefix("8000 "), "\(before)")
+        for file in files where file >= "0020" && file < "0023" {
+            try FileManager.default.copyItem(atPath: sql + "/" + file, toPath: directory + "/" + file)
+        }
+        #expect(try Migrator(directory: directory).migrate(on: connection).map(\.version) == [20, 21, 22])
+        let after = try fingerprints()
+        #expect(after.old == before, "the old rows are kept as they were")
+        #expect(after.new == before, "every row copied, every value kept")
+        // Users whose profile was never synced have no profile record: the empty one stands for it.
+        #expect(try connection.query("SELECT COUNT(*) FROM sync_records WHERE collection = 'profile'")[0].decode(Int64.self, at: 0) == 8000)
+        // Each record reads with its collection's codec, within its declaration's bounds, and is
+        // written back as the very bytes stored, under the key stored: as the engine writes them.
+        let wire = SyncWire.builtIn
+        var checked = 0
+        for row in try connection.query("SELECT collection, item_key, body FROM sync_records") {
+            let collection: String = try row.decode(column: "collection")
+            let codec = try #require(wire.codecs.first { $0.collection.name == collection })
+            let body: [UInt8] = try row.decode(column: "body")
+            var reader = JSONReader(body)
+            guard case .success(let record) = try codec.read(&reader, path: collection) else {
+                Issue.record("\(collection): \(String(decoding: body, as: UTF8.self)) does not read")
+                continue
+            }
+            let key: [UInt8] = try row.decode(column: "item_key")
+            #expect(codec.json(record) == body && Array(record.key.utf8) == key)
+            checked += 1
+        }
+        #expect(checked == 39997 + 15000 + 8000)
     }
 
     @Test("Statements are split at semicolons outside quotes and comments; line comments are left out, block comments kept")
