@@ -167,7 +167,7 @@ let package = Package(
         ),
 
         // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
-        .target(name: "SIWATestSupport", dependencies: ["Accounts", "Identity", "SyncRules", "Threads"], swiftSettings: swiftSettings),
+        .target(name: "SIWATestSupport", dependencies: ["AccountData", "Accounts", "Identity", "SyncRules", "Threads"], swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.
         .target(
             name: "SIWAFixtures", path: "Tests/Fixtures", exclude: ["PROVENANCE.md"],

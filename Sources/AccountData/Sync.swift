@@ -4,10 +4,8 @@ package import SyncRules
 package struct SyncChanges: Sendable {
     /// Where the device is: nil for everything.
     package var cursor: SyncCursor?
-    package var profile: SyncProfile?
-    package var progress: [LessonProgress]
-    package var achievements: [AchievementProgress]
-    /// Records of declared collections, each with its collection's index in the schema.
+    /// The records it sends, the built-in collections' and the declared ones', each with its
+    /// collection's index in `DeclaredCollections.wire`.
     package var records: [CollectionRecord]
     /// The most items an answer may hold; nil for `SyncCursor.defaultPage`.
     package var limit: Int?
@@ -16,41 +14,26 @@ package struct SyncChanges: Sendable {
     /// user was never given.
     package var cursorTag: String?
 
-    package init(
-        cursor: SyncCursor?, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress],
-        records: [CollectionRecord] = [], limit: Int? = nil, cursorTag: String? = nil
-    ) {
+    package init(cursor: SyncCursor?, records: [CollectionRecord] = [], limit: Int? = nil, cursorTag: String? = nil) {
         self.cursorTag = cursorTag
         self.cursor = cursor
-        self.profile = profile
-        self.progress = progress
-        self.achievements = achievements
         self.records = records
         self.limit = limit
     }
 }
 
-/// A record of a declared collection, with its collection's index in the schema.
-package struct CollectionRecord: Sendable, Equatable {
-    package var collection: Int
-    package var record: SyncRecord
-
-    package init(collection: Int, record: SyncRecord) {
-        self.collection = collection
-        self.record = record
-    }
-}
+/// A record with its collection's index in the sync's collections (`SyncWire.schema`: the built-in
+/// `progress` and `achievements`, the declared collections, the built-in `profile`).
+package typealias CollectionRecord = SyncWire.Item
 
 /// What changed for the user since the device's cursor, with the new cursor.
 package struct SyncDelta: Sendable, Equatable {
     package var cursor: SyncCursor
-    /// The profile when it changed since the cursor (or always, for a full sync).
-    package var profile: SyncProfile?
-    package var progress: [LessonProgress]
-    package var achievements: [AchievementProgress]
-    /// Records of declared collections, each with its collection's index, in order.
+    /// The records that changed since the cursor (a page of them), each with its collection's
+    /// index, in order; a collection of one record per user (the profile) when it changed since
+    /// the cursor, and always in an answer from nothing.
     package var records: [CollectionRecord]
-    /// How many stored rows (progress, achievements, records, profile) this sync changed.
+    /// How many stored records this sync changed.
     package var changed: Int
     /// Whether more pages follow: the device syncs again with `cursor` at once.
     package var more = false
@@ -61,14 +44,8 @@ package struct SyncDelta: Sendable, Equatable {
     /// The tag that binds `cursor` to the user, sent after it; nil sends the cursor alone.
     package var cursorTag: String?
 
-    package init(
-        cursor: SyncCursor, profile: SyncProfile?, progress: [LessonProgress], achievements: [AchievementProgress],
-        records: [CollectionRecord] = [], changed: Int
-    ) {
+    package init(cursor: SyncCursor, records: [CollectionRecord] = [], changed: Int) {
         self.cursor = cursor
-        self.profile = profile
-        self.progress = progress
-        self.achievements = achievements
         self.records = records
         self.changed = changed
     }
@@ -101,12 +78,9 @@ package struct SyncCursor: Sendable, Equatable, ExpressibleByIntegerLiteral {
 
     /// Items per answer when a device does not say; a device asks for 1 to this many.
     package static let defaultPage = 1_000
-    /// The most bytes of items an answer holds (declared records as stored, lessons and
-    /// achievements at `itemBytes` each), whatever its number of items: a page ends before the item
-    /// that would take it past this, but holds at least one.
+    /// The most bytes of records an answer holds (as stored: their JSON), whatever its number of
+    /// items: a page ends before the record that would take it past this, but holds at least one.
     package static let pageBytes = 1_048_576
-    /// What a lesson or an achievement counts for in `pageBytes`: about its JSON's size.
-    package static let itemBytes = 200
 
     /// The cursor of a version (tests write `cursor == 3`).
     package init(integerLiteral version: UInt64) { self.init(version: version) }

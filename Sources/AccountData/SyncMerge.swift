@@ -1,34 +1,20 @@
 package import SyncRules
 
-/// What the incoming changes do to a stored state: the rows a sync writes.
+/// What the incoming changes do to a stored state: the records a sync writes.
 package struct SyncMerge: Sendable {
-    /// Changed lessons, merged with their stored ones.
-    package var lessons: [LessonProgress]
-    /// Changed achievements, merged with their stored ones.
-    package var achievements: [AchievementProgress]
-    /// The merged profile (the stored one when the changes leave it as it is).
-    package var profile: SyncProfile
-    package var profileChanged: Bool
-    /// Changed records of declared collections, each with its row's JSON.
+    /// Changed records, each merged with its stored one, with its row's JSON.
     package var records: [SyncMergedRecord] = []
-    /// How many stored rows the merge changes.
-    package var count: Int { lessons.count + achievements.count + records.count + (profileChanged ? 1 : 0) }
+    /// How many stored records the merge changes.
+    package var count: Int { records.count }
 
-    package init(
-        lessons: [LessonProgress], achievements: [AchievementProgress], profile: SyncProfile, profileChanged: Bool,
-        records: [SyncMergedRecord] = []
-    ) {
-        self.lessons = lessons
-        self.achievements = achievements
-        self.profile = profile
-        self.profileChanged = profileChanged
+    package init(records: [SyncMergedRecord] = []) {
         self.records = records
     }
 }
 
 /// A record as a sync changed it, with what its row stores.
 package struct SyncMergedRecord: Sendable {
-    /// Its collection's index in the schema.
+    /// Its collection's index in the sync's collections (`SyncWire.schema`).
     package var collection: Int
     /// Its collection's name, as its row stores it.
     package var name: String

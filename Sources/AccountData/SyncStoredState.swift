@@ -1,6 +1,6 @@
 package import SyncRules
 
-/// The user's stored state, as one sync reads it: every item with the version that last changed
+/// The user's stored state, as one sync reads it: every record with the version that last changed
 /// it, so that what changed since a cursor is found in it.
 ///
 /// `SyncStore.read` (in `Accounts`) reads it from the user's rows; the sync engine (`SyncEngine`, in
@@ -8,13 +8,8 @@ package import SyncRules
 package struct SyncStoredState: Sendable {
     /// The user's version (`users.sync_version`): each write moves it on by one.
     package var version: UInt64
-    /// The version that last changed the profile.
-    package var profileVersion: UInt64
-    package var profile: SyncProfile
-    package var lessons: [LessonKey: SyncVersioned<LessonProgress>]
-    package var achievements: [String: SyncVersioned<AchievementProgress>]
-    /// The records of each declared collection, by key, in the schema's order.
-    package var records: [[String: SyncVersioned<SyncRecord>]] = []
+    /// The records of each collection of the sync (`SyncWire.schema`'s order), by key.
+    package var records: [[String: SyncVersioned<SyncRecord>]]
     /// The highest version of a tombstone purged (`users.sync_purged_version`).
     package var purgedVersion: UInt64 = 0
     /// The memory the records take, by `SyncCache.cost(of:)`, kept up to date as they change. The
@@ -22,21 +17,16 @@ package struct SyncStoredState: Sendable {
     /// measure is not the database's concern).
     package var recordBytes = 0
     /// The bytes the records take as stored (their JSON), kept up to date as they change: what
-    /// the declared byte limits count.
+    /// the byte limits count.
     package var storedBytes = 0
     /// Whether the user is a guest (stricter byte limits).
     package var guest = false
 
     package init(
-        version: UInt64, profileVersion: UInt64, profile: SyncProfile, lessons: [LessonKey: SyncVersioned<LessonProgress>],
-        achievements: [String: SyncVersioned<AchievementProgress>], records: [[String: SyncVersioned<SyncRecord>]] = [],
-        purgedVersion: UInt64 = 0, recordBytes: Int = 0, storedBytes: Int = 0, guest: Bool = false
+        version: UInt64, records: [[String: SyncVersioned<SyncRecord>]], purgedVersion: UInt64 = 0, recordBytes: Int = 0,
+        storedBytes: Int = 0, guest: Bool = false
     ) {
         self.version = version
-        self.profileVersion = profileVersion
-        self.profile = profile
-        self.lessons = lessons
-        self.achievements = achievements
         self.records = records
         self.purgedVersion = purgedVersion
         self.recordBytes = recordBytes
@@ -45,11 +35,11 @@ package struct SyncStoredState: Sendable {
     }
 }
 
-/// An item and the user's version that last changed it.
+/// A record and the user's version that last changed it.
 package struct SyncVersioned<Item: Sendable>: Sendable {
     package var item: Item
     package var version: UInt64
-    /// The bytes a declared record takes as stored (its JSON); 0 for lessons and achievements.
+    /// The bytes the record takes as stored (its JSON).
     package var bytes = 0
 
     package init(item: Item, version: UInt64, bytes: Int = 0) {

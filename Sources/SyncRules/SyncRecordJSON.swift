@@ -27,6 +27,13 @@ package struct SyncRecordCodec: Sendable {
         names = JSONNames(collection.keys.map(\.name) + collection.fields.map(\.name) + [SyncCollection.deletedMember])
     }
 
+    /// The one record of a collection without key fields (one record per user, such as the
+    /// profile) as it is before any device set a field: every field its empty value. Nil for a
+    /// collection with keys.
+    package var emptyRecord: SyncRecord? {
+        collection.keys.isEmpty ? SyncRecord(values: emptyValues, keyCount: 0, key: "", deleted: .none) : nil
+    }
+
     /// A value as read, before it is checked against its field.
     package enum Raw: Sendable {
         case string(String)

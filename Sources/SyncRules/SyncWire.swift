@@ -275,6 +275,19 @@ package struct SyncWire: Sendable {
         }
     }
 
+    /// Where the records of the collection at `index` are in a body, for errors: `progress`,
+    /// `achievements`, `profile`, or `collections.<name>` for a declared one.
+    package func path(of index: Int) -> String {
+        let name = codecs[index].collection.name
+        return (Self.firstDeclared..<profile).contains(index) ? "collections." + name : name
+    }
+
+    /// The index in `schema` of the collection `name` (built in or declared); nil for another name.
+    package func index(of name: String) -> Int? {
+        for index in codecs.indices where codecs[index].collection.name == name { return index }
+        return nil
+    }
+
     /// The index in `schema` of the declared collection `name`; nil when the app declares none such.
     package func declaredIndex(of name: String) -> Int? {
         for index in Self.firstDeclared..<profile where codecs[index].collection.name == name { return index }

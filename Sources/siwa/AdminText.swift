@@ -5,6 +5,7 @@ import Identity
 import JOSE
 import SiwaConfig
 import StrictJSON
+import SyncRules
 
 /// The readable output of `siwa admin`: tables and a user's description.
 enum AdminText {
@@ -69,9 +70,13 @@ enum AdminText {
                 "  #\(session.id)  \(session.device ?? (session.isWeb ? "web browser" : "device"))  \(session.isWeb ? "web" : "native")  "
                     + "last used \(time(session.lastUsedAt))")
         }
+        let synced = export.progress.records
+        let lessons = synced.count { $0.collection == SyncWire.progress }
+        let achievements = synced.count { $0.collection == SyncWire.achievements }
+        let declared = synced.count { (SyncWire.firstDeclared..<export.collections.wire.profile).contains($0.collection) }
         lines.append(
-            "synced: \(export.progress.progress.count) lesson(s), \(export.progress.achievements.count) achievement(s)"
-        )
+            "synced: \(lessons) lesson(s), \(achievements) achievement(s)"
+                + (declared > 0 ? ", \(declared) record(s) of declared collections" : ""))
         lines.append("latest audit events (siwa admin audit --user \(record.userID) for more):")
         for event in record.auditEvents.prefix(10) {
             lines.append("  \(time(event.occurredAt))  \(event.type)  \(event.detail ?? "")")

@@ -64,7 +64,9 @@ struct BenchSyncCache: ParsableCommand {
         if let declared {
             let records = records
             let shape = shape
-            fill = { userID in cache.keep(userID: userID, records: Self.records(of: userID, declared, count: records, shape: shape)) }
+            fill = { userID in
+                cache.keep(userID: userID, records: [[], []] + Self.records(of: userID, declared, count: records, shape: shape))
+            }
         } else {
             let (lessons, achievements, idLength) = (lessons, achievements, idLength)
             fill = { userID in Self.keepProgress(of: userID, in: cache, lessons: lessons, achievements: achievements, idLength: idLength) }
@@ -117,7 +119,19 @@ struct BenchSyncCache: ParsableCommand {
         let earned = (0..<achievements).map {
             AchievementProgress(achievementID: id("a", base + $0), progress: 5, completed: true, completedAt: 1_795_000_000_000)
         }
-        cache.keep(userID: userID, lessons: progress, achievements: earned)
+        // Read from their JSON, as a sync reads their rows.
+        let wire = SyncWire.builtIn
+        func read(_ record: SyncRecord, _ collection: Int) -> SyncRecord? {
+            var reader = JSONReader(wire.codecs[collection].json(record), limits: .tokens)
+            guard case .success(let read)? = try? wire.codecs[collection].read(&reader, path: "", checked: false) else { return nil }
+            return read
+        }
+        cache.keep(
+            userID: userID,
+            records: [
+                progress.compactMap { read($0.record, SyncWire.progress) }, earned.compactMap { read($0.record, SyncWire.achievements) },
+                [],
+            ])
     }
 
     /// A user's records of each declared collection, each read from its JSON as a sync reads a

@@ -74,7 +74,11 @@ struct Doctor: ParsableCommand {
         let connection = Connection(configuration: config.database)
         defer { connection.close() }
         do {
-            let undeclared = try SyncRecords.storedCollections(on: connection).filter { !declared.contains($0.name) }
+            // The built-in collections' records (lessons, achievements, profiles) are always synced.
+            let builtIn = SyncSchema.builtIn.collections.map(\.name)
+            let undeclared = try SyncRecords.storedCollections(on: connection).filter {
+                !declared.contains($0.name) && !builtIn.contains($0.name)
+            }
             let names = declared.isEmpty ? "none declared (the built-in model only)" : declared.joined(separator: ", ")
             guard undeclared.isEmpty else {
                 let listed = undeclared.map { "\($0.name) (\($0.records) records)" }.joined(separator: ", ")

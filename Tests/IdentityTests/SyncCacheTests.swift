@@ -71,11 +71,14 @@ import Testing
             func id(_ prefix: String, _ number: Int) -> String { String((prefix + padding + "\(userID)-\(number)").suffix(idLength)) }
             cache.keep(
                 userID: userID,
-                lessons: (0..<20).map {
-                    LessonProgress(
-                        beliefSystemID: id("b", 0), lessonID: id("l", $0), status: .completed, score: 90, earnedXP: 40, completedAt: 1)
-                },
-                achievements: (0..<5).map { AchievementProgress(achievementID: id("a", $0), progress: 5, completed: true, completedAt: 1) })
+                records: [
+                    (0..<20).map {
+                        LessonProgress(
+                            beliefSystemID: id("b", 0), lessonID: id("l", $0), status: .completed, score: 90, earnedXP: 40, completedAt: 1
+                        ).record
+                    },
+                    (0..<5).map { AchievementProgress(achievementID: id("a", $0), progress: 5, completed: true, completedAt: 1).record },
+                ])
         }
     }
 

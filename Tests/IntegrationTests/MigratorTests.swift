@@ -251,7 +251,9 @@ import Testing
         #expect(try connection.query("SELECT COUNT(*) FROM users WHERE sync_purged_version = 0")[0].decode(Int64.self, at: 0) == 200)
     }
 
-    @Test("0020-0022 (one sync engine) copy every lesson, achievement and profile of 10,000 users into records the codec reads back as they are stored")
+    @Test(
+        "0020-0022 (one sync engine) copy every lesson, achievement and profile of 10,000 users into records the codec reads back as they are stored"
+    )
     func builtInSyncBecomesRecords() throws {
         let connection = try database.connect(multipleStatements: true)
         defer { connection.close() }
@@ -260,7 +262,7 @@ import Testing
         for file in files where file < "0020" {
             try FileManager.default.copyItem(atPath: sql + "/" + file, toPath: directory + "/" + file)
         }
-        _ = try Migrator(directory: directory).migrate(on: connection)
+        _ = try MigrationRunner(Migrator(directory: directory)).migrate(on: connection)
         // 10,000 users: most with a profile (every fifth never synced one), 0 to 8 lessons of every
         // status, with and without a completion time, and 0 to 3 achievements.
         try connection.run(
@@ -279,7 +281,7 @@ import Testing
             """)
         /// Each kind's rows and a checksum of its values, from the old columns and from the records.
         func fingerprints() throws -> (old: [String], new: [String]) {
-            func run(_ queries: [String]) throws -> [String] {
+            func run(_ queries: [SQL]) throws -> [String] {
                 try queries.map { query in
                     let row = try connection.query(query)[0]
                     return "\(try row.decode(Int64.self, at: 0)) \(try row.decode(Int64?.self, at: 1) ?? 0)"
@@ -302,7 +304,7 @@ import Testing
         for file in files where file >= "0020" && file < "0023" {
             try FileManager.default.copyItem(atPath: sql + "/" + file, toPath: directory + "/" + file)
         }
-        #expect(try Migrator(directory: directory).migrate(on: connection).map(\.version) == [20, 21, 22])
+        #expect(try MigrationRunner(Migrator(directory: directory)).migrate(on: connection).map(\.version) == [20, 21, 22])
         let after = try fingerprints()
         #expect(after.old == before, "the old rows are kept as they were")
         #expect(after.new == before, "every row copied, every value kept")

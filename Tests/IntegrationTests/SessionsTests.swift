@@ -307,13 +307,12 @@ import Testing
             id: TestIDs.next(), userID: userID, appleClientID: nil, device: nil, refreshTokenHash: hash(1), cookieHash: nil, lifetime: 3600,
             on: connection)
         _ = try connection.execute(
-            "INSERT INTO progress (user_id, belief_system_id, lesson_id, status, score, earned_xp, version) VALUES (?, 'b', 'l', 2, 1, 1, 1)",
-            userID)
+            "INSERT INTO sync_records (user_id, collection, item_key, body, version) VALUES (?, 'progress', 'b\u{1F}l', '{}', 1)", userID)
         #expect(try connection.transaction { try AccountDeletion.anonymise(userID: userID, source: "apple_notification", on: connection) })
         #expect(try count("SELECT COUNT(*) FROM users WHERE id = \(userID) AND first_name IS NULL AND last_name IS NULL") == 1)
         #expect(try count("SELECT COUNT(*) FROM user_emails") == 0)
         #expect(try count("SELECT COUNT(*) FROM apple_identities") == 0)
-        #expect(try count("SELECT COUNT(*) FROM progress WHERE user_id = \(userID)") == 1, "progress is kept")
+        #expect(try count("SELECT COUNT(*) FROM sync_records WHERE user_id = \(userID)") == 1, "progress is kept")
         #expect(try Sessions.list(userID: userID, on: connection).isEmpty)
         let again = try connection.transaction { try AppleAccounts.signIn(signIn, newUserID: TestIDs.next, on: connection) }
         #expect(again.isNewUser && again.userID != userID, "the same Apple account is a new user now")

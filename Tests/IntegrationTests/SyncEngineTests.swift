@@ -28,8 +28,8 @@ import Testing
     /// The whole stored state, in a canonical order.
     func everything(_ userID: UInt64) throws -> SyncDelta {
         var delta = try sync(userID, SyncChanges(cursor: nil, profile: nil, progress: [], achievements: []))
-        delta.progress.sort { ($0.beliefSystemID, $0.lessonID) < ($1.beliefSystemID, $1.lessonID) }
-        delta.achievements.sort { $0.achievementID < $1.achievementID }
+        // By collection, then key: lessons by belief system then lesson, achievements by id.
+        delta.records.sort { ($0.collection, $0.record.key) < ($1.collection, $1.record.key) }
         delta.cursor = 0
         delta.changed = 0
         return delta
@@ -170,7 +170,7 @@ import Testing
         let second = try sync(user, again)
         #expect(second.changed == 0 && second.cursor == 1)
         #expect(second.progress.isEmpty && second.achievements.isEmpty && second.profile == nil, "nothing new since the cursor")
-        let updated: Int = try connection.query("SELECT COUNT(*) FROM progress WHERE version > 1")[0].decode(at: 0)
+        let updated: Int = try connection.query("SELECT COUNT(*) FROM sync_records WHERE version > 1")[0].decode(at: 0)
         #expect(updated == 0)
         let full = try sync(user, SyncChanges(cursor: nil, profile: nil, progress: [], achievements: []))
         #expect(full.progress == changes.progress && full.achievements == changes.achievements && full.profile == changes.profile)
@@ -307,7 +307,10 @@ import Testing
             }
             #expect(waits, "the sync waits for the lock")
             #expect(result.withLock { $0 } == "not finished", "the sync waits for the lock")
-            _ = try other.execute("UPDATE progress SET score = 7, version = 2 WHERE user_id = ? AND lesson_id = 'l1'", user)
+            let moved = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 7, earnedXP: 1, completedAt: nil)
+            let body = SyncWire.builtIn.codecs[SyncWire.progress].json(moved.record)
+            _ = try other.execute(
+                "UPDATE sync_records SET body = \(body), version = 2 WHERE user_id = \(user) AND collection = 'progress'")
             _ = try other.execute("UPDATE users SET sync_version = 2 WHERE id = ?", user)
         }
         waiting.wait()
@@ -449,11 +452,13 @@ import Testing
         let room = SyncCache(maximumPerUser: 6, shards: 1)
         try syncCached(lessons: 5, into: room)
         try syncCached(lessons: 3, into: room)
-        let capacity = room.count.bytes
+        // A record's array of values is counted at its capacity, which malloc's reuse of a larger
+        // free block can raise by a few bytes: a little room to spare, less than a record takes.
+        let capacity = room.count.bytes + 64
         let cache = SyncCache(capacity: capacity, maximumPerUser: 6, shards: 1)
         try syncCached(lessons: 5, into: cache)
         try syncCached(lessons: 3, into: cache)
-        #expect(cache.count.users == 2 && cache.count.items == 10 && cache.count.bytes == capacity)
+        #expect(cache.count.users == 2 && cache.count.items == 10 && cache.count.bytes <= capacity, "\(cache.count) against \(room.count)")
         try syncCached(lessons: 2, into: cache)
         #expect(cache.count.bytes <= capacity && cache.count.users >= 1, "older entries made room")
         let before = cache.count

@@ -2,6 +2,7 @@ import AccountData
 import Accounts
 import FastCGI
 import Identity
+import SIWATestSupport
 import Server
 import SyncRules
 import Testing

@@ -35,89 +35,51 @@ package enum SyncStore {
         return try rows.first?.decode(column: "sync_version")
     }
 
-    /// The user's whole synced state (a user has a bounded set of lessons and achievements); nil when
-    /// the user is gone or `session` is not active.
+    /// The user's whole synced state: every record of the sync's collections (the built-in ones and
+    /// those declared); nil when the user is gone or `session` is not active.
     package static func read(
         userID: UInt64, session: UInt64?, lock: Bool, collections: DeclaredCollections = .none, on connection: Connection
     ) throws -> SyncStoredState? {
         // With a session, the user is only found while that session of theirs is active; locked,
         // both rows are held until the transaction ends.
-        let columns = """
-            u.sync_version, u.total_xp, u.current_level, u.streak_days, DATE_FORMAT(u.last_active_date, '%Y-%m-%d') AS last_active,
-                u.profile_version, u.sync_purged_version, u.guest_since IS NOT NULL AS guest
-            """
-        let lockClause = lock ? "FOR UPDATE" : ""
+        let columns: SQL = "u.sync_version, u.sync_purged_version, u.guest_since IS NOT NULL AS guest"
+        let lockClause: SQL = lock ? "FOR UPDATE" : ""
         let users =
             if let session {
                 try connection.query(
                     """
-                    SELECT \(raw: columns) FROM users u JOIN sessions s ON s.user_id = u.id
-                    WHERE u.id = ? AND s.id = ? AND \(Sessions.activeCondition) \(raw: lockClause)
-                    """, userID, session)
+                    SELECT \(columns) FROM users u JOIN sessions s ON s.user_id = u.id
+                    WHERE u.id = \(userID) AND s.id = \(session) AND \(Sessions.activeCondition) \(lockClause)
+                    """)
             } else {
-                try connection.query("SELECT \(raw: columns) FROM users u WHERE u.id = ? \(raw: lockClause)", userID)
+                try connection.query("SELECT \(columns) FROM users u WHERE u.id = \(userID) \(lockClause)")
             }
         guard let user = users.first else { return nil }
-        var lessons: [LessonKey: SyncVersioned<LessonProgress>] = [:]
-        for row in try connection.query("SELECT \(raw: progressColumns), version FROM progress WHERE user_id = ?", userID) {
-            let lesson = try lesson(row)
-            lessons[lesson.key] = SyncVersioned(item: lesson, version: try row.decode(column: "version"))
-        }
-        var achievements: [String: SyncVersioned<AchievementProgress>] = [:]
-        for row in try connection.query("SELECT \(raw: achievementColumns), version FROM user_achievements WHERE user_id = ?", userID) {
-            let achievement = try achievement(row)
-            achievements[achievement.key] = SyncVersioned(item: achievement, version: try row.decode(column: "version"))
-        }
-        var records = [[String: SyncVersioned<SyncRecord>]](repeating: [:], count: collections.codecs.count)
+        let wire = collections.wire
+        var records = [[String: SyncVersioned<SyncRecord>]](repeating: [:], count: wire.codecs.count)
         var storedBytes = 0
-        if !collections.isEmpty {
-            for row in try connection.query("SELECT collection, body, version FROM sync_records WHERE user_id = ?", userID) {
-                // Rows of a collection no longer declared stay stored, unsynced.
-                guard let index = collections.schema.index(of: try row.decode(column: "collection")) else { continue }
-                let body: [UInt8] = try row.decode(column: "body")
-                var reader = JSONReader(body, limits: .tokens)
-                guard case .success(let record) = try collections.codecs[index].read(&reader, path: "", checked: false) else { continue }
-                records[index][record.key] = SyncVersioned(item: record, version: try row.decode(column: "version"), bytes: body.count)
-                storedBytes += body.count
-            }
+        for row in try connection.query("SELECT collection, body, version FROM sync_records WHERE user_id = \(userID)") {
+            // Rows of a collection no longer declared stay stored, unsynced.
+            guard let index = wire.index(of: try row.decode(column: "collection")) else { continue }
+            let body: [UInt8] = try row.decode(column: "body")
+            var reader = JSONReader(body, limits: .tokens)
+            guard case .success(let record) = try wire.codecs[index].read(&reader, path: "", checked: false) else { continue }
+            records[index][record.key] = SyncVersioned(item: record, version: try row.decode(column: "version"), bytes: body.count)
+            storedBytes += body.count
         }
         return SyncStoredState(
-            version: try user.decode(column: "sync_version"), profileVersion: try user.decode(column: "profile_version"),
-            profile: SyncProfile(
-                totalXP: try user.decode(column: "total_xp"), currentLevel: try user.decode(column: "current_level"),
-                streakDays: try user.decode(column: "streak_days"), lastActiveDate: try user.decode(column: "last_active")),
-            lessons: lessons, achievements: achievements, records: records, purgedVersion: try user.decode(column: "sync_purged_version"),
+            version: try user.decode(column: "sync_version"), records: records,
+            purgedVersion: try user.decode(column: "sync_purged_version"),
             storedBytes: storedBytes, guest: try user.decode(column: "guest"))
     }
 
-    /// Moves the user's version on by one (and stores the merged profile), if it is still the
-    /// version of `stored`; false otherwise (another sync got in between, or the user is gone).
-    /// The update locks the user's row until the transaction ends.
-    package static func advance(
-        userID: UInt64, from stored: SyncStoredState, _ merge: SyncMerge, on connection: Connection
-    ) throws -> Bool {
-        let version = stored.version + 1
-        let profile = merge.profile
-        return try connection.execute(
-            """
-            UPDATE users SET sync_version = ?, total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = ?
-            WHERE id = ? AND sync_version = ?
-            """, version, profile.totalXP, profile.currentLevel, profile.streakDays, profile.lastActiveDate,
-            merge.profileChanged ? version : stored.profileVersion, userID, stored.version
+    /// Moves the user's version on by one, if it is still `version`; false otherwise (another sync
+    /// got in between, or the user is gone). The update locks the user's row until the transaction
+    /// ends.
+    package static func advance(userID: UInt64, from version: UInt64, on connection: Connection) throws -> Bool {
+        try connection.execute(
+            "UPDATE users SET sync_version = \(version + 1) WHERE id = \(userID) AND sync_version = \(version)"
         ).affectedRows == 1
-    }
-
-    /// Stores each merged profile as its user's, changed at their current version: one batch
-    /// execution. The rows must be locked by this transaction, which moved their versions on.
-    static func storeProfiles(_ profiles: [(userID: UInt64, profile: SyncProfile)], on connection: Connection) throws {
-        _ = try connection.executeBatch(
-            """
-            UPDATE users SET total_xp = ?, current_level = ?, streak_days = ?, last_active_date = ?, profile_version = sync_version
-            WHERE id = ?
-            """,
-            rows: profiles.map {
-                [$0.profile.totalXP, $0.profile.currentLevel, $0.profile.streakDays, $0.profile.lastActiveDate, $0.userID]
-            })
     }
 
     /// The versions of `userIDs` (sorted, so that batches lock in one order), locked until the
@@ -181,75 +143,12 @@ package enum SyncStore {
     }
 
     /// Writes each merge as its user's at `version`, the version this transaction moved the user's
-    /// row to (and locked it): the profiles that changed, then the items. One batch execution per table.
+    /// row to (and locked it): one batch execution.
     package static func write(_ merges: [(userID: UInt64, version: UInt64, merge: SyncMerge)], on connection: Connection) throws {
-        try storeProfiles(merges.filter(\.merge.profileChanged).map { ($0.userID, $0.merge.profile) }, on: connection)
-        try writeItems(merges, on: connection)
-    }
-
-    /// Upserts the lessons, achievements and records of each merge, changed at `version`: one batch
-    /// execution per table. Not the profile: `advance(userID:from:_:on:)` or `write(_:on:)` stores it.
-    package static func writeItems(_ merges: [(userID: UInt64, version: UInt64, merge: SyncMerge)], on connection: Connection) throws {
-        try write(merges.flatMap { write in write.merge.lessons.map { (write.userID, write.version, $0) } }, on: connection)
-        try write(merges.flatMap { write in write.merge.achievements.map { (write.userID, write.version, $0) } }, on: connection)
         try write(merges.flatMap { write in write.merge.records.map { (write.userID, write.version, $0) } }, on: connection)
     }
 
-    // MARK: - Progress
-
-    static let progressColumns = "belief_system_id, lesson_id, status, score, earned_xp, completed_at"
-
-    static func lesson(_ row: Row) throws -> LessonProgress {
-        LessonProgress(
-            beliefSystemID: try row.decode(column: "belief_system_id"), lessonID: try row.decode(column: "lesson_id"),
-            status: LessonStatus(rawValue: try row.decode(column: "status")) ?? .notStarted, score: try row.decode(column: "score"),
-            earnedXP: try row.decode(column: "earned_xp"), completedAt: try row.decode(column: "completed_at"))
-    }
-
-    /// Upserts lessons, each with its user and the version that changed it: one batch execution.
-    static func write(_ lessons: [(userID: UInt64, version: UInt64, lesson: LessonProgress)], on connection: Connection) throws {
-        _ = try connection.executeBatch(
-            """
-            INSERT INTO progress (user_id, \(raw: progressColumns), version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON DUPLICATE KEY UPDATE status = VALUES(status), score = VALUES(score), earned_xp = VALUES(earned_xp),
-                completed_at = VALUES(completed_at), version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
-            """,
-            rows: lessons.map { row in
-                let lesson = row.lesson
-                return [
-                    row.userID, lesson.beliefSystemID, lesson.lessonID, lesson.status.rawValue, lesson.score, lesson.earnedXP,
-                    lesson.completedAt, row.version,
-                ]
-            })
-    }
-
-    // MARK: - Achievements
-
-    static let achievementColumns = "achievement_id, progress, completed, completed_at"
-
-    static func achievement(_ row: Row) throws -> AchievementProgress {
-        AchievementProgress(
-            achievementID: try row.decode(column: "achievement_id"), progress: try row.decode(column: "progress"),
-            completed: try row.decode(column: "completed"), completedAt: try row.decode(column: "completed_at"))
-    }
-
-    /// Upserts achievements, each with its user and the version that changed it: one batch execution.
-    static func write(_ achievements: [(userID: UInt64, version: UInt64, achievement: AchievementProgress)], on connection: Connection)
-        throws
-    {
-        _ = try connection.executeBatch(
-            """
-            INSERT INTO user_achievements (user_id, \(raw: achievementColumns), version) VALUES (?, ?, ?, ?, ?, ?)
-            ON DUPLICATE KEY UPDATE progress = VALUES(progress), completed = VALUES(completed), completed_at = VALUES(completed_at),
-                version = VALUES(version), updated_at = UTC_TIMESTAMP(3)
-            """,
-            rows: achievements.map { row in
-                let item = row.achievement
-                return [row.userID, item.achievementID, item.progress, item.completed, item.completedAt, row.version]
-            })
-    }
-
-    // MARK: - Declared collections
+    // MARK: - Records
 
     /// Upserts records, each with its user and the version that changed it: one batch execution.
     static func write(_ records: [(userID: UInt64, version: UInt64, record: SyncMergedRecord)], on connection: Connection) throws {

@@ -38,7 +38,7 @@ extension AccountUseCases {
     package func export(userID: UInt64) throws -> AccountExport? {
         guard let record = try UserRecord.load(userID: userID, auditLimit: Self.recordAuditEvents, on: database),
             let progress = try SyncEngine.sync(
-                userID: userID, changes: SyncChanges(cursor: nil, profile: nil, progress: [], achievements: [], limit: .max), on: database,
+                userID: userID, changes: SyncChanges(cursor: nil, limit: .max), on: database,
                 collections: core.collections)
         else { return nil }
         return AccountExport(record: record, progress: progress, collections: core.collections, exportedAt: Int64(clock.now() * 1000))

@@ -102,21 +102,17 @@ package final class SyncCache: Sendable {
         Allocator.releaseFreeMemory()
     }
 
-    /// A state's size in items (the profile counts as one).
+    /// A state's size in records (and one for the state itself).
     static func size(of state: SyncStoredState) -> Int {
-        state.records.reduce(1 + state.lessons.count + state.achievements.count) { $0 + $1.count }
+        state.records.reduce(1) { $0 + $1.count }
     }
 
     /// The memory a kept state takes, in bytes, as malloc hands it out (`allocation(_:)`): the
-    /// state's hash tables at their capacity (Swift's tables are between three eighths and three
-    /// quarters full, and never shrink), the list of its collections' tables, each id of more than
-    /// 15 bytes (a `String` keeps a longer one in an allocation of its own; a key and its item share
-    /// one), and its records (`SyncStoredState.recordBytes`). The shard's own table is counted by the shard.
+    /// list of its collections' hash tables, each table at its capacity (Swift's tables are between
+    /// three eighths and three quarters full, and never shrink), and its records
+    /// (`SyncStoredState.recordBytes`). The shard's own table is counted by the shard.
     static func cost(of state: SyncStoredState) -> Int {
-        var bytes = tableBytes(of: state.lessons) + tableBytes(of: state.achievements)
-        for lesson in state.lessons.values { bytes += heapBytes(lesson.item.beliefSystemID) + heapBytes(lesson.item.lessonID) }
-        for achievement in state.achievements.values { bytes += heapBytes(achievement.item.achievementID) }
-        bytes += arrayBytes(state.records)
+        var bytes = arrayBytes(state.records)
         for records in state.records { bytes += tableBytes(of: records) }
         return bytes + state.recordBytes
     }
@@ -198,24 +194,11 @@ package final class SyncCache: Sendable {
         }
     }
 
-    /// Keeps a state of `lessons` and `achievements` for `userID`, as a sync that read them would
-    /// (`siwa bench-sync-cache`).
-    package func keep(userID: UInt64, lessons: [LessonProgress], achievements: [AchievementProgress]) {
-        var state = SyncStoredState(
-            version: 1, profileVersion: 1, profile: SyncProfile(totalXP: 0, currentLevel: 1, streakDays: 0, lastActiveDate: nil),
-            lessons: [:], achievements: [:])
-        for lesson in lessons { state.lessons[lesson.key] = SyncVersioned(item: lesson, version: 1) }
-        for achievement in achievements { state.achievements[achievement.key] = SyncVersioned(item: achievement, version: 1) }
-        keep(state, of: userID)
-    }
-
-    /// Keeps a state of `records` (one list per declared collection, in the schema's order) for
-    /// `userID`, built as a sync that read them from their rows builds it (`siwa bench-sync-cache`).
+    /// Keeps a state of `records` (one list per collection of the sync, in `SyncWire.schema`'s
+    /// order) for `userID`, built as a sync that read them from their rows builds it (`siwa
+    /// bench-sync-cache`).
     package func keep(userID: UInt64, records: [[SyncRecord]]) {
-        var state = SyncStoredState(
-            version: 1, profileVersion: 1, profile: SyncProfile(totalXP: 0, currentLevel: 1, streakDays: 0, lastActiveDate: nil),
-            lessons: [:], achievements: [:])
-        state.records = [[String: SyncVersioned<SyncRecord>]](repeating: [:], count: records.count)
+        var state = SyncStoredState(version: 1, records: [[String: SyncVersioned<SyncRecord>]](repeating: [:], count: records.count))
         for (index, list) in records.enumerated() {
             for record in list {
                 state.records[index][record.key] = SyncVersioned(item: record, version: 1)

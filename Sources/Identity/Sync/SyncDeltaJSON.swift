@@ -12,14 +12,7 @@ package enum SyncDeltaJSON {
     /// The answer, written straight into bytes (one sync's answer is made per request).
     package static func json(_ delta: SyncDelta, collections: DeclaredCollections = .none) -> [UInt8] {
         let wire = collections.wire
-        var items: [SyncWire.Item] = []
-        items.reserveCapacity(delta.progress.count + delta.achievements.count + delta.records.count + 1)
-        if let profile = delta.profile { items.append(SyncWire.Item(collection: wire.profile, record: profile.record)) }
-        for lesson in delta.progress { items.append(SyncWire.Item(collection: SyncWire.progress, record: lesson.record)) }
-        for achievement in delta.achievements { items.append(SyncWire.Item(collection: SyncWire.achievements, record: achievement.record)) }
-        for record in delta.records {
-            items.append(SyncWire.Item(collection: SyncWire.firstDeclared + record.collection, record: record.record))
-        }
+        let items = delta.records
         return wire.write(
             cursor: delta.cursor.text + (delta.cursorTag.map { SyncCursor.tagSeparator + $0 } ?? ""), items: items, more: delta.more,
             resync: delta.resync)

@@ -78,7 +78,6 @@ package enum SyncEngine {
         let state = merge.count > 0 ? applied(merge, to: stored) : stored
         // The cache learns the state, unless it is the cached state itself, unchanged.
         if cached?.version != state.version { cache?.keep(state, of: userID) }
-        let profileVersion = merge.profileChanged ? version : stored.profileVersion
         // A cursor from the future (a restored backup, another server) gets everything with a
         // resync, and so does one older than a purged tombstone: that device missed a deletion,
         // and must start over.
@@ -88,19 +87,32 @@ package enum SyncEngine {
         // purged after it, of a record an earlier page sent, calls for a resync as well.
         let resync = ahead || ((cursor.version > 0 || cursor.position != nil) && cursor.base < state.purgedVersion)
         if resync || (cursor.version == 0 && cursor.position == nil) { cursor = SyncCursor(version: 0, base: state.version) }
+        let wire = collections.wire
+        let keyless = wire.codecs.map { $0.emptyRecord != nil }
         var delta = SyncDelta(
-            cursor: SyncCursor(version: version), profile: cursor.version == 0 || profileVersion > cursor.version ? merge.profile : nil,
-            progress: merge.lessons, achievements: merge.achievements,
-            records: merge.records.map { CollectionRecord(collection: $0.collection, record: $0.record) },
+            cursor: SyncCursor(version: version),
+            records: merge.records.filter { !keyless[$0.collection] }.map {
+                CollectionRecord(collection: $0.collection, record: $0.record)
+            },
             changed: merge.count)
         delta.resync = resync
         // A device that was up to date gets exactly what this sync changed; one that was behind also
         // gets what other devices changed meanwhile, a page at a time.
         if cursor.version != stored.version || cursor.position != nil {
-            let page = state.changed(after: cursor, limit: changes.limit ?? SyncCursor.defaultPage)
-            (delta.progress, delta.achievements, delta.records, delta.more) = (page.progress, page.achievements, page.records, page.more)
+            let page = state.changed(after: cursor, limit: changes.limit ?? SyncCursor.defaultPage, keyless: keyless)
+            (delta.records, delta.more) = (page.records, page.more)
             if page.more, let last = page.last {
                 delta.cursor = SyncCursor(version: last.version, base: cursor.base, position: last.position)
+            }
+        }
+        // A collection of one record per user (the profile) is sent whole, outside the pages: when
+        // it changed since the cursor, and in every answer from nothing (as it is before any device
+        // set it, when none did).
+        for (index, codec) in wire.codecs.enumerated() {
+            guard let empty = codec.emptyRecord else { continue }
+            let stored = index < state.records.count ? state.records[index][empty.key] : nil
+            if cursor.version == 0 || (stored?.version ?? 0) > cursor.version {
+                delta.records.append(CollectionRecord(collection: index, record: stored?.item ?? empty))
             }
         }
         return delta
@@ -120,7 +132,7 @@ package enum SyncEngine {
         if let session, try !Sessions.isActive(sessionID: session, userID: userID, on: connection) { return nil }
         return try connection.transaction { () -> (SyncStoredState, SyncMerge)? in
             var (stored, merge) = (stored, merge)
-            if try !SyncStore.advance(userID: userID, from: stored, merge, on: connection) {
+            if try !SyncStore.advance(userID: userID, from: stored.version, on: connection) {
                 guard let fresh = try SyncStore.read(userID: userID, session: nil, lock: true, collections: collections, on: connection)
                 else { return nil }
                 stored = counted(fresh)
@@ -128,12 +140,12 @@ package enum SyncEngine {
                 // On one server the lock holds the version still. A Galera node applies another
                 // node's write without regard to local locks: a lost race, not an ended session,
                 // so the whole sync runs again (the caller retries deadlocks).
-                if merge.count > 0, try !SyncStore.advance(userID: userID, from: stored, merge, on: connection) {
+                if merge.count > 0, try !SyncStore.advance(userID: userID, from: stored.version, on: connection) {
                     throw MariaDBError(.deadlock, errno: 1213, sqlState: "40001", message: "the sync version moved under the row lock")
                 }
             }
             if merge.count > 0 {
-                try SyncStore.writeItems([(userID, stored.version + 1, merge)], on: connection)
+                try SyncStore.write([(userID, stored.version + 1, merge)], on: connection)
             }
             return (stored, merge)
         }
@@ -143,14 +155,6 @@ package enum SyncEngine {
     static func applied(_ merge: SyncMerge, to stored: SyncStoredState) -> SyncStoredState {
         var state = stored
         state.version += 1
-        if merge.profileChanged {
-            state.profile = merge.profile
-            state.profileVersion = state.version
-        }
-        for lesson in merge.lessons { state.lessons[lesson.key] = SyncVersioned(item: lesson, version: state.version) }
-        for achievement in merge.achievements {
-            state.achievements[achievement.key] = SyncVersioned(item: achievement, version: state.version)
-        }
         for merged in merge.records {
             while state.records.count <= merged.collection { state.records.append([:]) }
             let old = state.records[merged.collection].updateValue(
@@ -177,55 +181,48 @@ package enum SyncEngine {
         return state
     }
 
-    /// The stored rows that `changes` (as a device sent them, an item possibly listed twice) would
-    /// change, merged.
-    /// - Throws: `SyncLimitExceeded` when a collection would hold more records than it allows.
+    /// The stored records that `changes` (as a device sent them, a record possibly listed twice)
+    /// would change, merged: each incoming record with its stored one alone, then those that change
+    /// it with each other (a record that leaves its stored one as it is changes nothing, whatever it
+    /// is merged with, since merges are idempotent, commutative and associative: so the usual sync,
+    /// which changes few of the records it sends, merges few), each with its row's JSON.
+    /// - Throws: `SyncLimitExceeded` when a collection would hold more records, or the records more
+    ///   bytes, than the limits allow.
     package static func merged(_ changes: SyncChanges, into stored: SyncStoredState, _ collections: DeclaredCollections = .none) throws
         -> SyncMerge
     {
-        let mergedProfile = changes.profile.map { stored.profile.merged(with: $0) } ?? stored.profile
-        var merge = SyncMerge(
-            lessons: changedItems(changes.progress, of: stored.lessons),
-            achievements: changedItems(changes.achievements, of: stored.achievements),
-            profile: mergedProfile, profileChanged: mergedProfile != stored.profile)
-        if !changes.records.isEmpty { merge.records = try changedRecords(changes.records, of: stored, collections) }
-        return merge
-    }
-
-    /// The stored records that `incoming` changes, merged as `changedItems` merges items (each
-    /// incoming record with its stored one alone, then those that change it with each other), each
-    /// with its row's JSON.
-    static func changedRecords(
-        _ incoming: [CollectionRecord], of stored: SyncStoredState, _ collections: DeclaredCollections
-    ) throws -> [SyncMergedRecord] {
+        guard !changes.records.isEmpty else { return SyncMerge() }
+        let wire = collections.wire
         var changed: [SyncMergedRecord] = []
-        let declared = collections.schema.collections
-        for change in incoming {
-            let current = change.collection < stored.records.count ? stored.records[change.collection][change.record.key]?.item : nil
-            let merged = current.map { declared[change.collection].merged($0, change.record) } ?? change.record
+        for change in changes.records {
+            let collection = wire.codecs[change.collection]
+            // A collection of one record per user has it from the start, empty.
+            let current =
+                (change.collection < stored.records.count ? stored.records[change.collection][change.record.key]?.item : nil)
+                ?? collection.emptyRecord
+            let merged = current.map { collection.collection.merged($0, change.record) } ?? change.record
             guard merged != current else { continue }
             // A record listed twice: few records change, so it is looked for among those.
             if let at = changed.firstIndex(where: { $0.collection == change.collection && $0.record.key == merged.key }) {
-                changed[at].record = declared[change.collection].merged(changed[at].record, merged)
+                changed[at].record = collection.collection.merged(changed[at].record, merged)
                 continue
             }
+            let isNew = change.collection >= stored.records.count || stored.records[change.collection][change.record.key] == nil
             changed.append(
-                SyncMergedRecord(
-                    collection: change.collection, name: declared[change.collection].name, record: merged, json: [], isNew: current == nil))
+                SyncMergedRecord(collection: change.collection, name: collection.collection.name, record: merged, json: [], isNew: isNew))
         }
-        var added = [Int](repeating: 0, count: collections.codecs.count)
+        var added = [Int](repeating: 0, count: wire.codecs.count)
         for record in changed where record.isNew { added[record.collection] += 1 }
         for (index, count) in added.enumerated() where count > 0 {
-            let collection = collections.codecs[index].collection
+            let collection = wire.codecs[index].collection
             let limit = collection.limits.itemsPerUser
             if (index < stored.records.count ? stored.records[index].count : 0) + count > limit {
-                throw SyncLimitExceeded(
-                    path: "collections.\(collection.name)", problem: "would hold more than \(limit) records for this user")
+                throw SyncLimitExceeded(path: wire.path(of: index), problem: "would hold more than \(limit) records for this user")
             }
         }
-        for index in changed.indices { changed[index].json = collections.codecs[changed[index].collection].json(changed[index].record) }
+        for index in changed.indices { changed[index].json = wire.codecs[changed[index].collection].json(changed[index].record) }
         try checkBytes(of: changed, against: stored, collections)
-        return changed
+        return SyncMerge(records: changed)
     }
 
     /// Refuses `changed` when a merged record would take its counters' devices or its bytes past its
@@ -234,19 +231,20 @@ package enum SyncEngine {
     /// lowered may stay over it, as long as a change does not take it further.
     /// - Throws: `SyncLimitExceeded` naming the limit; nothing was written.
     static func checkBytes(of changed: [SyncMergedRecord], against stored: SyncStoredState, _ collections: DeclaredCollections) throws {
-        let limits = collections.schema.limits
+        let wire = collections.wire
+        let limits = wire.schema.limits
         var requestBytes = 0
         var growth = 0
         for merged in changed {
-            let collection = collections.codecs[merged.collection].collection
+            let collection = wire.codecs[merged.collection].collection
             let current = merged.collection < stored.records.count ? stored.records[merged.collection][merged.record.key] : nil
             if let (field, problem) = collection.counterProblem(in: merged.record, comparedTo: current?.item) {
-                throw SyncLimitExceeded(path: "collections.\(collection.name).\(field)", problem: problem)
+                throw SyncLimitExceeded(path: wire.path(of: merged.collection) + "." + field, problem: problem)
             }
             let bytes = merged.json.count
             if bytes > collection.limits.bytesPerRecord && bytes > (current?.bytes ?? 0) {
                 throw SyncLimitExceeded(
-                    path: "collections.\(collection.name)",
+                    path: wire.path(of: merged.collection),
                     problem: "would make a record of \(bytes) bytes, more than the \(collection.limits.bytesPerRecord) a record may take")
             }
             requestBytes += bytes
@@ -264,39 +262,5 @@ package enum SyncEngine {
                 problem: "would store \(stored.storedBytes + growth) bytes of records for this user, more than the \(allowed) "
                     + (stored.guest ? "a guest may (signing in with Apple allows more)" : "a user may"))
         }
-    }
-
-    /// The stored items that `incoming` changes, each merged with all that the device sent for it.
-    ///
-    /// Each incoming item is merged with its stored one alone, and only those that change it are
-    /// merged with each other: an item that leaves its stored one as it is changes nothing, whatever
-    /// it is merged with, since merges are idempotent, commutative and associative. So the usual
-    /// sync, which changes few of the items it sends, merges few.
-    static func changedItems<Item: SyncItem>(_ incoming: [Item], of stored: [Item.Key: SyncVersioned<Item>]) -> [Item] {
-        let changed = incoming.compactMap { item -> Item? in
-            let current = stored[item.key]?.item
-            let merged = current?.merged(with: item) ?? item
-            return merged == current ? nil : merged
-        }
-        return collapse(changed)
-    }
-
-    /// Items with the same key merged into one (a device may list an item twice).
-    static func collapse<Item: SyncItem>(_ items: [Item]) -> [Item] {
-        guard items.count > 1 else { return items }
-        var position: [Item.Key: Int] = [:]
-        position.reserveCapacity(items.count)
-        var collapsed: [Item] = []
-        collapsed.reserveCapacity(items.count)
-        for item in items {
-            let key = item.key
-            if let index = position[key] {
-                collapsed[index] = collapsed[index].merged(with: item)
-            } else {
-                position[key] = collapsed.count
-                collapsed.append(item)
-            }
-        }
-        return collapsed
     }
 }

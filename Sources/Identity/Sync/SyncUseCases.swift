@@ -36,8 +36,7 @@ extension SyncUseCases {
                 metrics.syncCursorsRefused.increment()
             }
         }
-        metrics.syncBatchSize.record(
-            changes.progress.count + changes.achievements.count + changes.records.count + (changes.profile == nil ? 0 : 1))
+        metrics.syncBatchSize.record(changes.records.count)
         return try metrics.counting(metrics.syncRequests, [], success: "ok") {
             let delta: SyncDelta?
             do {

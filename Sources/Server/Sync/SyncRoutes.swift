@@ -54,17 +54,8 @@ package enum SyncRoutes {
                 }
                 limit = Int(value)
             }
-            var changes = SyncChanges(
-                cursor: cursor?.cursor, profile: nil, progress: [], achievements: [], limit: limit, cursorTag: cursor?.tag)
-            for item in try body.records(maximumItems: maximumItems) {
-                switch item.collection {
-                case SyncWire.progress: changes.progress.append(LessonProgress(record: item.record)!)
-                case SyncWire.achievements: changes.achievements.append(AchievementProgress(record: item.record)!)
-                case collections.wire.profile: changes.profile = SyncProfile(record: item.record)!
-                default: changes.records.append(CollectionRecord(collection: item.collection - SyncWire.firstDeclared, record: item.record))
-                }
-            }
-            return changes
+            return SyncChanges(
+                cursor: cursor?.cursor, records: try body.records(maximumItems: maximumItems), limit: limit, cursorTag: cursor?.tag)
         } catch {
             throw HTTPError.badRequest(error.message)
         }

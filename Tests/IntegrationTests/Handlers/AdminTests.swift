@@ -75,7 +75,7 @@ import Testing
         #expect(try refused.json().string("error") == "user_disabled")
         // Nothing is deleted, and the refused sign-in opened no session.
         #expect(try harness.count("SELECT COUNT(*) FROM users WHERE id = ? AND disabled_reason = 'abuse report 42'", alice.userID) == 1)
-        #expect(try harness.count("SELECT COUNT(*) FROM progress WHERE user_id = ?", alice.userID) == 1)
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'progress' AND user_id = ?", alice.userID) == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_tokens") == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM sessions WHERE user_id = ? AND revoked_at IS NULL", alice.userID) == 0)
         #expect(try harness.count("SELECT COUNT(*) FROM sessions WHERE user_id = ?", alice.userID) == 2)

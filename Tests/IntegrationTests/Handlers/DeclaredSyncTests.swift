@@ -44,6 +44,38 @@ struct DeclaredSyncTests {
         try records(sync(harness, access, #"{"cursor":null}"#), "workouts")
     }
 
+    @Test(
+        "A collection without key fields (one record per user) is sent whole: empty in an answer from nothing, then only when it changed since the cursor"
+    )
+    func oneRecordPerUser() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-settings-\(UUID().uuidString).json")
+        try Data(
+            #"{"collections":{"settings":{"key":[],"fields":{"theme":{"type":"string","maxLength":20,"merge":"latestWins"},"volume":{"type":"integer","min":0,"max":10,"merge":"maximum"}}}}}"#
+                .utf8
+        ).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let harness = try HandlerHarness(environment: ["SIWA_SYNC_COLLECTIONS": file.path])
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let phone = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
+        let tablet = try #require(try harness.signIn(real.token, at: real.suggested_fixed_clock).json().string("accessToken"))
+        func settings(_ answer: Response) throws -> [[String: Any]] {
+            let object = try JSONSerialization.jsonObject(with: Data(answer.text.utf8)) as! [String: Any]
+            return (object["collections"] as! [String: Any])["settings"] as! [[String: Any]]
+        }
+        func cursor(_ answer: Response) throws -> String { try #require(try answer.json().string("cursor")) }
+        let empty = Self.sync(harness, phone, #"{"cursor":null}"#)
+        #expect(empty.text.contains(#""settings":[{"theme":null,"volume":null}]"#), "\(empty.text)")
+        let set = Self.sync(harness, phone, #"{"cursor":"\#(try cursor(empty))","collections":{"settings":[{"volume":5}]}}"#)
+        #expect(try settings(set).first?["volume"] as? Int == 5 && set.text.contains(#""cursor":"1~"#), "\(set.text)")
+        let quiet = Self.sync(harness, phone, #"{"cursor":"\#(try cursor(set))"}"#)
+        #expect(try settings(quiet).isEmpty, "nothing changed since the cursor: \(quiet.text)")
+        let behind = Self.sync(harness, tablet, #"{"cursor":"\#(try cursor(empty))","limit":1}"#)
+        #expect(try settings(behind).first?["volume"] as? Int == 5, "a device behind gets it: \(behind.text)")
+        let again = Self.sync(harness, tablet, #"{"cursor":"\#(try cursor(behind))","collections":{"settings":[{"volume":3}]}}"#)
+        #expect(try settings(again).isEmpty && again.text.contains(#""cursor":"1~"#), "a lower volume changes nothing: \(again.text)")
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'settings'") == 1)
+    }
+
     @Test("Two devices' offline changes merge by each field's rule; a delete and an edit converge by the later change, on every device")
     func merges() throws {
         let (harness, phone, tablet) = try Self.devices()
@@ -170,8 +202,8 @@ struct DeclaredSyncTests {
         }
         let over = Self.sync(harness, phone, #"{"collections":{"favourites":[{"itemId":"f1"},{"itemId":"f-new"}]}}"#)
         #expect(over.status == 400 && over.text.contains("`collections.favourites` would hold more than 1000 records for this user"))
-        #expect(try harness.count("SELECT COUNT(*) FROM sync_records") == 1_000)
-        #expect(try harness.count("SELECT COUNT(*) FROM progress") == 0)
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'favourites'") == 1_000)
+        #expect(try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'progress'") == 0)
     }
 
     @Test("Tombstones past their days are purged by the jobs; a device whose cursor is older is told to resync and gets the whole state")
