@@ -70,7 +70,8 @@ import Testing
         #expect(try user.string("id") == first.userID && user.bool("guest") == false)
         #expect(try upgraded.json().bool("isNewUser") == false)
         #expect(
-            try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'progress' AND user_id = ?", UInt64(first.userID)!) == 1)
+            try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'progress' AND user_id = ?", UInt64(first.userID)!) == 1
+        )
         #expect(try harness.count("SELECT COUNT(*) FROM users") == 1)
 
         let second = try guest(harness)
@@ -81,7 +82,8 @@ import Testing
         #expect(try harness.count("SELECT COUNT(*) FROM users WHERE id = ? AND guest_since IS NOT NULL", UInt64(second.userID)!) == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_identities") == 1)
         #expect(
-            try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'progress' AND user_id = ?", UInt64(second.userID)!) == 1)
+            try harness.count("SELECT COUNT(*) FROM sync_records WHERE collection = 'progress' AND user_id = ?", UInt64(second.userID)!)
+                == 1)
         #expect(try harness.count("SELECT COUNT(*) FROM sessions WHERE user_id = ?", UInt64(second.userID)!) == 1)
         // A retry of the upgrade whose answer was lost: an ordinary sign-in, the same user.
         let retried = try signIn(harness, sub: "guest.apple.1", bearer: first.access)
