@@ -173,8 +173,3 @@ package enum WebSignInRoutes {
             body: Array(html.utf8))
     }
 }
-
-extension Request {
-    /// The fields of the query string (form encoding); nil when it is malformed.
-    package var queryFields: [(String, String)]? { FormEncoding.fields(query) }
-}

@@ -2,6 +2,7 @@ package import FastCGI
 import Foundation
 import JOSE
 import StrictJSON
+import WebForms
 
 extension Request {
     /// Decodes the JSON body as `T`. The body is first read by the strict reader of the token
@@ -43,6 +44,9 @@ extension Request {
         }
     }
 
+    /// The fields of the query string (form encoding); nil when it is malformed.
+    package var queryFields: [(String, String)]? { FormEncoding.fields(query) }
+
     /// A coding path as a client writes it: `progress[3].status`.
     static func path(_ codingPath: [any CodingKey]) -> String {
         var text = ""
@@ -62,22 +66,4 @@ package func limited(_ value: String?, _ name: String, maximum: Int) throws -> S
         throw HTTPError.badRequest("`\(name)` is longer than \(maximum) characters")
     }
     return value
-}
-
-/// A `Content-Type` value read as a media type (RFC 9110 §8.3.1): type and subtype compared
-/// case-insensitively, parameters after `;` set aside.
-struct MediaType {
-    /// `type/subtype`, lowercased.
-    let essence: String
-
-    init?(_ value: String) {
-        let essence = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            .trimmingHTTPWhitespace.lowercased()
-        let parts = essence.split(separator: "/", omittingEmptySubsequences: false)
-        let token = { (part: Substring) in
-            !part.isEmpty && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "!#$&-^_.+".contains($0)) }
-        }
-        guard parts.count == 2, token(parts[0]), token(parts[1]) else { return nil }
-        self.essence = essence
-    }
 }

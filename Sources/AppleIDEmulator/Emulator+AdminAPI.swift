@@ -249,6 +249,187 @@ extension Emulator {
     }
 }
 
+/// Server-to-server notifications (docs/APPLE-PROTOCOL.md §7): `POST /admin/notifications` signs one and posts
+/// `{"payload": "<JWS>"}` to the configured URL.
+extension Emulator {
+    /// Event types Apple sends; others can be sent too, to test how unknown types are handled.
+    static let eventTypes = ["consent-revoked", "account-delete", "account-deleted", "email-disabled", "email-enabled"]
+
+    private struct NotificationOrder: Decodable {
+        var type: String
+        var userId: String
+        /// The app the event is for (`aud`); the first configured client by default.
+        var clientId: String?
+        /// Sends `events` as a JSON object, as Apple's documentation shows, instead of the JSON
+        /// string real notifications carry.
+        var eventsAsObject: Bool?
+        /// `event_time` in seconds, as the documentation shows, instead of the observed milliseconds.
+        var eventTimeInSeconds: Bool?
+        /// False returns the payload without sending it.
+        var deliver: Bool?
+    }
+
+    func sendNotification(_ request: Request) throws -> Response {
+        let order: NotificationOrder
+        do {
+            order = try JSONDecoder().decode(NotificationOrder.self, from: Data(request.body))
+        } catch {
+            throw AdminError(
+                400, "invalid_request", "expected {type, userId, clientId?, eventsAsObject?, eventTimeInSeconds?, deliver?}: \(error)")
+        }
+        guard !order.type.isEmpty, order.type.utf8.count <= 64 else { throw AdminError(400, "invalid_request", "type: 1 to 64 characters") }
+        let clientID = order.clientId ?? configuration.clients[0].id
+        guard configuration.client(clientID) != nil else { throw AdminError(400, "invalid_request", "unknown clientId \(clientID)") }
+        // A deleted Apple Account is still notified about, by the sub it had.
+        let (sub, relay) = store.read { state -> (String, String?) in
+            let owner = self.team(of: clientID, in: state)
+            return (
+                AppleFormats.sub(teamID: owner, userID: order.userId),
+                self.relayAddress(of: order.userId, clientID: clientID, team: owner, in: state)
+            )
+        }
+        let now = clock()
+        let jti = try AppleFormats.notificationID()
+        let eventTime = order.eventTimeInSeconds == true ? now : now * 1000 + Int64.random(in: 0..<1000)
+        let isEmailEvent = order.type.hasPrefix("email-")
+        let events = JSONText.object([
+            ("type", .string(order.type)), ("sub", .string(sub)), ("event_time", .integer(eventTime)),
+            ("email", isEmailEvent ? .string(relay ?? "") : nil), ("is_private_email", isEmailEvent ? .string("true") : nil),
+        ])
+        let claims = JSONText.object([
+            ("iss", .string(AppleFormats.issuer)), ("aud", .string(clientID)), ("exp", .integer(now + 86_400)),
+            ("iat", .integer(now)), ("jti", .string(jti)),
+            ("events", order.eventsAsObject == true ? .raw(events) : .string(events)),
+        ])
+        let payload = try currentKey.sign(claims: claims)
+        var deliveredStatus: Int64?
+        var deliveryError: String?
+        if order.deliver ?? true {
+            guard let url = configuration.notificationURL else {
+                throw AdminError(409, "conflict", "no notificationURL is configured; pass deliver: false to get the payload")
+            }
+            let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 3, timeout: 10, caFile: configuration.caFile))
+            let body = JSONText.object([("payload", .string(payload))])
+            do {
+                let response = try client.send(
+                    HTTPRequest(
+                        method: "POST", url: url, headers: [("Content-Type", "application/json")], body: Array(body.utf8)))
+                deliveredStatus = Int64(response.status)
+            } catch {
+                deliveryError = "\(error)"
+            }
+        }
+        return Response(
+            status: 200, headers: [("Cache-Control", "no-store")],
+            body: Array(
+                JSONText.object([
+                    ("jti", .string(jti)), ("sub", .string(sub)), ("payload", .string(payload)),
+                    ("deliveredStatus", deliveredStatus.map { .integer($0) }), ("deliveryError", deliveryError.map { .string($0) }),
+                ]).utf8))
+    }
+}
+
+/// Team transfer's admin calls: moving clients to another team, ageing the transfers, and making
+/// `usermigrationinfo` refuse a user.
+extension Emulator {
+    private struct TransferOrder: Decodable {
+        var clientIds: [String]
+        var toTeam: String
+    }
+
+    /// `POST /admin/transfers` {clientIds, toTeam}: the clients move to `toTeam` now.
+    func transferClients(_ request: Request) throws -> Response {
+        let order = try decodeAdmin(TransferOrder.self, request)
+        guard configuration.teams.contains(where: { $0.teamID == order.toTeam }) else {
+            throw AdminError(400, "invalid_request", "unknown team \(order.toTeam)")
+        }
+        let now = clock()
+        let moved = try store.update { state -> [String] in
+            for clientID in order.clientIds {
+                guard configuration.client(clientID) != nil else {
+                    throw AdminError(400, "invalid_request", "unknown clientId \(clientID)")
+                }
+                let from = self.team(of: clientID, in: state)
+                guard from != order.toTeam else { throw AdminError(409, "conflict", "\(clientID) already belongs to \(order.toTeam)") }
+                state.transfers.append(AppTransfer(clientID: clientID, fromTeam: from, toTeam: order.toTeam, at: now))
+                state.clientTeams[clientID] = order.toTeam
+            }
+            return order.clientIds
+        }
+        return adminJSON(
+            200, JSONText.object([("moved", .raw("[" + moved.map(JSONText.quoted).joined(separator: ",") + "]")), ("at", .integer(now))]))
+    }
+
+    private struct Age: Decodable {
+        var days: Int
+    }
+
+    /// `POST /admin/transfers/age` {days}: every transfer happened `days` days earlier (so that the
+    /// 60 days can pass in a test).
+    func ageTransfers(_ request: Request) throws -> Response {
+        let age = try decodeAdmin(Age.self, request)
+        guard (0...3650).contains(age.days) else { throw AdminError(400, "invalid_request", "days: 0 to 3650") }
+        let count = try store.update { state -> Int in
+            for index in state.transfers.indices { state.transfers[index].at -= Int64(age.days) * 86_400 }
+            return state.transfers.count
+        }
+        return adminJSON(200, JSONText.object([("transfers", .integer(Int64(count)))]))
+    }
+
+    private struct MigrationFailure: Decodable {
+        var fail: Bool
+    }
+
+    /// `POST /admin/users/{id}/migration` {fail}: `usermigrationinfo` refuses (400) every call
+    /// about this user while `fail` is true.
+    func setMigrationFailure(_ id: String, _ request: Request) throws -> Response {
+        let order = try decodeAdmin(MigrationFailure.self, request)
+        try store.update { state in
+            guard state.users[id] != nil else { throw AdminError(404, "not_found", "no user \(id)") }
+            if order.fail { state.migrationFailures.insert(id) } else { state.migrationFailures.remove(id) }
+        }
+        return adminJSON(200, JSONText.object([("userId", .string(id)), ("fail", .bool(order.fail))]))
+    }
+}
+
+/// Identity tokens for a load test, made in process: what `POST /admin/sign-ins` gives over HTTP,
+/// without codes or stored users.
+extension Emulator {
+    /// Identity tokens for load tests of a relying party: `count` new people (not stored, so no
+    /// code and no state) signing in to `clientID`, each token with its own raw nonce, signed by the
+    /// current key on all cores.
+    /// - Returns: (token, raw nonce) pairs.
+    package func benchmarkTokens(clientID: String, count: Int) throws -> [(token: String, nonce: String)] {
+        guard configuration.client(clientID) != nil else { throw EmulatorConfigurationError("unknown client id \(clientID)") }
+        let key = currentKey
+        let now = clock()
+        let teamID = configuration.teamID
+        let chunks = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let results = Mutex([[(token: String, nonce: String)]](repeating: [], count: chunks))
+        let failure = Mutex<(any Error)?>(nil)
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            var made: [(token: String, nonce: String)] = []
+            do {
+                for index in stride(from: chunk, to: count, by: chunks) {
+                    let userID = "bench-" + hexString(try SecureRandom.bytes(count: 8))
+                    let nonce = Base64URL.encode(try SecureRandom.bytes(count: 16))
+                    let claims = IdentityClaims(
+                        audience: clientID, subject: AppleFormats.sub(teamID: teamID, userID: userID), issuedAt: now,
+                        lifetime: Emulator.nativeIdentityTokenLifetime, nonce: SHA256.hex(Array(nonce.utf8)),
+                        email: "bench\(index)@example.com",
+                        emailVerified: true, isPrivateEmail: false, authTime: now)
+                    made.append((try key.sign(claims: claims.json), nonce))
+                }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            results.withLock { $0[chunk] = made }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+        return results.withLock { $0.flatMap { $0 } }
+    }
+}
+
 /// An admin API error: `{"error": code, "message": text}`.
 struct AdminError: Error {
     let status: Int
