@@ -6,19 +6,6 @@ import Testing
 /// `Type+Feature.swift` and extends `Type`; a command of the command line is in the file of its
 /// type; no type is declared and extended in more than three files.
 @Suite struct NamingTests {
-    /// Files the sync rewrite is reorganising, left out until it lands (then this list goes).
-    static let pending = [
-        "Sources/AccountData/DeclaredCollections.swift",
-        "Sources/AccountData/Sync.swift",
-        "Sources/Accounts/Sync/",
-        "Sources/Identity/Sync/",
-        "Sources/SIWAKit/SyncClient.swift",
-        "Sources/SIWAKit/SyncState.swift",
-        "Sources/SIWAKit/SyncedRecords.swift",
-        "Sources/Server/Sync/",
-        "Sources/SyncRules/",
-    ]
-
     /// The most files a type may be declared and extended in.
     static let filesPerType = 3
 
@@ -228,12 +215,12 @@ import Testing
             .filter { $0 != namedType(of: path) }
     }
 
-    /// The files of `Sources/` but the pending ones, relative to the root, with their declarations.
+    /// The files of `Sources/`, relative to the root, with their declarations.
     static func sources() throws -> [(path: String, declarations: [Declaration])] {
         let root = ArchitectureTests.root
         let files = FileManager.default.enumerator(atPath: root.appendingPathComponent("Sources").path)?.compactMap { $0 as? String } ?? []
         let paths = files.filter { $0.hasSuffix(".swift") }.map { "Sources/" + $0 }
-        return try paths.filter { path in !pending.contains { path.hasPrefix($0) } }.sorted().map { path in
+        return try paths.sorted().map { path in
             (path, declarations(in: try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)))
         }
     }
