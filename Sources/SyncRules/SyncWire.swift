@@ -168,7 +168,8 @@ package struct SyncWire: Sendable {
 
     /// Reads a body, which must be one JSON object within `limits`. Members it does not know are
     /// skipped; records are checked against their fields' bounds when `checked` (a request), read by
-    /// type only otherwise (an answer, which the server checked).
+    /// type only otherwise (an answer, which the server checked, and whose collections the app does
+    /// not declare are skipped).
     /// - Throws: `JSONError` when the body is not one JSON object within `limits`.
     package func read(_ bytes: [UInt8], limits: JSONLimits, checked: Bool = true) throws(JSONError) -> Body {
         var body = Body()
@@ -249,7 +250,10 @@ package struct SyncWire: Sendable {
         while let name = try reader.nextMember() {
             guard let index = declaredIndex(of: name) else {
                 try reader.skipValue()
-                body.declaredProblem = body.declaredProblem ?? "`collections.\(name)` is not a collection this server declares"
+                // An answer may hold collections an older app does not know yet: they are not its.
+                if checked {
+                    body.declaredProblem = body.declaredProblem ?? "`collections.\(name)` is not a collection this server declares"
+                }
                 continue
             }
             guard try reader.kind() == .array else {
