@@ -121,6 +121,17 @@ package struct SQL: Sendable, Equatable, ExpressibleByStringInterpolation, Custo
             binds += listed
         }
 
+        /// Tuples of binds for `(a, b) IN (...)`, `(?, ?), (?, ?)`: padded as `list:` pads values,
+        /// by repeating the last tuple (a repeat changes nothing in such a list).
+        /// - Precondition: there is a tuple, and every tuple has the first one's length (at least one).
+        package mutating func appendInterpolation(tuples: [[any DatabaseValueConvertible]]) {
+            var padded = tuples
+            if let last = tuples.last, let length = SQL.listLengths.last(where: { $0 >= tuples.count }) {
+                padded += repeatElement(last, count: length - tuples.count)
+            }
+            appendInterpolation(rows: padded)
+        }
+
         /// Rows of binds for `VALUES (...), (...)` or a list of tuples, `(?, ?), (?, ?)`: each row
         /// in parentheses, not padded (a repeated row would be inserted twice).
         /// - Precondition: there is a row, and every row has the first row's length (at least one).

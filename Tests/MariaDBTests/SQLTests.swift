@@ -71,6 +71,13 @@ import Testing
         #expect(sql.binds == [.int(1), .text("x"), .int(2), .text("y"), .int(3), .text("z")])
     }
 
+    @Test("Tuples for (a, b) IN (...) are padded like a list, by repeating the last tuple")
+    func tuples() {
+        let sql: SQL = "WHERE (id, version) IN (\(tuples: [[1, 5], [2, 6], [3, 7]]))"
+        #expect(sql.text == "WHERE (id, version) IN ((?, ?), (?, ?), (?, ?), (?, ?))")
+        #expect(sql.binds == [.int(1), .int(5), .int(2), .int(6), .int(3), .int(7), .int(3), .int(7)])
+    }
+
     @Test("Values after the statement are taken when it interpolates none; both at once are refused")
     func trailingBinds() throws {
         let positional: SQL = "SELECT id FROM users WHERE id = ? AND name = ?"

@@ -8,10 +8,6 @@ import SyncRules
 /// a batch of users. What to read, merge and write, and when, is the sync engine's (`SyncEngine`,
 /// in `Identity`).
 package enum SyncStore {
-    /// Sizes of `IN (...)` lists, largest first: a list is padded to one of them, so that only a few
-    /// statement shapes are ever prepared.
-    static let inListSizes = [64, 32, 16, 8, 4, 2, 1]
-
     /// `read` without locks, its statements in one transaction: one snapshot of the user's row and
     /// items, so that every item of the version read is there (a page's cursor can stop inside a
     /// version, and a torn read would skip the rest of it).
@@ -86,9 +82,8 @@ package enum SyncStore {
     /// transaction ends; users that are gone are missing.
     package static func lockVersions(of userIDs: [UInt64], on connection: Connection) throws -> [UInt64: UInt64] {
         var versions: [UInt64: UInt64] = [:]
-        for chunk in inListChunks(userIDs) {
-            let list = placeholders(chunk.count)
-            for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(raw: list)) FOR UPDATE", binds: chunk) {
+        for chunk in SQL.chunks(userIDs) {
+            for row in try connection.query("SELECT id, sync_version FROM users WHERE id IN (\(list: chunk)) FOR UPDATE") {
                 versions[try row.decode(column: "id")] = try row.decode(column: "sync_version")
             }
         }
@@ -97,9 +92,8 @@ package enum SyncStore {
 
     /// Moves the versions of `userIDs` on by one; their rows must be locked by this transaction.
     package static func advance(_ userIDs: [UInt64], on connection: Connection) throws {
-        for chunk in inListChunks(userIDs) {
-            let list = placeholders(chunk.count)
-            _ = try connection.execute("UPDATE users SET sync_version = sync_version + 1 WHERE id IN (\(raw: list))", binds: chunk)
+        for chunk in SQL.chunks(userIDs) {
+            _ = try connection.execute("UPDATE users SET sync_version = sync_version + 1 WHERE id IN (\(list: chunk))")
         }
     }
 
@@ -120,11 +114,10 @@ package enum SyncStore {
     {
         // Users first, so their rows are locked in id order, as every batch locks them.
         var advanced: UInt64 = 0
-        for chunk in inListChunks(users) {
-            let list = placeholders(chunk.count, each: "(?, ?)")
+        for chunk in SQL.chunks(users) {
+            let tuples = chunk.map { user -> [any DatabaseValueConvertible] in [user.userID, user.version] }
             advanced += try connection.execute(
-                "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(raw: list))",
-                binds: chunk.flatMap { user -> [any DatabaseValueConvertible] in [user.userID, user.version] }
+                "UPDATE users SET sync_version = sync_version + 1 WHERE (id, sync_version) IN (\(tuples: tuples))"
             ).affectedRows
         }
         guard advanced == users.count else { throw NotAllCurrent() }
@@ -164,22 +157,5 @@ package enum SyncStore {
                 let deleted = row.record.record.isDeleted
                 return [row.userID, row.record.name, row.record.record.key, row.record.json, deleted, deleted, row.version]
             })
-    }
-
-    /// The placeholders of `count` values (`?, ?`) or rows (`(?, ?), (?, ?)` for `each: "(?, ?)"`) of
-    /// a statement's list.
-    static func placeholders(_ count: Int, each: String = "?") -> String {
-        Array(repeating: each, count: count).joined(separator: ", ")
-    }
-
-    /// `values` for `IN (...)` lists: chunks of at most 64, the last one padded to a power of two by
-    /// repeating its last value (a repeat changes nothing in such a list), so that a batch of any
-    /// size takes one statement of few shapes.
-    package static func inListChunks<Value>(_ values: [Value]) -> [[Value]] {
-        stride(from: 0, to: values.count, by: inListSizes[0]).map { start in
-            let chunk = Array(values[start..<min(start + inListSizes[0], values.count)])
-            let size = inListSizes.last { $0 >= chunk.count }!
-            return chunk + repeatElement(chunk[chunk.count - 1], count: size - chunk.count)
-        }
     }
 }
