@@ -46,6 +46,7 @@ struct Doctor: ParsableCommand {
         checkPublicURL(config, &report)
         checkDomainAssociation(config, &report)
         checkSyncCollections(config, &report)
+        checkConnections(config, &report)
         report.finish()
     }
 
@@ -90,6 +91,31 @@ struct Doctor: ParsableCommand {
             report.pass("sync collections", names)
         } catch {
             report.fail("sync collections", "\(error)", fix: "check SIWA_DB_* and that MariaDB runs")
+        }
+    }
+
+    /// The connections `siwa serve` and `siwa jobs` hold at most, with two commands' (`siwa admin`,
+    /// `siwa migrate`), against the server's `max_connections`: past it, requests fail with 503.
+    func checkConnections(_ config: AppConfig, _ report: inout DoctorReport) {
+        let nodes = config.database.endpoints.count
+        let serve = DatabaseConnections.serve(workerThreads: config.workerThreads, databaseNodes: nodes)
+        let jobs = DatabaseConnections.jobs(webhookEndpoints: config.webhooks?.endpoints.count ?? 0, databaseNodes: nodes)
+        let needed = serve + jobs + 2
+        let connection = Connection(configuration: config.database)
+        defer { connection.close() }
+        do {
+            let limit: Int64 = try connection.query("SELECT @@max_connections AS max_connections")[0].decode(column: "max_connections")
+            let detail = "siwa serve \(serve), siwa jobs \(jobs), commands 2: \(needed) of MariaDB's max_connections \(limit)"
+            if Int64(needed) <= limit {
+                report.pass("database connections", detail)
+            } else {
+                report.fail(
+                    "database connections", detail + " (a connection refused for their number fails its request with 503)",
+                    fix: "raise max_connections in MariaDB's configuration above \(needed) for each siwa serve on this database, "
+                        + "or lower SIWA_WORKER_THREADS (two connections each)")
+            }
+        } catch {
+            report.fail("database connections", "\(error)", fix: "check SIWA_DB_* and that MariaDB runs")
         }
     }
 
