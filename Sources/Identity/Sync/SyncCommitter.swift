@@ -178,10 +178,11 @@ package final class SyncCommitter: Sendable {
         }
         guard accepted else { return .writeAlone }
         if startThreads {
-            // Without a thread the queue is served by those that started, or by no one: then each
-            // write's wait ends with its budget and the worker writes alone.
+            // Without a thread (logged and counted by `startIfPossible`) the queue is served by those
+            // that started, or by no one: then each write's wait ends with its budget and the worker
+            // writes alone.
             let started = (0..<SyncCommitter.committers).compactMap { index in
-                try? OwnedThread(name: "siwa-sync-\(index)") { [shared, database, groupSizes] context in
+                OwnedThread.startIfPossible(name: "siwa-sync-\(index)") { [shared, database, groupSizes] context in
                     SyncCommitter.run(shared, database: database, groupSizes: groupSizes, context: context)
                 }
             }
