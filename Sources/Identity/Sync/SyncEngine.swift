@@ -193,23 +193,23 @@ package enum SyncEngine {
     {
         guard !changes.records.isEmpty else { return SyncMerge() }
         let wire = collections.wire
+        let declared = wire.schema.collections
         var changed: [SyncMergedRecord] = []
         for change in changes.records {
-            let collection = wire.codecs[change.collection]
+            let index = change.collection
+            let kept = index < stored.records.count ? stored.records[index][change.record.key]?.item : nil
+            // The usual item of a sync: sent again as the server has it. One comparison, no merge.
+            if let kept, kept == change.record { continue }
             // A collection of one record per user has it from the start, empty.
-            let current =
-                (change.collection < stored.records.count ? stored.records[change.collection][change.record.key]?.item : nil)
-                ?? collection.emptyRecord
-            let merged = current.map { collection.collection.merged($0, change.record) } ?? change.record
+            let current = kept ?? (declared[index].keys.isEmpty ? wire.codecs[index].emptyRecord : nil)
+            let merged = current.map { declared[index].merged($0, change.record) } ?? change.record
             guard merged != current else { continue }
             // A record listed twice: few records change, so it is looked for among those.
-            if let at = changed.firstIndex(where: { $0.collection == change.collection && $0.record.key == merged.key }) {
-                changed[at].record = collection.collection.merged(changed[at].record, merged)
+            if let at = changed.firstIndex(where: { $0.collection == index && $0.record.key == merged.key }) {
+                changed[at].record = declared[index].merged(changed[at].record, merged)
                 continue
             }
-            let isNew = change.collection >= stored.records.count || stored.records[change.collection][change.record.key] == nil
-            changed.append(
-                SyncMergedRecord(collection: change.collection, name: collection.collection.name, record: merged, json: [], isNew: isNew))
+            changed.append(SyncMergedRecord(collection: index, name: declared[index].name, record: merged, json: [], isNew: kept == nil))
         }
         var added = [Int](repeating: 0, count: wire.codecs.count)
         for record in changed where record.isNew { added[record.collection] += 1 }
