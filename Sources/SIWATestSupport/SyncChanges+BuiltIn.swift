@@ -24,16 +24,10 @@ extension SyncChanges {
         self.init(cursor: cursor, records: records, limit: limit)
     }
 
-    /// The lessons it sends.
-    package var progress: [LessonProgress] {
-        records.filter { $0.collection == SyncWire.progress }.compactMap { LessonProgress(record: $0.record) }
-    }
-    /// The achievements it sends.
-    package var achievements: [AchievementProgress] {
-        records.filter { $0.collection == SyncWire.achievements }.compactMap { AchievementProgress(record: $0.record) }
-    }
-    /// The profile it sends (a record that is a profile's, whatever the declared collections).
-    package var profile: SyncProfile? {
-        records.lazy.filter { $0.collection > SyncWire.achievements }.compactMap { SyncProfile(record: $0.record) }.last
-    }
+    /// The lessons it sends, in order.
+    package var progress: [LessonProgress] { records.lessons }
+    /// The achievements it sends, in order.
+    package var achievements: [AchievementProgress] { records.achievements }
+    /// The profile it sends, if any.
+    package var profile: SyncProfile? { records.profile }
 }

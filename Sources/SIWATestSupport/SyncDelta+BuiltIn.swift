@@ -5,17 +5,11 @@ package import SyncRules
 /// lessons, achievements and the profile.
 extension SyncDelta {
     /// The lessons it holds, in order.
-    package var progress: [LessonProgress] {
-        records.filter { $0.collection == SyncWire.progress }.compactMap { LessonProgress(record: $0.record) }
-    }
+    package var progress: [LessonProgress] { records.lessons }
     /// The achievements it holds, in order.
-    package var achievements: [AchievementProgress] {
-        records.filter { $0.collection == SyncWire.achievements }.compactMap { AchievementProgress(record: $0.record) }
-    }
+    package var achievements: [AchievementProgress] { records.achievements }
     /// The profile it holds, if any.
-    package var profile: SyncProfile? {
-        records.lazy.filter { $0.collection > SyncWire.achievements }.compactMap { SyncProfile(record: $0.record) }.last
-    }
+    package var profile: SyncProfile? { records.profile }
     /// Its records of declared collections (neither built-in lists nor the profile).
     package var declared: [CollectionRecord] {
         records.filter { $0.collection >= SyncWire.firstDeclared && SyncProfile(record: $0.record) == nil }
