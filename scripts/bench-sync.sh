@@ -2,6 +2,17 @@
 # an fsync per commit, the emulator, nginx, siwa release build) runs. Uses URL, TMP, BIN_DIR,
 # DURATION, CONNECTIONS, THREADS and wrk_run.
 USERS=1000
+# A/B against another siwa (BENCH_BASE_BIN, with its migrations in BENCH_BASE_SQL): the database is
+# made anew with the base's migrations, the base signs the users in and gives them their items, then
+# this tree's migrations bring the schema (and the rows) to this siwa's; the cases then run with
+# each binary in turn, on one stack, in one run.
+if [ -n "${BENCH_BASE_BIN:-}" ]; then
+    [ -x "$BENCH_BASE_BIN" ] && [ -d "${BENCH_BASE_SQL:-}" ] || die "BENCH_BASE_BIN needs BENCH_BASE_SQL, the base's migrations"
+    stop_pidfile "$TMP/siwa.pid" 30
+    mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -e "DROP DATABASE siwa; CREATE DATABASE siwa CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+    siwa_with_env "$BENCH_BASE_BIN" "$TMP/siwa.env" migrate --dir "$BENCH_BASE_SQL" >/dev/null
+    start_siwa "$BENCH_BASE_BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"
+fi
 log "signing in $USERS users and giving each 20 lessons and 5 achievements, built in and declared"
 "$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count "$USERS" >"$TMP/sync_tokens"
 python3 - "$URL" "$TMP/sync_tokens" "$TMP/sync_users" <<'PY'
@@ -44,6 +55,39 @@ if [ -n "${BENCH_HOLD:-}" ]; then
     printf 'URL=%s\nTMP=%s\n' "$URL" "$TMP" >"$BENCH_HOLD"
     log "holding the stack (see $BENCH_HOLD); stop with Ctrl-C"
     sleep infinity
+fi
+if [ -n "${BENCH_BASE_BIN:-}" ]; then
+    stop_pidfile "$TMP/siwa.pid" 30
+    siwa_with_env "$BIN" "$TMP/siwa.env" migrate >/dev/null
+    log "flushing the set-up's writes to disk"
+    sync
+    ROUNDS_AB=${BENCH_AB_ROUNDS:-2}
+    echo
+    echo "A/B, $ROUNDS_AB rounds: base $BENCH_BASE_BIN, new $BIN; wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx, $USERS users,"
+    echo "each POST /sync 20 progress and 5 achievement items (the built-in model) and the device's cursor"
+    printf '%-4s %-34s %10s %9s %7s %s\n' "" case req/s p99_ms non2xx "(CPU us per request: siwa MariaDB nginx, statements)"
+    declare -A total
+    for round in $(seq "$ROUNDS_AB"); do
+        for variant in base new; do
+            stop_pidfile "$TMP/siwa.pid" 30
+            if [ $variant = base ]; then start_siwa "$BENCH_BASE_BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"
+            else start_siwa "$BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"; fi
+            users_file
+            wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sync.lua" "$URL" -- "$TMP/sync_run_users" 2 unchanged >/dev/null 2>&1
+            read -r c_rps _ <<<"$(wrk_run "$URL/bench/c-responder")"
+            for mode in mixed unchanged; do
+                users_file
+                read -r s_rps s_p50 s_p99 s_max s_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sync.lua" -- "$TMP/sync_run_users" 2 $mode)
+                total[$variant.$mode]=$(awk -v t="${total[$variant.$mode]:-0}" -v r="$s_rps" -v c="$c_rps" 'BEGIN { print t + r / c }')
+                printf '%-4s %-34s %10s %9s %7s (%s)\n' $variant "POST /sync, $mode" "$s_rps" "$s_p99" "$s_err" "$(cat "$TMP/wrk_cpu")"
+            done
+        done
+    done
+    for mode in mixed unchanged; do
+        awk -v b="${total[base.$mode]}" -v n="${total[new.$mode]}" -v r="$ROUNDS_AB" -v m=$mode 'BEGIN {
+            printf "%s: new %.3fx the C responder, base %.3fx (means of %d rounds): new/base %.2fx\n", m, n / r, b / r, r, n / b }'
+    done
+    exit 0
 fi
 # The set-up leaves tens of megabytes of dirty pages (the new database's files, its redo log): written
 # back by the kernel during the first runs, they slow the durable commits of whichever case runs first.
