@@ -4,14 +4,12 @@ package import SyncRules
 /// collection's records.
 package final class DeclaredCollections: Sendable {
     package let schema: SyncSchema
-    /// One per collection, in the schema's order.
-    package let codecs: [SyncRecordCodec]
-    /// A sync's body and answer, with these collections and the built-in ones.
+    /// A sync's body and answer, with these collections and the built-in ones (their codecs among
+    /// them).
     package let wire: SyncWire
 
     package init(_ schema: SyncSchema) {
         self.schema = schema
-        codecs = schema.collections.map(SyncRecordCodec.init)
         wire = SyncWire(declared: schema)
     }
 

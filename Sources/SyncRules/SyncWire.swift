@@ -24,6 +24,9 @@ package struct SyncWire: Sendable {
     package let codecs: [SyncRecordCodec]
     /// How many collections the app declares.
     package let declaredCount: Int
+    /// For each collection of one record per user (no key fields: the profile), that record as it
+    /// is before any device set it; nil for a collection with keys. Made once, read by every sync.
+    package let emptyRecords: [SyncRecord?]
 
     /// The index of `progress` in `schema`.
     package static let progress = 0
@@ -42,6 +45,7 @@ package struct SyncWire: Sendable {
         let collections = [builtIn[0], builtIn[1]] + declared.collections + [builtIn[2]]
         schema = SyncSchema(collections: collections, limits: declared.limits)
         codecs = collections.map(SyncRecordCodec.init)
+        emptyRecords = codecs.map(\.emptyRecord)
         declaredCount = declared.collections.count
     }
 

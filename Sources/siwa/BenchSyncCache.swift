@@ -137,7 +137,7 @@ struct BenchSyncCache: ParsableCommand {
     /// A user's records of each declared collection, each read from its JSON as a sync reads a
     /// stored row, so that every string is an allocation of its own as on the server.
     static func records(of userID: UInt64, _ declared: DeclaredCollections, count: Int, shape: Shape) -> [[SyncRecord]] {
-        declared.codecs.enumerated().map { index, codec in
+        declared.wire.codecs[SyncWire.firstDeclared..<declared.wire.profile].enumerated().map { index, codec in
             (0..<min(count, codec.collection.limits.itemsPerUser)).compactMap { number in
                 let body = json(of: codec.collection, unique: "\(userID)-\(index)-\(number)", shape: shape)
                 var reader = JSONReader(Array(body.utf8), limits: .tokens)

@@ -32,7 +32,7 @@ import Testing
              "deleted": {"value": false, "at": 1764000000000, "device": "\(id("e"))"}}
             """
         var reader = JSONReader(Array(body.utf8), limits: .tokens)
-        guard case .success(let record)? = try? declared.codecs[0].read(&reader, path: "", checked: false) else {
+        guard case .success(let record)? = try? declared.wire.codecs[SyncWire.firstDeclared].read(&reader, path: "", checked: false) else {
             fatalError("the test's workout does not read")
         }
         return record

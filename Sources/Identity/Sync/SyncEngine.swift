@@ -88,10 +88,9 @@ package enum SyncEngine {
         let resync = ahead || ((cursor.version > 0 || cursor.position != nil) && cursor.base < state.purgedVersion)
         if resync || (cursor.version == 0 && cursor.position == nil) { cursor = SyncCursor(version: 0, base: state.version) }
         let wire = collections.wire
-        let keyless = wire.codecs.map { $0.emptyRecord != nil }
         var delta = SyncDelta(
             cursor: SyncCursor(version: version),
-            records: merge.records.filter { !keyless[$0.collection] }.map {
+            records: merge.records.filter { wire.emptyRecords[$0.collection] == nil }.map {
                 CollectionRecord(collection: $0.collection, record: $0.record)
             },
             changed: merge.count)
@@ -99,7 +98,7 @@ package enum SyncEngine {
         // A device that was up to date gets exactly what this sync changed; one that was behind also
         // gets what other devices changed meanwhile, a page at a time.
         if cursor.version != stored.version || cursor.position != nil {
-            let page = state.changed(after: cursor, limit: changes.limit ?? SyncCursor.defaultPage, keyless: keyless)
+            let page = state.changed(after: cursor, limit: changes.limit ?? SyncCursor.defaultPage, wire: wire)
             (delta.records, delta.more) = (page.records, page.more)
             if page.more, let last = page.last {
                 delta.cursor = SyncCursor(version: last.version, base: cursor.base, position: last.position)
@@ -108,8 +107,8 @@ package enum SyncEngine {
         // A collection of one record per user (the profile) is sent whole, outside the pages: when
         // it changed since the cursor, and in every answer from nothing (as it is before any device
         // set it, when none did).
-        for (index, codec) in wire.codecs.enumerated() {
-            guard let empty = codec.emptyRecord else { continue }
+        for (index, empty) in wire.emptyRecords.enumerated() {
+            guard let empty else { continue }
             let stored = index < state.records.count ? state.records[index][empty.key] : nil
             if cursor.version == 0 || (stored?.version ?? 0) > cursor.version {
                 delta.records.append(CollectionRecord(collection: index, record: stored?.item ?? empty))
@@ -201,7 +200,7 @@ package enum SyncEngine {
             // The usual item of a sync: sent again as the server has it. One comparison, no merge.
             if let kept, kept == change.record { continue }
             // A collection of one record per user has it from the start, empty.
-            let current = kept ?? (declared[index].keys.isEmpty ? wire.codecs[index].emptyRecord : nil)
+            let current = kept ?? wire.emptyRecords[index]
             let merged = current.map { declared[index].merged($0, change.record) } ?? change.record
             guard merged != current else { continue }
             // A record listed twice: few records change, so it is looked for among those.

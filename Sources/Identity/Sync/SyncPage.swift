@@ -19,11 +19,11 @@ extension SyncStoredState {
     /// `bytes` bytes (`SyncCursor.pageBytes`), ordered by version, then collection (a cursor's list:
     /// its index in `SyncWire.schema`), then key. A collection of one record per user (no keys, as
     /// the profile) is not paged: `SyncEngine` sends it whole.
-    /// - Parameter keyless: whether each collection has no keys, by index.
-    func changed(after cursor: SyncCursor, limit: Int, bytes: Int = SyncCursor.pageBytes, keyless: [Bool]) -> SyncPage {
+    /// - Parameter wire: the sync's collections, which say which have no keys.
+    func changed(after cursor: SyncCursor, limit: Int, bytes: Int = SyncCursor.pageBytes, wire: SyncWire) -> SyncPage {
         var entries: [SyncPage.Entry] = []
         let records = self.records.map { Array($0.values) }
-        for (collection, list) in records.enumerated() where !keyless[collection] {
+        for (collection, list) in records.enumerated() where wire.emptyRecords[collection] == nil {
             for (index, record) in list.enumerated() where record.version >= cursor.version {
                 let position = SyncCursor.Position(list: collection, key: record.item.key)
                 if record.version == cursor.version {
