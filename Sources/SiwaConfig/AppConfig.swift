@@ -231,6 +231,17 @@ package struct AppConfig: Sendable {
                 "after a call could not reach Apple (timeout, refused connection), sign-ins with a code get 503 at once for this long instead of waiting for Apple again"
         ),
         Key(
+            name: "SIWA_APPLE_VALIDATION_RATE", type: "calls a second 1...10000", defaultValue: "\(AppleValidationPace.defaultRate)",
+            required: "no",
+            summary:
+                #"the most calls a second `siwa jobs` makes to Apple for the daily check of the stored refresh tokens, all lanes together: each token is checked once a day, so N tokens need N / 86,400 a second (10 million: 116); sign-ins' code exchanges are `siwa serve`'s, bounded by `SIWA_APPLE_MAX_CALLS` ([OPERATIONS.md, "The daily check of Apple's tokens"](OPERATIONS.md#the-daily-check-of-apples-tokens))"#
+        ),
+        Key(
+            name: "SIWA_APPLE_VALIDATION_LANES", type: "int 1...256", defaultValue: "\(AppleValidationPace.defaultLanes)", required: "no",
+            summary:
+                "the most checks of Apple's tokens in flight at once in `siwa jobs`, each a thread with its own database connection and Apple client (one runs until a backlog shows): a lane makes one call per Apple latency, 5 a second at 200 ms"
+        ),
+        Key(
             name: "SIWA_APPLE_CLIENT_SECRET_LIFETIME", type: "seconds 60...15552000", defaultValue: "86400", required: "no",
             summary:
                 "lifetime of the client secrets made from the `.p8` key: `iat` is set a minute back (a quarter of the lifetime under 240 s), and a secret is renewed at half its lifetime or once less than a minute (that quarter) remains before its `exp`, whichever comes first"
@@ -518,6 +529,8 @@ extension EnvironmentReader {
             ? max(1, workerThreads * 3 / 4) : integer("SIWA_APPLE_MAX_CALLS", in: 1...512)
         let waitingCalls = max(1, workerThreads / 8)
         let cooldown = Double(integer("SIWA_APPLE_UNREACHABLE_COOLDOWN", in: 0...300))
+        let validationPace = AppleValidationPace(
+            rate: integer("SIWA_APPLE_VALIDATION_RATE", in: 1...10_000), lanes: integer("SIWA_APPLE_VALIDATION_LANES", in: 1...256))
         // Problems are recorded and stop the start.
         guard let privateKey else { return nil }
         return AppleSettings(
@@ -525,7 +538,8 @@ extension EnvironmentReader {
             redirectURIs: redirectURIs, appCallbacks: appCallbacks, baseURL: baseURL,
             http: http, leeway: leeway, requireNonce: requireNonce, keysCooldown: keysCooldown,
             clientSecretLifetime: clientSecretLifetime, anonymiseOnAccountDelete: anonymise, relayDomains: relayDomains,
-            maximumCallsInFlight: maximumCalls, maximumCallsWaiting: waitingCalls, unreachableCooldown: cooldown)
+            maximumCallsInFlight: maximumCalls, maximumCallsWaiting: waitingCalls, unreachableCooldown: cooldown,
+            validationPace: validationPace)
     }
 
     /// `SIWA_APPLE_REDIRECT_URIS`: each Services ID's Return URLs, as registered at Apple (https,

@@ -33,6 +33,10 @@ package enum MetricNames {
     package static let outboxDue = "siwa_outbox_due"
     /// Age in seconds of the oldest row of an outbox, 0 when it is empty.
     package static let outboxOldestAge = "siwa_outbox_oldest_age_seconds"
+    /// Seconds since the oldest due daily check of an Apple token was due, 0 when none is due.
+    package static let appleValidationOverdue = "siwa_apple_validation_overdue_seconds"
+    /// Daily checks of Apple's tokens due now, counted up to a cap (10,000).
+    package static let appleValidationsDue = "siwa_apple_validations_due"
 
     /// Apple's server-to-server notifications by `type` and `outcome` (`processed`, `duplicate`,
     /// `unknown_user`, ..., `refused`).

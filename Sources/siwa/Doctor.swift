@@ -99,7 +99,9 @@ struct Doctor: ParsableCommand {
     func checkConnections(_ config: AppConfig, _ report: inout DoctorReport) {
         let nodes = config.database.endpoints.count
         let serve = DatabaseConnections.serve(workerThreads: config.workerThreads, databaseNodes: nodes)
-        let jobs = DatabaseConnections.jobs(webhookEndpoints: config.webhooks?.endpoints.count ?? 0, databaseNodes: nodes)
+        let jobs = DatabaseConnections.jobs(
+            webhookEndpoints: config.webhooks?.endpoints.count ?? 0, validationLanes: config.apple?.validationPace.lanes ?? 0,
+            databaseNodes: nodes)
         let needed = serve + jobs + 2
         let connection = Connection(configuration: config.database)
         defer { connection.close() }
@@ -112,7 +114,7 @@ struct Doctor: ParsableCommand {
                 report.fail(
                     "database connections", detail + " (a connection refused for their number fails its request with 503)",
                     fix: "raise max_connections in MariaDB's configuration above \(needed) for each siwa serve on this database, "
-                        + "or lower SIWA_WORKER_THREADS (two connections each)")
+                        + "or lower SIWA_WORKER_THREADS (two connections each) or SIWA_APPLE_VALIDATION_LANES (one each)")
             }
         } catch {
             report.fail("database connections", "\(error)", fix: "check SIWA_DB_* and that MariaDB runs")

@@ -47,15 +47,27 @@ struct Jobs: ParsableCommand {
                 WebhookDeliveryLoop(
                     sender: WebhookSender(settings: $0, database: config.database, logger: logger), pauseAfterUnreachable: interval)
             }
+        let appleServices = AppleServices(settings: apple, logger: logger)
+        // Without --once Apple's tokens are checked as they come due, on lanes of their own, up to
+        // the rate ceiling (SIWA_APPLE_VALIDATION_RATE), rather than a pass's worth every --interval.
+        let validations =
+            once
+            ? nil
+            : AppleValidationLoop(
+                validator: AppleValidator(
+                    apple: appleServices, dataKeys: sessions.dataKeys, database: config.database, webhooks: config.webhooks,
+                    logger: logger),
+                pauseAfterUnreachable: interval)
         // Set by SIGTERM or SIGINT: the loop finishes its pass and exits.
         let stop = Atomic<Bool>(false)
-        // The process's long-lived threads, stopped in the reverse order: the webhook lanes (each
-        // closes its own connection), the signal thread, and the cluster's node checks once every
-        // connection is closed.
+        // The process's long-lived threads, stopped in the reverse order: the validation lanes and
+        // the webhook lanes (each closes its own connection), the signal thread, and the cluster's
+        // node checks once every connection is closed.
         let services = ServiceGroup(
             (nodes.map { [Service("cluster node checks", stop: $0.stop)] } ?? [])
                 + (once ? [] : [TerminationSignals.service { _ in stop.store(true, ordering: .relaxed) }])
-                + (deliveries.map { [Service("webhook lanes", start: $0.start, stop: $0.stop)] } ?? []),
+                + (deliveries.map { [Service("webhook lanes", start: $0.start, stop: $0.stop)] } ?? [])
+                + (validations.map { [Service("Apple validation lanes", start: $0.start, stop: $0.stop)] } ?? []),
             logger: logger)
         try services.startOrExit(command: "jobs")
         // After the connection below is closed.
@@ -63,9 +75,9 @@ struct Jobs: ParsableCommand {
         let database = Connection(configuration: config.database)
         defer { database.close() }
         let jobs = BackgroundJobs(
-            apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger,
+            apple: appleServices, settings: sessions, database: database, logger: logger,
             webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil,
-            syncSchema: config.syncSchema)
+            validatesAppleTokens: validations == nil, syncSchema: config.syncSchema)
         repeat {
             do {
                 let summary = try jobs.runOnce()

@@ -11,7 +11,7 @@ import Testing
 
     @Test("siwa jobs: its own, four per webhook endpoint, a node checker's per node of a cluster")
     func jobs() {
-        #expect(DatabaseConnections.jobs(webhookEndpoints: 0, databaseNodes: 1) == 1)
-        #expect(DatabaseConnections.jobs(webhookEndpoints: 2, databaseNodes: 3) == 12)
+        #expect(DatabaseConnections.jobs(webhookEndpoints: 0, validationLanes: 16, databaseNodes: 1) == 17)
+        #expect(DatabaseConnections.jobs(webhookEndpoints: 2, validationLanes: 4, databaseNodes: 3) == 16)
     }
 }

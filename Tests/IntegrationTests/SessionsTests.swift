@@ -230,14 +230,21 @@ import Testing
         _ = try connection.transaction { try AppleAccounts.signIn(onTheWeb, newUserID: TestIDs.next, on: connection) }
         #expect(try count("SELECT COUNT(*) FROM apple_revocations") == 0)
         #expect(try count("SELECT COUNT(*) FROM apple_tokens") == 2, "one token per client id")
-        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, on: connection).isEmpty, "not due for a day")
+        let park = 30 * 86_400
+        #expect(
+            try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, park: park, on: connection).isEmpty, "not due for a day")
         _ = try connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3)")
         #expect(
-            try AppleValidations.claimDue(teamID: "OTHERTEAM1", limit: 10, lease: 900, on: connection).isEmpty,
+            try AppleValidations.claimDue(teamID: "OTHERTEAM1", limit: 10, lease: 900, park: park, on: connection).isEmpty,
             "another team's tokens (after a transfer) are never checked with this team's credentials")
-        let due = try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, on: connection)
+        #expect(
+            try count("SELECT COUNT(*) FROM apple_tokens WHERE next_validation_at > UTC_TIMESTAMP(3) + INTERVAL 29 DAY") == 2,
+            "and put a month ahead, out of the head of the queue")
+        _ = try connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3)")
+        let due = try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, park: park, on: connection)
         #expect(Set(due.map(\.token.clientID)) == [app.clientID, web.clientID] && due.allSatisfy { $0.userID == userID })
-        #expect(try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, on: connection).isEmpty, "claimed once")
+        #expect(
+            try AppleValidations.claimDue(teamID: "TEAM", limit: 10, lease: 900, park: park, on: connection).isEmpty, "claimed once")
         let appSession = try Sessions.create(
             id: TestIDs.next(), userID: userID, appleClientID: app.clientID, device: nil, refreshTokenHash: hash(1), cookieHash: nil,
             lifetime: 3600,

@@ -8,11 +8,13 @@ package import SyncRules
 /// Apple refresh tokens once a day, deliver the lifecycle webhooks, purge expired nonces and web
 /// sign-ins, month-old notification records and webhook events, and the tombstones of deleted
 /// records of declared collections past their `tombstoneDays`. Each pass is bounded: each kind
-/// of call to Apple handles at most `batch` rows within its own half of the pass's time, and stops
-/// for the pass once Apple could not be reached, so a hanging Apple holds neither the pass nor the
-/// other kind. The webhooks are delivered by a running `siwa jobs`'s `WebhookDeliveryLoop`, as soon
-/// as they are due; a pass of `siwa jobs --once` (and of the tests) delivers everything due within
-/// another half of its time, with the same lanes and threads.
+/// of call to Apple works within its own half of the pass's time (revocations at most `batch`
+/// rows), and stops for the pass once Apple could not be reached, so a hanging Apple holds neither
+/// the pass nor the other kind. The webhooks are delivered by a running `siwa jobs`'s
+/// `WebhookDeliveryLoop`, and Apple's tokens checked by its `AppleValidationLoop`, as soon as they
+/// are due; a pass of `siwa jobs --once` (and of the tests) delivers and checks everything due
+/// within its halves of the pass's time, with the same lanes and threads. Every pass sheds the
+/// checks overdue by more than a day (`shedOverdueValidations`).
 package struct BackgroundJobs {
     /// What one pass did.
     package struct Summary: Sendable, Equatable, CustomStringConvertible {
@@ -21,6 +23,8 @@ package struct BackgroundJobs {
         package var validated = 0
         package var consentRevoked = 0
         package var validationsFailed = 0
+        /// Checks overdue by more than a day moved to their next slot without a call.
+        package var validationsShed = 0
         package var webhooks = WebhookSender.Outcome()
         package var purged: UInt64 = 0
         package var guestsPurged = 0
@@ -35,7 +39,7 @@ package struct BackgroundJobs {
             "revoked=\(revoked) revocationsFailed=\(revocationsFailed) validated=\(validated) "
                 + "consentRevoked=\(consentRevoked) validationsFailed=\(validationsFailed) webhooksDelivered=\(webhooks.delivered) "
                 + "webhooksFailed=\(webhooks.failed) webhooksGivenUp=\(webhooks.givenUp) purged=\(purged) guestsPurged=\(guestsPurged) "
-                + "tombstonesPurged=\(tombstonesPurged)"
+                + "tombstonesPurged=\(tombstonesPurged) validationsShed=\(validationsShed)"
         }
     }
 
@@ -56,15 +60,24 @@ package struct BackgroundJobs {
     let webhooks: WebhookSender?
     /// Where events of the jobs' own changes are recorded.
     let outbox: WebhookOutbox
+    /// The checks of Apple's tokens of each pass; nil when an `AppleValidationLoop` makes them.
+    let validator: AppleValidator?
+    /// The daily check's pace: what a pass sheds.
+    let pace: AppleValidationPace
     /// The app's declared collections, whose tombstones the passes purge.
     let syncSchema: SyncSchema
 
-    /// - Parameter deliversWebhooks: false when a `WebhookDeliveryLoop` delivers the webhooks: the
-    ///   passes then only record the events of the jobs' own changes.
+    /// - Parameters:
+    ///   - deliversWebhooks: false when a `WebhookDeliveryLoop` delivers the webhooks: the passes
+    ///     then only record the events of the jobs' own changes.
+    ///   - validatesAppleTokens: false when an `AppleValidationLoop` checks Apple's tokens: the
+    ///     passes then only shed the overdue checks.
+    ///   - pace: the daily check's rate ceiling, lanes and shedding; by default the Apple settings'.
     package init(
         apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, webhooks: WebhookSettings? = nil,
         auditRetentionDays: Int? = nil, batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock(),
-        deliversWebhooks: Bool = true, syncSchema: SyncSchema = .empty
+        deliversWebhooks: Bool = true, validatesAppleTokens: Bool = true, pace: AppleValidationPace? = nil,
+        syncSchema: SyncSchema = .empty
     ) {
         self.syncSchema = syncSchema
         self.auditRetentionDays = auditRetentionDays
@@ -80,12 +93,20 @@ package struct BackgroundJobs {
             deliversWebhooks
             ? webhooks.map { WebhookSender(settings: $0, database: database.configuration, logger: logger, clock: clock) } : nil
         self.outbox = webhooks?.outbox ?? WebhookOutbox()
+        self.pace = pace ?? apple.settings.validationPace
+        self.validator =
+            validatesAppleTokens
+            ? AppleValidator(
+                apple: apple, dataKeys: settings.dataKeys, database: database.configuration, webhooks: webhooks, logger: logger,
+                clock: clock,
+                pace: self.pace) : nil
     }
 
     /// One pass over everything that is due.
     package func runOnce() throws -> Summary {
         var summary = Summary()
         try sendRevocations(&summary, until: clock.now() + passTime / 2)
+        summary.validationsShed = try shedOverdueValidations()
         try validateAppleTokens(&summary, until: clock.now() + passTime / 2)
         if let webhooks { summary.webhooks = try webhooks.deliver(until: clock.now() + passTime / 2) }
         summary.guestsPurged = try purgeUnusedGuests()
@@ -161,49 +182,50 @@ package struct BackgroundJobs {
         logger.warning("Apple could not be reached: the remaining \(kind) wait for the next pass")
     }
 
-    /// The daily check's schedule.
-    private var validations: RetryPolicy { .appleValidations }
-
-    /// Asks Apple whether each due refresh token is still good, with the client id that minted it.
-    /// `invalid_grant` means consent was withdrawn for that client: the sessions opened with it end. Apple unreachable changes nothing; the check is retried.
-    func validateAppleTokens(_ summary: inout Summary, until deadline: Double) throws {
-        for _ in 0..<batch {
-            guard clock.now() < deadline,
-                let due = try AppleValidations.claimDue(
-                    teamID: apple.settings.teamID, limit: 1, lease: validations.hold(forAttempt: 1), on: database
-                ).first
-            else { return }
-            guard let token = settings.dataKeys.open(due.token) else {
-                logger.error("validation: cannot decrypt the Apple token (data key missing?)", metadata: ["identity": "\(due.identityID)"])
-                summary.validationsFailed += 1
-                continue
-            }
-            do {
-                _ = try client.refresh(token, clientID: due.token.clientID)
-                try AppleValidations.markValid(due, nextCheckIn: validations.delay(afterAttempt: 1), on: database)
-                summary.validated += 1
-            } catch let error as AppleAPIError where error.code == .invalidGrant {
-                let ended = try database.transaction {
-                    let ended = try AppleValidations.tokenRefused(due, on: database)
-                    let now = clock.now()
-                    try outbox.record(
-                        .appleConsentRevoked(source: "token_check", clientID: due.token.clientID), userID: due.userID, at: now, on: database
-                    )
-                    try outbox.record(
-                        .sessionsRevoked(ids: ended, reason: "apple_consent_revoked"), userID: due.userID, at: now, on: database)
-                    return ended.count
+    /// Sheds what the daily check cannot clear: the checks overdue by more than `pace.shedAfter`
+    /// (a day), oldest first, each moved to its next slot (its time of day, tomorrow at the
+    /// latest), in statements of `pace.shedBatch`, up to `pace.shedStatements` a pass. Each
+    /// statement that moved any is logged with its count and recorded in the audit log
+    /// (`apple_validations_shed`).
+    /// - Returns: how many were moved.
+    func shedOverdueValidations() throws -> Int {
+        var shed = 0
+        for _ in 0..<pace.shedStatements {
+            // The move and its audit record commit together.
+            let moved = try database.transaction {
+                let moved = try AppleValidations.shedOverdue(by: pace.shedAfter, slot: pace.slot, limit: pace.shedBatch, on: database)
+                if moved > 0 {
+                    try AuditLog.record(
+                        "apple_validations_shed", userID: nil, detail: #"{"count":\#(moved),"overdueBySeconds":\#(pace.shedAfter)}"#,
+                        on: database)
                 }
-                logger.notice(
-                    "Apple refused a refresh token (consent withdrawn): the sessions of its client id ended",
-                    metadata: ["user": "\(due.userID)", "client": "\(due.token.clientID)", "sessions": "\(ended)"])
-                summary.consentRevoked += 1
-            } catch let error as AppleAPIError {
-                logger.warning(
-                    "validation at Apple failed; will retry",
-                    metadata: ["identity": "\(due.identityID)", "client": "\(due.token.clientID)", "error": "\(error)"])
-                summary.validationsFailed += 1
-                if error.code == .unreachable { return stopped("validations") }
+                return moved
             }
+            guard moved > 0 else { break }
+            shed += moved
+            if moved < pace.shedBatch { break }
         }
+        if shed > 0 {
+            logger.warning(
+                "Apple token checks overdue by more than a day were shed: each moved to its next daily slot unchecked",
+                metadata: ["count": "\(shed)", "overdueBySeconds": "\(pace.shedAfter)"])
+        }
+        return shed
+    }
+
+    /// Checks the due Apple tokens on the validator's lanes until nothing is due, Apple cannot be
+    /// reached, or `deadline` passes; the lanes' threads are joined, and their connections closed,
+    /// before it returns.
+    /// - Throws: the first database error of a lane.
+    func validateAppleTokens(_ summary: inout Summary, until deadline: Double) throws {
+        guard let validator else { return }
+        let round = AppleValidator.Round("apple", outcome: AppleValidator.Outcome())
+        let lane = AppleValidator.Lane(connection: database, client: client)
+        validator.run(round, with: lane, until: deadline, stopped: { false })
+        let (outcome, _, error) = round.result
+        summary.validated += outcome.validated
+        summary.consentRevoked += outcome.consentRevoked
+        summary.validationsFailed += outcome.failed
+        if let error { throw error }
     }
 }

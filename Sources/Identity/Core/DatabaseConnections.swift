@@ -12,14 +12,17 @@ package enum DatabaseConnections {
         2 * workerThreads + SyncCommitter.committers + 1 + nodeChecker(databaseNodes)
     }
 
-    /// `siwa jobs`: its own, each webhook endpoint's senders while it delivers, and the cluster node
-    /// checker's.
+    /// `siwa jobs`: its own, the validation lanes' (while a backlog of Apple's tokens is checked),
+    /// each webhook endpoint's senders while it delivers, and the cluster node checker's.
     /// - Parameters:
     ///   - webhookEndpoints: the endpoints of `SIWA_WEBHOOK_URLS`.
+    ///   - validationLanes: `SIWA_APPLE_VALIDATION_LANES`.
     ///   - databaseNodes: the servers of `SIWA_DB_HOST`.
     /// - Returns: the connections.
-    package static func jobs(webhookEndpoints: Int, databaseNodes: Int) -> Int {
-        1 + webhookEndpoints * WebhookSender.defaultConcurrency + nodeChecker(databaseNodes)
+    package static func jobs(
+        webhookEndpoints: Int, validationLanes: Int, databaseNodes: Int
+    ) -> Int {
+        1 + validationLanes + webhookEndpoints * WebhookSender.defaultConcurrency + nodeChecker(databaseNodes)
     }
 
     /// What the node checker holds: a connection per node while one is behind, none for one server.

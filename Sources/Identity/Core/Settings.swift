@@ -37,6 +37,9 @@ package struct AppleSettings: Sendable {
     package var callWait: Double
     /// Seconds no call to Apple is made after one could not reach it.
     package var unreachableCooldown: Double
+    /// The daily check of the stored tokens by `siwa jobs`: its rate ceiling and lanes
+    /// (`SIWA_APPLE_VALIDATION_RATE`, `SIWA_APPLE_VALIDATION_LANES`).
+    package var validationPace: AppleValidationPace
     /// The default of `relayDomains`: Apple's relay domains.
     package static let defaultRelayDomains = IdentityToken.appleRelayDomains
 
@@ -47,7 +50,8 @@ package struct AppleSettings: Sendable {
         http: HTTPClientConfiguration = HTTPClientConfiguration(), leeway: Int = 60,
         requireNonce: Bool = true, keysCooldown: Double = 10, clientSecretLifetime: Int = 86_400,
         anonymiseOnAccountDelete: Bool = false, relayDomains: [String] = defaultRelayDomains, maximumCallsInFlight: Int = 8,
-        maximumCallsWaiting: Int = 2, callWait: Double = 1, unreachableCooldown: Double = 5
+        maximumCallsWaiting: Int = 2, callWait: Double = 1, unreachableCooldown: Double = 5,
+        validationPace: AppleValidationPace = AppleValidationPace()
     ) {
         self.teamID = teamID
         self.keyID = keyID
@@ -68,6 +72,7 @@ package struct AppleSettings: Sendable {
         self.maximumCallsWaiting = maximumCallsWaiting
         self.callWait = callWait
         self.unreachableCooldown = unreachableCooldown
+        self.validationPace = validationPace
     }
 
     /// Every accepted audience: the bundle ids, the web pages' Services ID, and the apps' Services IDs.

@@ -43,4 +43,10 @@ extension StatusUseCases {
     package func outboxBacklogs() throws -> [OutboxBacklog] {
         try Outboxes.backlogs(on: database)
     }
+
+    /// How far behind the daily check of Apple's tokens is: the oldest due check's age, and the
+    /// due checks counted up to the pace's cap.
+    package func validationBacklog() throws -> ValidationBacklog {
+        try Outboxes.validationBacklog(cap: core.apple?.settings.validationPace.dueCap ?? AppleValidationPace().dueCap, on: database)
+    }
 }

@@ -60,7 +60,7 @@ package final class WebhookDeliveryLoop: Sendable {
         defer { connection.close() }
         let isStopped: @Sendable () -> Bool = { context.isStopping }
         while !isStopped() {
-            let round = WebhookSender.LaneRound(endpoint: endpoint)
+            let round = WebhookSender.LaneRound(endpoint, outcome: WebhookSender.Outcome())
             sender.run(round, with: connection, until: .infinity, stopped: isStopped)
             let (outcome, end, error) = round.result
             if outcome != WebhookSender.Outcome() {

@@ -72,22 +72,17 @@ package struct WebhookSender: Sendable {
         }
     }
 
-    /// Why a lane's round ended.
-    package enum RoundEnd: Sendable, Equatable {
-        /// Nothing more is due (every thread found nothing to claim).
-        case idle
-        /// The endpoint could not be reached: its other deliveries wait for a later round.
-        case unreachable
-        /// The deadline passed, or the sender was stopped.
-        case interrupted
-    }
+    /// One endpoint's round: its threads' outcome and how it ended (`RoundEnd`).
+    package typealias LaneRound = Identity.LaneRound<Outcome>
+    /// Why a lane's round ended: nothing more due, the endpoint unreachable, or stopped.
+    package typealias RoundEnd = LaneRound.End
 
     /// Sends what is due to every endpoint, each in its own lane, until nothing is due or
     /// `deadline` passes; an endpoint that cannot be reached gets no further attempt in this round.
     /// Returns once every thread it started has finished and closed its connection.
     /// - Throws: the first database error of any lane, after all have finished.
     package func deliver(until deadline: Double) throws -> Outcome {
-        let lanes = settings.endpoints.map { LaneRound(endpoint: $0) }
+        let lanes = settings.endpoints.map { LaneRound($0, outcome: Outcome()) }
         let runLane: @Sendable (LaneRound) -> Void = { [self] lane in
             let sender = Sender(configuration: database, http: settings.http)
             defer { sender.close() }
@@ -119,24 +114,22 @@ package struct WebhookSender: Sendable {
     /// endpoint cannot be reached, `deadline` passes or `stopped()`; once a backlog shows, helper
     /// threads join it. Returns when they have all finished.
     func run(_ lane: LaneRound, with sender: Sender, until deadline: Double, stopped: @escaping @Sendable () -> Bool) {
-        var helpers: [OwnedThread] = []
         var claimed = 0
-        work(lane, with: sender, spread: 0, until: deadline, stopped: stopped) {
-            claimed += 1
-            // A second delivery due right after the first: a backlog, worth the helpers' connections
-            // (as many as threads can be had; one that cannot start is logged and counted).
-            guard claimed == 2 else { return }
-            for spread in 1..<concurrency {
-                let helper = OwnedThread.startIfPossible(name: "siwa-webhooks") { [self] _ in
-                    let helper = Sender(configuration: database, http: settings.http)
-                    defer { helper.close() }
-                    work(lane, with: helper, spread: spread, until: deadline, stopped: stopped) {}
+        lane.run(
+            helpers: concurrency - 1, threadName: "siwa-webhooks",
+            first: { backlog in
+                work(lane, with: sender, spread: 0, until: deadline, stopped: stopped) {
+                    claimed += 1
+                    // A second delivery due right after the first: a backlog, worth the helpers'
+                    // connections.
+                    if claimed == 2 { backlog() }
                 }
-                if let helper { helpers.append(helper) }
-            }
-        }
-        for helper in helpers { helper.join() }
-        lane.end(.idle)
+            },
+            helper: { [self] spread in
+                let helper = Sender(configuration: database, http: settings.http)
+                defer { helper.close() }
+                work(lane, with: helper, spread: spread, until: deadline, stopped: stopped) {}
+            })
     }
 
     /// Claims and sends deliveries to the lane's endpoint until this thread finds nothing to claim,
@@ -152,11 +145,11 @@ package struct WebhookSender: Sendable {
             do {
                 guard
                     let due = try WebhookDeliveries.claimNext(
-                        endpoints: [lane.endpoint], lease: lease, spread: spread, on: sender.connection)
+                        endpoints: [lane.lane], lease: lease, spread: spread, on: sender.connection)
                 else { return }
                 claimed()
                 let (outcome, reached) = try send(due, with: sender)
-                lane.add(outcome)
+                lane.record { $0.add(outcome) }
                 if !reached { return lane.end(.unreachable) }
             } catch {
                 return lane.fail(error)
@@ -226,39 +219,5 @@ package struct WebhookSender: Sendable {
 
         /// Closes the connection (a `Connection` must be closed before it goes).
         func close() { connection.close() }
-    }
-
-    /// What the threads of one lane's round share: the sum of their outcomes, and how the round
-    /// ended (the first thread to see an end ends it for all).
-    final class LaneRound: Sendable {
-        let endpoint: String
-        private let state = Mutex<(outcome: Outcome, end: RoundEnd?, error: (any Error)?)>((Outcome(), nil, nil))
-
-        init(endpoint: String) { self.endpoint = endpoint }
-
-        /// Whether a thread ended the round.
-        var isOver: Bool { state.withLock { $0.end != nil } }
-
-        /// The round's outcome, how it ended (nil while it runs), and the first database error.
-        var result: (Outcome, RoundEnd?, (any Error)?) { state.withLock { ($0.outcome, $0.end, $0.error) } }
-
-        func add(_ outcome: Outcome) { state.withLock { $0.outcome.add(outcome) } }
-
-        /// Ends the round, unless another thread did first; `unreachable` wins over the rest, so
-        /// the lane waits before trying the endpoint again, and `idle` comes last, once every
-        /// thread has finished.
-        func end(_ end: RoundEnd) {
-            state.withLock { state in
-                if state.end == nil || end == .unreachable { state.end = end }
-            }
-        }
-
-        /// Ends the round with a database error (reported once every thread has finished).
-        func fail(_ error: any Error) {
-            state.withLock { state in
-                state.end = .interrupted
-                if state.error == nil { state.error = error }
-            }
-        }
     }
 }

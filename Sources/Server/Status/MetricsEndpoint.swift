@@ -7,13 +7,16 @@ package import Telemetry
 
 /// `GET /metrics`: the process's metrics in Prometheus' text format, for a scraper on the host
 /// (nginx serves the location to loopback only; docs/OPERATIONS.md). Before rendering it reads
-/// what no event counts: the outboxes' backlogs (one query) and the age of Apple's keys.
+/// what no event counts: the outboxes' backlogs (one query), how far behind the daily check of
+/// Apple's tokens is (another), and the age of Apple's keys.
 package struct MetricsEndpoint: Sendable {
     private let exporter: PrometheusExporter
     private let outboxDepth: MetricFamily<Gauge>
     private let outboxDue: MetricFamily<Gauge>
     private let outboxOldestAge: MetricFamily<Gauge>
     private let appleKeysAge: Gauge
+    private let validationOverdue: Gauge
+    private let validationsDue: Gauge
 
     package init(exporter: PrometheusExporter) {
         self.exporter = exporter
@@ -22,6 +25,8 @@ package struct MetricsEndpoint: Sendable {
         outboxDue = MetricFamily(gauge: MetricNames.outboxDue, labels: ["outbox"], factory: factory)
         outboxOldestAge = MetricFamily(gauge: MetricNames.outboxOldestAge, labels: ["outbox"], factory: factory)
         appleKeysAge = Gauge(label: MetricNames.appleKeysAge, factory: factory)
+        validationOverdue = Gauge(label: MetricNames.appleValidationOverdue, factory: factory)
+        validationsDue = Gauge(label: MetricNames.appleValidationsDue, factory: factory)
     }
 
     /// The route, an operator's: not part of the HTTP contract (docs/openapi.yaml).
@@ -37,6 +42,13 @@ package struct MetricsEndpoint: Sendable {
         } catch {
             // The scrape still answers: the database errors counter and /health tell the rest.
             useCases.context.logger.warning("metrics: the outboxes could not be read", metadata: ["error": "\(error)"])
+        }
+        do {
+            let validations = try useCases.status.validationBacklog()
+            validationOverdue.record(validations.overdueSeconds)
+            validationsDue.record(validations.due)
+        } catch {
+            useCases.context.logger.warning("metrics: the validation backlog could not be read", metadata: ["error": "\(error)"])
         }
         appleKeysAge.record(useCases.status.appleKeysAge ?? -1)
         return Response(
