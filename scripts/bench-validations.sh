@@ -97,7 +97,7 @@ log "siwa jobs with $LANES lanes for $VALIDATION_SECONDS s; sign-ins with codes 
 cp "$TMP/siwa.env" "$TMP/jobs.env"
 echo "SIWA_APPLE_VALIDATION_LANES=$LANES" >>"$TMP/jobs.env"
 echo "SIWA_LOG_LEVEL=notice" >>"$TMP/jobs.env"
-rate_setting=$(grep -E '^SIWA_APPLE_VALIDATION_RATE=' "$TMP/jobs.env" | tail -1 | cut -d= -f2)
+rate_setting=$({ grep -E '^SIWA_APPLE_VALIDATION_RATE=' "$TMP/jobs.env" || true; } | tail -1 | cut -d= -f2)
 before_cpu=$(for name in siwa appleid-emulato mariadbd; do cpu_ticks "$name"; done)
 (clear_siwa_variables; set -a; . "$TMP/jobs.env"; set +a; exec "$BIN" jobs) >>"$TMP/jobs.log" 2>&1 &
 echo $! >"$TMP/jobs.pid"

@@ -5,9 +5,10 @@ import Threads
     import Glibc
 #endif
 
-/// A minimal HTTP/1.1 server on 127.0.0.1 for tests of HTTP clients: one connection at a time,
-/// `Connection: close`, the response chosen by a handler.
-// `@unchecked Sendable`: the recorded requests are only touched with `received` locked; the rest is immutable.
+/// A minimal HTTP/1.1 server on 127.0.0.1 for tests of HTTP clients: one connection at a time (or,
+/// `concurrent`, each on a thread of its own), `Connection: close`, the response chosen by a handler.
+// `@unchecked Sendable`: the recorded requests and the connections' threads are only touched with
+// `received` locked; the rest is immutable.
 public final class TestHTTPServer: @unchecked Sendable {
     public struct Request: Sendable {
         public let method: String
@@ -59,9 +60,16 @@ public final class TestHTTPServer: @unchecked Sendable {
     private var thread: OwnedThread?
     private let received = NSLock()
     private var requests: [Request] = []
+    /// Whether each connection is served on a thread of its own.
+    private let concurrent: Bool
+    /// The connections' threads (`concurrent`), joined by `stop()`.
+    private var connections: [OwnedThread] = []
 
     /// Starts listening; the server thread runs until `stop()`.
-    public init(handler: @escaping @Sendable (Request) -> Response) throws {
+    /// - Parameter concurrent: serve each connection on a thread of its own, so that the handler
+    ///   sees requests in flight together (it must then be safe to call from several threads).
+    public init(concurrent: Bool = false, handler: @escaping @Sendable (Request) -> Response) throws {
+        self.concurrent = concurrent
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -94,6 +102,11 @@ public final class TestHTTPServer: @unchecked Sendable {
         // number cannot be reused by another socket while that thread still accepts on it.
         shutdown(socket, Int32(SHUT_RDWR))
         thread?.join()
+        received.lock()
+        let threads = connections
+        connections = []
+        received.unlock()
+        for thread in threads { thread.join() }
     }
 
     private func serve() {
@@ -103,8 +116,22 @@ public final class TestHTTPServer: @unchecked Sendable {
                 close(socket)
                 return
             }
-            handle(client)
-            close(client)
+            guard concurrent else {
+                handle(client)
+                close(client)
+                continue
+            }
+            let thread = try? OwnedThread(name: "test-http-conn") { [self] _ in
+                handle(client)
+                close(client)
+            }
+            if let thread {
+                received.lock()
+                connections.append(thread)
+                received.unlock()
+            } else {
+                close(client)
+            }
         }
     }
 

@@ -25,12 +25,17 @@ package enum AppleValidations {
     /// kept. The claim puts those it meets `park` seconds ahead, so that they do not stay due
     /// forever at the head of the queue, where every claim would read past them and the overdue
     /// age would count them.
+    /// - Throws: `MariaDBError(.deadlock)` when a cluster's other node claimed a row first (the
+    ///   caller retries).
     /// - Returns: the claimed tokens of `teamID`, oldest check first; fewer than `limit` when
     ///   fewer are due (or others hold them), so also fewer than read when some were another team's.
     package static func claimDue(
         teamID: String, limit: Int, lease: Int, park: Int, on connection: Connection
     ) throws -> [DueValidation] {
-        try connection.transaction {
+        // Read committed for this transaction: its locking read then takes no gap locks, so lanes
+        // claiming together (each moving the rows it claims along the index) cannot deadlock.
+        try connection.run("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        return try connection.transaction {
             // The index's order, then the identity by its key: never a scan of the identities.
             let due = try connection.query(
                 """

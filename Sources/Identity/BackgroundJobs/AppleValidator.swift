@@ -89,6 +89,9 @@ package struct AppleValidator: Sendable {
     /// A lane on a connection of its own, for a thread of a running `siwa jobs`.
     package func makeLane() -> Lane { Lane(configuration: database, apple: apple) }
 
+    /// A lane on the caller's connection (a pass's), with an Apple client of its own.
+    package func makeLane(on connection: Connection) -> Lane { Lane(connection: connection, client: apple.makeClient()) }
+
     /// One round: `lane` (this thread's) claims and checks until nothing is due, Apple cannot be
     /// reached, `deadline` passes or `stopped()`; helper lanes join once a claim comes back full.
     /// Returns when they have all finished.
@@ -110,9 +113,11 @@ package struct AppleValidator: Sendable {
         while !round.isOver {
             guard clock.now() < deadline, !stopped() else { return round.end(.interrupted) }
             do {
-                let claimed = try AppleValidations.claimDue(
-                    teamID: apple.settings.teamID, limit: batch, lease: schedule.hold(forAttempt: 1), park: pace.foreignPark,
-                    on: lane.connection)
+                let claimed = try retryingConflicts {
+                    try AppleValidations.claimDue(
+                        teamID: apple.settings.teamID, limit: batch, lease: schedule.hold(forAttempt: 1), park: pace.foreignPark,
+                        on: lane.connection)
+                }
                 guard !claimed.isEmpty else { return }
                 if claimed.count == batch { backlog() }
                 for due in claimed {
