@@ -28,7 +28,8 @@ request GET /metrics
 expect_status 200 "GET /metrics from 127.0.0.1"
 expect_header "Content-Type: text/plain; version=0.0.4" "the exposition's media type"
 for family in process_resident_memory_bytes process_cpu_seconds_total process_open_fds process_max_fds siwa_workers \
-    siwa_workers_busy siwa_http_request_duration_seconds_bucket siwa_outbox_depth siwa_apple_keys_age_seconds; do
+    siwa_workers_busy siwa_http_request_duration_seconds_bucket siwa_outbox_depth siwa_apple_keys_age_seconds \
+    siwa_apple_validation_overdue_seconds siwa_apple_validations_due; do
     grep -q "^$family" <<<"$BODY" || fail "no $family in the scrape"
 done
 status=$(curl -ks --interface 127.0.0.2 -o "$DIR/denied" -w '%{http_code}' "$E2E_URL/metrics")

@@ -140,12 +140,12 @@ import WebForms
             finished.wait()
         }
         // Every lane waits for its turn: the calls made are all the ceiling let through.
-        #expect(eventually(within: 30) { pacer.waiting == 4 && calls.received == 1 }, "\(pacer.waiting) \(calls.received)")
+        try #require(eventually(within: 30) { pacer.waiting == 4 && calls.received == 1 }, "\(pacer.waiting) \(calls.received)")
         #expect(calls.received == 1, "with the clock stopped, only the first turn")
         // The clock moved on by one turn at a time (as the pacer counts them): one more call each.
         for turn in 1...10 {
             clock.set(1_000 + Double(turn) / 10)
-            #expect(
+            try #require(
                 eventually(within: 30) { pacer.waiting == 4 && calls.received == 1 + turn }, "\(turn): \(pacer.waiting) \(calls.received)")
         }
         #expect(calls.received == 11, "a second at 10 a second: ten more calls, no more")

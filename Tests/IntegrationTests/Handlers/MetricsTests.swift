@@ -2,6 +2,7 @@ import CoreMetrics
 import FastCGI
 import Foundation
 import JOSE
+import MariaDB
 import SIWAFixtures
 import Server
 import SiwaConfig
@@ -55,6 +56,9 @@ import Testing
         #expect(harness.send("DELETE", "/auth/account", headers: harness.bearer(againAccess)).status == 204)
         #expect(harness.send("GET", "/auth/me", headers: harness.bearer(access)).status == 401, "the deleted account's session")
 
+        // The daily check of Apple's tokens 100 s behind.
+        _ = try harness.connection.execute("UPDATE apple_tokens SET next_validation_at = UTC_TIMESTAMP(3) - INTERVAL 100 SECOND")
+        let tokens = try harness.count("SELECT COUNT(*) FROM apple_tokens")
         let response = harness.send("GET", "/metrics")
         #expect(response.status == 200)
         #expect(response.contentType == "text/plain; version=0.0.4; charset=utf-8")
@@ -74,10 +78,12 @@ import Testing
             (#"siwa_outbox_due{outbox="revocations"}"#, 1),
             (#"siwa_outbox_due{outbox="webhooks"}"#, 0),
             ("siwa_workers", Double(harness.application.config.workerThreads)),
+            ("siwa_apple_validations_due", Double(tokens)),
         ]
         for (series, count) in expected {
             #expect(value(series, in: scrape) == count, "\(series)")
         }
+        #expect(tokens == 0 || (100...160).contains(value("siwa_apple_validation_overdue_seconds", in: scrape) ?? 0), "\(tokens)")
         // The scrape itself is being answered.
         #expect(value("siwa_workers_busy", in: scrape) == 1)
         #expect((value("process_resident_memory_bytes", in: scrape) ?? 0) > 1_000_000)
