@@ -33,6 +33,10 @@ package enum MetricNames {
     package static let outboxDue = "siwa_outbox_due"
     /// Age in seconds of the oldest row of an outbox, 0 when it is empty.
     package static let outboxOldestAge = "siwa_outbox_oldest_age_seconds"
+    /// Seconds since the oldest row of a table that grows with use reached the point its retention
+    /// counts from, by `table` (0 when none has): above the table's retention, the purge of
+    /// `siwa jobs` falls behind, or does not run.
+    package static let retentionOldestAge = "siwa_retention_oldest_age_seconds"
 
     /// Apple's server-to-server notifications by `type` and `outcome` (`processed`, `duplicate`,
     /// `unknown_user`, ..., `refused`).

@@ -64,7 +64,7 @@ struct Jobs: ParsableCommand {
         defer { database.close() }
         let jobs = BackgroundJobs(
             apple: AppleServices(settings: apple, logger: logger), settings: sessions, database: database, logger: logger,
-            webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil,
+            webhooks: config.webhooks, retention: config.retention, deliversWebhooks: deliveries == nil,
             syncSchema: config.syncSchema)
         repeat {
             do {

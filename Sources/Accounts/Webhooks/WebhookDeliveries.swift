@@ -182,17 +182,4 @@ package enum WebhookDeliveries {
             return queued
         }
     }
-
-    /// Deletes events recorded more than 30 days ago that no delivery still waits for, with their
-    /// deliveries and log; returns how many events.
-    package static func purgeOld(on connection: Connection) throws -> UInt64 {
-        try connection.execute(
-            """
-            DELETE FROM webhook_events
-            WHERE created_at < UTC_TIMESTAMP(3) - INTERVAL 30 DAY
-                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.state = 'pending')
-            LIMIT 10000
-            """
-        ).affectedRows
-    }
 }

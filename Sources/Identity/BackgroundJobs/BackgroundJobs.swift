@@ -5,8 +5,8 @@ package import MariaDB
 package import SyncRules
 
 /// The work `siwa jobs` does outside requests: send queued revocations to Apple, re-validate
-/// Apple refresh tokens once a day, deliver the lifecycle webhooks, purge expired nonces and web
-/// sign-ins, month-old notification records and webhook events, and the tombstones of deleted
+/// Apple refresh tokens once a day, deliver the lifecycle webhooks, purge the rows of the tables
+/// that grow with use past their retention (`RetentionPolicy`), and the tombstones of deleted
 /// records of declared collections past their `tombstoneDays`. Each pass is bounded: each kind
 /// of call to Apple handles at most `batch` rows within its own half of the pass's time, and stops
 /// for the pass once Apple could not be reached, so a hanging Apple holds neither the pass nor the
@@ -40,8 +40,8 @@ package struct BackgroundJobs {
     }
 
     let apple: AppleServices
-    /// Days audit events are kept (`SIWA_AUDIT_RETENTION_DAYS`); nil keeps them.
-    let auditRetentionDays: Int?
+    /// How long the rows of the tables that grow with use are kept, and how they are purged.
+    let retention: RetentionPolicy
     let settings: SessionSettings
     let database: Connection
     let logger: Logger
@@ -63,11 +63,11 @@ package struct BackgroundJobs {
     ///   passes then only record the events of the jobs' own changes.
     package init(
         apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, webhooks: WebhookSettings? = nil,
-        auditRetentionDays: Int? = nil, batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock(),
+        retention: RetentionPolicy = RetentionPolicy(), batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock(),
         deliversWebhooks: Bool = true, syncSchema: SyncSchema = .empty
     ) {
         self.syncSchema = syncSchema
-        self.auditRetentionDays = auditRetentionDays
+        self.retention = retention
         self.apple = apple
         self.settings = settings
         self.database = database
@@ -98,11 +98,13 @@ package struct BackgroundJobs {
                 }
             }
         }
-        summary.purged =
-            try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database) + LinkTokens.purgeExpired(on: database)
-            + AppleNotifications.purgeOld(on: database) + WebhookDeliveries.purgeOld(on: database)
-            + SessionRevocations.purgeOld(on: database)
-            + (auditRetentionDays.map { try AuditLog.purge(olderThan: $0, on: database) } ?? 0)
+        let purge = try retention.purge(on: database, clock: clock)
+        summary.purged = purge.total
+        if !purge.unfinished.isEmpty {
+            logger.warning(
+                "purge: rows past their retention remain after the pass's time; the next pass goes on",
+                metadata: ["tables": "\(purge.unfinished.map(\.rawValue).joined(separator: ","))", "deleted": "\(purge.total)"])
+        }
         return summary
     }
 
