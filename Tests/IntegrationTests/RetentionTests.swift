@@ -59,7 +59,8 @@ import Testing
             try count("SELECT COUNT(*) FROM sessions WHERE id = \(revoked) AND expires_at <= UTC_TIMESTAMP(3)") == 1,
             "a revoked session's expiry is its revocation")
         _ = try connection.execute(
-            "UPDATE sessions SET expires_at = expires_at - INTERVAL 40 DAY, revoked_at = revoked_at - INTERVAL 40 DAY WHERE id = \(revoked)")
+            "UPDATE sessions SET expires_at = expires_at - INTERVAL 40 DAY, revoked_at = revoked_at - INTERVAL 40 DAY WHERE id = \(revoked)"
+        )
         _ = try connection.execute("UPDATE sessions SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 40 DAY WHERE id = \(expired)")
         _ = try connection.transaction {
             try Sessions.rotate(presentedHash: hash(3), nextHash: hash(5), lifetime: 3600, remoteAddress: nil, on: connection)

@@ -41,7 +41,8 @@ package struct MetricsEndpoint: Sendable {
             for (table, age) in try useCases.status.retentionAges() { retentionOldestAge[table].record(age) }
         } catch {
             // The scrape still answers: the database errors counter and /health tell the rest.
-            useCases.context.logger.warning("metrics: the outboxes or the tables that grow could not be read", metadata: ["error": "\(error)"])
+            useCases.context.logger.warning(
+                "metrics: the outboxes or the tables that grow could not be read", metadata: ["error": "\(error)"])
         }
         appleKeysAge.record(useCases.status.appleKeysAge ?? -1)
         return Response(
