@@ -25,6 +25,8 @@ struct Doctor: ParsableCommand {
 
     @Option(help: "The user nginx's workers run as.") var nginxUser = "www-data"
     @Option(help: "CA certificates trusted for the public URL (default: the system's).") var publicCAFile: String?
+    @Option(help: "Hosts that run siwa serve and siwa jobs with this configuration on this database (counted in its connections).")
+    var hosts = 1
 
     func run() throws {
         try OperatorEnvironment.adopt()
@@ -94,24 +96,26 @@ struct Doctor: ParsableCommand {
         }
     }
 
-    /// The connections `siwa serve` and `siwa jobs` hold at most, with two commands' (`siwa admin`,
-    /// `siwa migrate`), against the server's `max_connections`: past it, requests fail with 503.
+    /// The connections `siwa serve` and `siwa jobs` hold at most on each of `hosts`, with two
+    /// commands' (`siwa admin`, `siwa migrate`), against the server's `max_connections`: past it,
+    /// requests fail with 503.
     func checkConnections(_ config: AppConfig, _ report: inout DoctorReport) {
         let nodes = config.database.endpoints.count
         let serve = DatabaseConnections.serve(workerThreads: config.workerThreads, databaseNodes: nodes)
         let jobs = DatabaseConnections.jobs(webhookEndpoints: config.webhooks?.endpoints.count ?? 0, databaseNodes: nodes)
-        let needed = serve + jobs + 2
+        let needed = (serve + jobs) * max(hosts, 1) + 2
         let connection = Connection(configuration: config.database)
         defer { connection.close() }
         do {
             let limit: Int64 = try connection.query("SELECT @@max_connections AS max_connections")[0].decode(column: "max_connections")
-            let detail = "siwa serve \(serve), siwa jobs \(jobs), commands 2: \(needed) of MariaDB's max_connections \(limit)"
+            let perHost = hosts > 1 ? ", on each of \(hosts) hosts" : ""
+            let detail = "siwa serve \(serve), siwa jobs \(jobs)\(perHost), commands 2: \(needed) of MariaDB's max_connections \(limit)"
             if Int64(needed) <= limit {
                 report.pass("database connections", detail)
             } else {
                 report.fail(
                     "database connections", detail + " (a connection refused for their number fails its request with 503)",
-                    fix: "raise max_connections in MariaDB's configuration above \(needed) for each siwa serve on this database, "
+                    fix: "raise max_connections in MariaDB's configuration to at least \(needed) ([mysqld] max_connections = \(needed)), "
                         + "or lower SIWA_WORKER_THREADS (two connections each)")
             }
         } catch {
