@@ -1,11 +1,14 @@
 package import Accounts
+import Foundation
 package import MariaDB
 
 /// How long `siwa jobs` keeps the rows of each table that grows with use (`GrowingTable`), and how
 /// it deletes them: in batches of `batch` rows, each a statement of its own, so that a batch's
-/// locks last milliseconds and a sign-in never waits on a purge for long, until a table has no
-/// more rows past their retention or the pass's `timeBudget` is spent; the rest waits for the next
-/// pass (and shows as the table's oldest age on `GET /metrics`).
+/// locks last milliseconds and a sign-in never waits on a purge for long, each full batch followed
+/// by a pause as long as the batch took (`rest`), so that a purge of millions of rows takes at most
+/// about half of the database's time it could, until a table has no more rows past their retention
+/// or the pass's `timeBudget` is spent; the rest waits for the next pass (and shows as the table's
+/// oldest age on `GET /metrics`).
 package struct RetentionPolicy: Sendable, Equatable {
     /// Days audit events are kept (`SIWA_AUDIT_RETENTION_DAYS`).
     package var auditEventDays: Int
@@ -23,10 +26,12 @@ package struct RetentionPolicy: Sendable, Equatable {
     package var batch: Int
     /// Seconds one pass may spend purging, over every table.
     package var timeBudget: Double
+    /// The pause after each full batch, as a multiple of the time the batch took.
+    package var rest: Double
 
     package init(
         auditEventDays: Int = 365, sessionDays: Int = 30, webhookDays: Int = 30, appleRecordDays: Int = 30, batch: Int = 1_000,
-        timeBudget: Double = 10
+        timeBudget: Double = 10, rest: Double = 1
     ) {
         self.auditEventDays = auditEventDays
         self.sessionDays = sessionDays
@@ -34,6 +39,7 @@ package struct RetentionPolicy: Sendable, Equatable {
         self.appleRecordDays = appleRecordDays
         self.batch = batch
         self.timeBudget = timeBudget
+        self.rest = rest
     }
 
     /// Seconds a table's rows are kept after the point its retention counts from.
@@ -77,8 +83,11 @@ package struct RetentionPolicy: Sendable, Equatable {
                     pass.unfinished.append(table)
                     break
                 }
+                let started = clock.now()
                 last = try table.purge(olderThan: seconds(for: table), limit: batch, on: database)
                 deleted += last
+                let pause = (clock.now() - started) * rest
+                if last == UInt64(batch) && pause > 0 { Thread.sleep(forTimeInterval: min(pause, 1)) }
             } while last == UInt64(batch)
             if deleted > 0 { pass.deleted[table] = deleted }
         }
