@@ -111,15 +111,25 @@ package enum WebhookDeliveries {
     package static func attempts(eventID: String? = nil, userID: UInt64? = nil, limit: Int, on connection: Connection) throws
         -> [DeliveryAttempt]
     {
-        try connection.query(
-            """
+        // One statement per filter, each whole, so that an event's or a user's attempts are found
+        // through their index (one statement for all, with COALESCE, read every attempt backwards
+        // until it had found `limit` of them).
+        let select: SQL = """
             SELECT \(UnixTime.seconds("a.attempted_at")) AS attempted, e.public_id, e.event_type, e.user_id, a.endpoint, a.status,
                 a.error, a.duration_ms
             FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id
-            WHERE e.public_id = COALESCE(?, e.public_id) AND e.user_id = COALESCE(?, e.user_id)
-            ORDER BY a.id DESC LIMIT ?
-            """, eventID, userID, limit
-        ).map { row in
+            """
+        let rows =
+            if let eventID {
+                try connection.query(
+                    "\(select) WHERE e.public_id = ? AND e.user_id = COALESCE(?, e.user_id) ORDER BY a.id DESC LIMIT ?", eventID, userID,
+                    limit)
+            } else if let userID {
+                try connection.query("\(select) WHERE e.user_id = ? ORDER BY a.id DESC LIMIT ?", userID, limit)
+            } else {
+                try connection.query("\(select) ORDER BY a.id DESC LIMIT ?", limit)
+            }
+        return try rows.map { row in
             DeliveryAttempt(
                 time: try row.decode(column: "attempted"), eventID: try row.decode(column: "public_id"),
                 type: try row.decode(column: "event_type"), userID: try row.decode(column: "user_id"),
