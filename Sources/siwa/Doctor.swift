@@ -79,12 +79,10 @@ struct Doctor: ParsableCommand {
         do {
             // The built-in collections' records (lessons, achievements, profiles) are always synced.
             let builtIn = SyncSchema.builtIn.collections.map(\.name)
-            let undeclared = try SyncRecords.storedCollections(on: connection).filter {
-                !declared.contains($0.name) && !builtIn.contains($0.name)
-            }
+            let undeclared = try SyncRecords.storedCollections(on: connection).filter { !declared.contains($0) && !builtIn.contains($0) }
             let names = declared.isEmpty ? "none declared (the built-in model only)" : declared.joined(separator: ", ")
             guard undeclared.isEmpty else {
-                let listed = undeclared.map { "\($0.name) (\($0.records) records)" }.joined(separator: ", ")
+                let listed = undeclared.joined(separator: ", ")
                 report.fail(
                     "sync collections", "\(names); stored but no longer declared: \(listed)",
                     fix: "declare them again in SIWA_SYNC_COLLECTIONS (their records are kept, not synced)")
