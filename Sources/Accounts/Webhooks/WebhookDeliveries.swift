@@ -20,8 +20,11 @@ package struct DueDelivery: Sendable, Equatable {
 /// order they were recorded: a delivery is not claimed while an earlier one of the same user to
 /// the same endpoint is pending.
 package enum WebhookDeliveries {
-    /// Claims the oldest due delivery to one of `endpoints` that no earlier pending delivery of the
-    /// same user to the same endpoint holds back. Its next attempt is pushed `lease` seconds away
+    /// Claims the delivery due longest (by its due time, then its event) to one of `endpoints` that
+    /// no earlier pending delivery of the same user to the same endpoint holds back. The due
+    /// deliveries are read in the order of their index (state, due time), so a claim stops after
+    /// its few candidates even while a backlog of thousands is due; in the order of events it
+    /// sorted the whole backlog for every claim. Its next attempt is pushed `lease` seconds away
     /// first, so that a sender that stops half way retries later, and two senders never claim it
     /// both. A claimed delivery stays pending until its outcome is recorded, so the user's next one
     /// is not claimed before then, however many senders claim at once.
@@ -37,7 +40,7 @@ package enum WebhookDeliveries {
                 AND NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries p
                     WHERE p.endpoint = d.endpoint AND p.user_id = d.user_id AND p.state = 'pending' AND p.event_id < d.event_id)
-            ORDER BY d.event_id LIMIT \(4 + spread)
+            ORDER BY d.next_attempt_at, d.event_id LIMIT \(4 + spread)
             """)
         let start = candidates.isEmpty ? 0 : spread % candidates.count
         for row in candidates[start...] + candidates[..<start] {
