@@ -58,6 +58,8 @@ package struct BackgroundJobs {
     let outbox: WebhookOutbox
     /// The app's declared collections, whose tombstones the passes purge.
     let syncSchema: SyncSchema
+    /// Where the purge of unused guests goes on in the next pass.
+    let guestSweep = GuestSweep()
 
     /// - Parameter deliversWebhooks: false when a `WebhookDeliveryLoop` delivers the webhooks: the
     ///   passes then only record the events of the jobs' own changes.
@@ -109,19 +111,31 @@ package struct BackgroundJobs {
     }
 
     /// Deletes up to `batch` guests unused for `settings.guestRetentionDays`, each in its own
-    /// transaction with its `user.deleted` event (`guest_expired`).
+    /// transaction with its `user.deleted` event (`guest_expired`), among the next page of older
+    /// guests (`GuestSweep`).
     /// - Returns: how many were deleted.
     func purgeUnusedGuests() throws -> Int {
         let days = settings.guestRetentionDays
+        let page = try Guests.past(retentionDays: days, after: guestSweep.position, limit: GuestSweep.pageSize, on: database)
+        var position = guestSweep.position
+        var reachedEnd = page.count < GuestSweep.pageSize
         var purged = 0
-        for userID in try Guests.unused(forDays: days, limit: batch, on: database) {
+        for guest in page {
+            if purged == batch {
+                reachedEnd = false
+                break
+            }
+            position = guest.position
+            guard guest.unused else { continue }
             let deleted = try database.transaction {
-                guard try Guests.purge(userID, unusedForDays: days, on: database) else { return false }
-                try outbox.record(.userDeleted(source: "guest_expired", anonymised: false), userID: userID, at: clock.now(), on: database)
+                guard try Guests.purge(guest.userID, unusedForDays: days, on: database) else { return false }
+                try outbox.record(
+                    .userDeleted(source: "guest_expired", anonymised: false), userID: guest.userID, at: clock.now(), on: database)
                 return true
             }
             if deleted { purged += 1 }
         }
+        guestSweep.position = reachedEnd ? .start : position
         if purged > 0 { logger.info("guests purged", metadata: ["count": "\(purged)", "unusedForDays": "\(days)"]) }
         return purged
     }
