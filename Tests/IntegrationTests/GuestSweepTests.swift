@@ -5,7 +5,9 @@ import Testing
 
 /// The pages of older guests that `siwa jobs` reads to purge the unused ones (`GuestSweep`).
 @Suite final class GuestSweepTests: MigratedSchemaSuite {
-    @Test("Guests past the retention are read page by page in the order of their index, each once, ties by id, each with whether it is unused")
+    @Test(
+        "Guests past the retention are read page by page in the order of their index, each once, ties by id, each with whether it is unused"
+    )
     func pagesOfOlderGuests() throws {
         // Five older guests, two of them made in the same millisecond; one still uses the app; one recent guest.
         let ids = (0..<6).map { _ in TestIDs.next() }
