@@ -70,8 +70,8 @@ import Testing
         ),
         Exception(
             fragment: "LIMIT 1 OFFSET ?", tables: ["users", "progress", "user_achievements"],
-            why: "siwa migrate finds a batched file's next batch a batch's rows on along the batch column's index (OFFSET): "
-                + "each batch's rows are read once for its end, once copied"),
+            why: "siwa migrate finds where a batched file's next batch begins, a batch's rows further along the batch column's "
+                + "index (OFFSET): each batch's rows are read once to find its end and once to copy them"),
         Exception(
             fragment: "SELECT DISTINCT i.team_id FROM apple_transfers t", tables: ["apple_transfers"],
             why: "siwa transfer's report: the teams its team receives users from, read from all the transfers to it; "
