@@ -48,6 +48,9 @@ package final class Connection {
     /// one. `run(_:inSession:)` sends only to the session a caller started with.
     package private(set) var session = 0
     private let metrics = ConnectionMetrics()
+    /// When set, every statement given to `query`, `execute`, `executeWithNext` and `executeBatch`
+    /// is recorded in it (`StatementRecorder`); nil, as it is outside tests, costs a nil check.
+    package var statementRecorder: StatementRecorder?
 
     /// The index in `configuration.endpoints` of the server the next connect tries first: the one
     /// that answered last, or the one after a server that was lost.
@@ -141,13 +144,21 @@ package final class Connection {
     ///   - sql: the statement, with its values bound by interpolation or given as `binds`.
     ///   - binds: the values of a statement that interpolates none, one per `?`.
     /// - Throws: `MariaDBError`; `.misuse` for a statement with values both interpolated and given.
-    package func query(_ sql: SQL, _ binds: any DatabaseValueConvertible...) throws -> [Row] {
-        try query(sql, binds: binds)
+    ///   - file: the caller's file, for `statementRecorder`.
+    ///   - line: the caller's line, for `statementRecorder`.
+    package func query(
+        _ sql: SQL, _ binds: any DatabaseValueConvertible..., file: StaticString = #fileID, line: UInt = #line
+    ) throws -> [Row] {
+        try query(sql, binds: binds, file: file, line: line)
     }
 
     /// `query(_:_:)` with the binds as an array.
-    package func query(_ sql: SQL, binds: [any DatabaseValueConvertible]) throws -> [Row] {
-        try perform(sql.text, try sql.values(trailing: binds), returnsRows: true, retryAnyLoss: true).rows
+    package func query(
+        _ sql: SQL, binds: [any DatabaseValueConvertible], file: StaticString = #fileID, line: UInt = #line
+    ) throws -> [Row] {
+        let values = try sql.values(trailing: binds)
+        statementRecorder?.record(sql.text, values, file: file, line: line)
+        return try perform(sql.text, values, returnsRows: true, retryAnyLoss: true).rows
     }
 
     /// Runs a changing statement (INSERT, UPDATE, DELETE, DDL) and returns what it changed.
@@ -155,13 +166,21 @@ package final class Connection {
     ///   - sql: the statement, with its values bound by interpolation or given as `binds`.
     ///   - binds: the values of a statement that interpolates none, one per `?`.
     /// - Throws: `MariaDBError`; `.misuse` for a statement with values both interpolated and given.
-    package func execute(_ sql: SQL, _ binds: any DatabaseValueConvertible...) throws -> ExecutionResult {
-        try execute(sql, binds: binds)
+    ///   - file: the caller's file, for `statementRecorder`.
+    ///   - line: the caller's line, for `statementRecorder`.
+    package func execute(
+        _ sql: SQL, _ binds: any DatabaseValueConvertible..., file: StaticString = #fileID, line: UInt = #line
+    ) throws -> ExecutionResult {
+        try execute(sql, binds: binds, file: file, line: line)
     }
 
     /// `execute(_:_:)` with the binds as an array.
-    package func execute(_ sql: SQL, binds: [any DatabaseValueConvertible]) throws -> ExecutionResult {
-        let result = try perform(sql.text, try sql.values(trailing: binds), returnsRows: false, retryAnyLoss: false).result
+    package func execute(
+        _ sql: SQL, binds: [any DatabaseValueConvertible], file: StaticString = #fileID, line: UInt = #line
+    ) throws -> ExecutionResult {
+        let values = try sql.values(trailing: binds)
+        statementRecorder?.record(sql.text, values, file: file, line: line)
+        let result = try perform(sql.text, values, returnsRows: false, retryAnyLoss: false).result
         if inTransaction && result.affectedRows > 0 { transactionWrote = true }
         return result
     }
@@ -174,32 +193,50 @@ package final class Connection {
     /// the statement runs at once.
     /// - Throws: `MariaDBError` when it runs at once. In a transaction the statement's error is
     ///   thrown later, by the call that sends it, and fails the transaction like any error.
-    package func executeWithNext(_ sql: SQL, _ binds: any DatabaseValueConvertible...) throws {
-        try executeWithNext(sql, binds: binds)
+    /// - Parameters:
+    ///   - sql: the statement, with its values bound by interpolation or given as `binds`.
+    ///   - binds: the values of a statement that interpolates none, one per `?`.
+    ///   - file: the caller's file, for `statementRecorder`.
+    ///   - line: the caller's line, for `statementRecorder`.
+    package func executeWithNext(
+        _ sql: SQL, _ binds: any DatabaseValueConvertible..., file: StaticString = #fileID, line: UInt = #line
+    ) throws {
+        try executeWithNext(sql, binds: binds, file: file, line: line)
     }
 
     /// `executeWithNext(_:_:)` with the binds as an array.
-    package func executeWithNext(_ sql: SQL, binds: [any DatabaseValueConvertible]) throws {
+    package func executeWithNext(
+        _ sql: SQL, binds: [any DatabaseValueConvertible], file: StaticString = #fileID, line: UInt = #line
+    ) throws {
         guard inTransaction else {
-            _ = try execute(sql, binds: binds)
+            _ = try execute(sql, binds: binds, file: file, line: line)
             return
         }
-        queuedWrites.append((sql.text, try sql.values(trailing: binds)))
+        let values = try sql.values(trailing: binds)
+        statementRecorder?.record(sql.text, values, file: file, line: line)
+        queuedWrites.append((sql.text, values))
     }
 
     /// Runs a changing statement once for each of `rows` (each row its binds), all in one round trip
     /// (MariaDB's array binding); an `INSERT` of one row's placeholders so writes all the rows. Not
     /// retried once it may have reached the server, like `execute`. No rows: nothing is sent.
-    /// - Parameter sql: one row's statement, without interpolated values.
+    /// - Parameters:
+    ///   - sql: one row's statement, without interpolated values.
+    ///   - rows: each row's values, one per `?`.
+    ///   - file: the caller's file, for `statementRecorder`.
+    ///   - line: the caller's line, for `statementRecorder`.
     /// - Returns: the rows changed by all of them together.
     /// - Throws: `MariaDBError`; when any row fails, the statement fails as a whole; `.misuse` for a
     ///   statement with interpolated values.
-    package func executeBatch(_ sql: SQL, rows: [[any DatabaseValueConvertible]]) throws -> ExecutionResult {
+    package func executeBatch(
+        _ sql: SQL, rows: [[any DatabaseValueConvertible]], file: StaticString = #fileID, line: UInt = #line
+    ) throws -> ExecutionResult {
         guard sql.binds.isEmpty else { throw MariaDBError(.misuse, message: "a batch's values are its rows, not interpolated") }
         try requireCommitMode()
         guard !rows.isEmpty else { return ExecutionResult(affectedRows: 0, lastInsertID: 0) }
         try sendQueuedWrites()
         let values = rows.map { $0.map(\.databaseValue) }
+        statementRecorder?.record(sql.text, values[0], file: file, line: line)
         let result = try recordingFailures { try retryingLoss(anyLoss: false) { try statement(for: sql.text).executeBatch(values) } }
         if inTransaction && result.affectedRows > 0 { transactionWrote = true }
         return result

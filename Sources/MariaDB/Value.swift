@@ -147,3 +147,11 @@ package struct ExecutionResult: Sendable, Equatable {
     /// The `AUTO_INCREMENT` value of the last inserted row, or 0.
     package let lastInsertID: UInt64
 }
+
+/// A value binds as itself (a recorded statement's values sent again: `StatementRecorder`).
+extension Value: DatabaseValueConvertible {
+    /// The value itself.
+    package var databaseValue: Value { self }
+    /// The column's value as it is.
+    package static func decode(from value: Value) throws -> Value { value }
+}

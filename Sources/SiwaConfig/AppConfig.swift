@@ -58,8 +58,8 @@ package struct AppConfig: Sendable {
     package var page: PageSettings
     /// Apple's domain-association file; nil when none is needed (the path is then a 404).
     package var domainAssociation: DomainAssociation?
-    /// Days audit events are kept; nil keeps them.
-    package var auditRetentionDays: Int?
+    /// How long `siwa jobs` keeps the rows of the tables that grow with use.
+    package var retention: RetentionPolicy
     /// The collections the app syncs besides the built-in model; none unless declared.
     package var syncSchema: SyncSchema = .empty
 
@@ -280,8 +280,23 @@ package struct AppConfig: Sendable {
                 "a session ends this long after it began, however often it is refreshed (an absolute limit next to `SIWA_SESSION_LIFETIME`)"
         ),
         Key(
-            name: "SIWA_AUDIT_RETENTION_DAYS", type: "days 1...3650", defaultValue: nil, shownDefault: "none (kept)", required: "no",
-            summary: "audit events older than this are purged by `siwa jobs`"),
+            name: "SIWA_AUDIT_RETENTION_DAYS", type: "days 1...3650", defaultValue: "365", required: "no",
+            summary:
+                "audit events older than this are purged by `siwa jobs` (see [OPERATIONS.md](OPERATIONS.md#retention) for every table that grows)"
+        ),
+        Key(
+            name: "SIWA_SESSION_RETENTION_DAYS", type: "days 1...3650", defaultValue: "30", required: "no",
+            summary:
+                "sessions that ended (revoked or expired) and spent refresh tokens are purged by `siwa jobs` this long after; until then a spent refresh token presented again ends its session as a theft"
+        ),
+        Key(
+            name: "SIWA_WEBHOOK_RETENTION_DAYS", type: "days 1...3650", defaultValue: "30", required: "no",
+            summary:
+                "lifecycle webhook events, with their deliveries and attempts, are purged by `siwa jobs` this long after they were recorded (never while a delivery still waits)"
+        ),
+        Key(
+            name: "SIWA_APPLE_RECORD_RETENTION_DAYS", type: "days 1...3650", defaultValue: "30", required: "no",
+            summary: "the records of Apple's notifications and of the revocations Apple accepted are purged by `siwa jobs` this long after"),
         Key(
             name: "SIWA_REFRESH_REUSE_INTERVAL", type: "seconds 0...300", defaultValue: "10", required: "no",
             summary:
@@ -401,8 +416,11 @@ package struct AppConfig: Sendable {
         page = reader.pageSettings()
         domainAssociation = reader.domainAssociation()
         syncSchema = reader.syncSchema()
-        auditRetentionDays =
-            reader.optionalString("SIWA_AUDIT_RETENTION_DAYS") == nil ? nil : reader.integer("SIWA_AUDIT_RETENTION_DAYS", in: 1...3650)
+        retention = RetentionPolicy(
+            auditEventDays: reader.integer("SIWA_AUDIT_RETENTION_DAYS", in: 1...3650),
+            sessionDays: reader.integer("SIWA_SESSION_RETENTION_DAYS", in: 1...3650),
+            webhookDays: reader.integer("SIWA_WEBHOOK_RETENTION_DAYS", in: 1...3650),
+            appleRecordDays: reader.integer("SIWA_APPLE_RECORD_RETENTION_DAYS", in: 1...3650))
         reader.rejectUnknownKeys()
         if !reader.problems.isEmpty { throw ConfigurationError(problems: reader.problems) }
     }

@@ -115,6 +115,14 @@ package struct JSONWriter {
         needsComma = false
     }
 
+    /// A member's name quoted ahead of time; its value comes next.
+    package mutating func key(_ name: JSONKey) {
+        separate()
+        bytes.append(contentsOf: name.quoted)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
     package mutating func string(_ value: String) {
         separate()
         quoted(value)

@@ -20,11 +20,21 @@ package struct SyncRecordCodec: Sendable {
     package static let maximumKeyBytes = 1_024
     /// Each field's value when a record does not set it, then the keys' (none).
     private let emptyValues: [SyncValue]
+    /// The key fields' names, then the other fields', as JSON: quoted once.
+    private let keyNames: [JSONKey]
+    private let fieldNames: [JSONKey]
+    /// `deleted`, `value`, `at`, `device` as JSON.
+    private static let deletedName = JSONKey(SyncCollection.deletedMember)
+    private static let valueName = JSONKey("value")
+    private static let atName = JSONKey("at")
+    private static let deviceName = JSONKey("device")
 
     package init(_ collection: SyncCollection) {
         self.collection = collection
         emptyValues = collection.fields.map(\.emptyValue) + collection.keys.map { _ in .none }
         names = JSONNames(collection.keys.map(\.name) + collection.fields.map(\.name) + [SyncCollection.deletedMember])
+        keyNames = collection.keys.map { JSONKey($0.name) }
+        fieldNames = collection.fields.map { JSONKey($0.name) }
     }
 
     /// The one record of a collection without key fields (one record per user, such as the
@@ -329,16 +339,16 @@ package struct SyncRecordCodec: Sendable {
     /// collection allows deletion.
     package func write(_ record: SyncRecord, into json: inout JSONWriter) {
         json.beginObject()
-        for (field, value) in zip(collection.keys, record.values[collection.fields.count...]) {
-            json.key(field.name)
+        for (name, value) in zip(keyNames, record.values[fieldNames.count...]) {
+            json.key(name)
             Self.write(value, into: &json)
         }
-        for (field, value) in zip(collection.fields, record.values) {
-            json.key(field.name)
+        for (name, value) in zip(fieldNames, record.values) {
+            json.key(name)
             Self.write(value, into: &json)
         }
         if collection.tombstoneDays != nil {
-            json.key(SyncCollection.deletedMember)
+            json.key(Self.deletedName)
             Self.write(record.deleted, into: &json)
         }
         json.endObject()
@@ -370,10 +380,12 @@ package struct SyncRecordCodec: Sendable {
             json.endObject()
         case .stamped(let value, let stamp):
             json.beginObject()
-            json.key("value")
+            json.key(valueName)
             write(value, into: &json)
-            json.member("at", stamp.at)
-            json.member("device", stamp.device)
+            json.key(atName)
+            json.integer(stamp.at)
+            json.key(deviceName)
+            json.string(stamp.device)
             json.endObject()
         }
     }

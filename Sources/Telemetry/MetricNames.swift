@@ -37,6 +37,10 @@ package enum MetricNames {
     package static let appleValidationOverdue = "siwa_apple_validation_overdue_seconds"
     /// Daily checks of Apple's tokens due now, counted up to a cap (10,000).
     package static let appleValidationsDue = "siwa_apple_validations_due"
+    /// Seconds since the oldest row of a table that grows with use reached the point its retention
+    /// counts from, by `table` (0 when none has): above the table's retention, the purge of
+    /// `siwa jobs` falls behind, or does not run.
+    package static let retentionOldestAge = "siwa_retention_oldest_age_seconds"
 
     /// Apple's server-to-server notifications by `type` and `outcome` (`processed`, `duplicate`,
     /// `unknown_user`, ..., `refused`).

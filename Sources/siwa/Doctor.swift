@@ -25,6 +25,8 @@ struct Doctor: ParsableCommand {
 
     @Option(help: "The user nginx's workers run as.") var nginxUser = "www-data"
     @Option(help: "CA certificates trusted for the public URL (default: the system's).") var publicCAFile: String?
+    @Option(help: "Hosts that run siwa serve and siwa jobs with this configuration on this database (counted in its connections).")
+    var hosts = 1
 
     func run() throws {
         try OperatorEnvironment.adopt()
@@ -77,12 +79,10 @@ struct Doctor: ParsableCommand {
         do {
             // The built-in collections' records (lessons, achievements, profiles) are always synced.
             let builtIn = SyncSchema.builtIn.collections.map(\.name)
-            let undeclared = try SyncRecords.storedCollections(on: connection).filter {
-                !declared.contains($0.name) && !builtIn.contains($0.name)
-            }
+            let undeclared = try SyncRecords.storedCollections(on: connection).filter { !declared.contains($0) && !builtIn.contains($0) }
             let names = declared.isEmpty ? "none declared (the built-in model only)" : declared.joined(separator: ", ")
             guard undeclared.isEmpty else {
-                let listed = undeclared.map { "\($0.name) (\($0.records) records)" }.joined(separator: ", ")
+                let listed = undeclared.joined(separator: ", ")
                 report.fail(
                     "sync collections", "\(names); stored but no longer declared: \(listed)",
                     fix: "declare them again in SIWA_SYNC_COLLECTIONS (their records are kept, not synced)")
@@ -94,26 +94,28 @@ struct Doctor: ParsableCommand {
         }
     }
 
-    /// The connections `siwa serve` and `siwa jobs` hold at most, with two commands' (`siwa admin`,
-    /// `siwa migrate`), against the server's `max_connections`: past it, requests fail with 503.
+    /// The connections `siwa serve` and `siwa jobs` hold at most on each of `hosts`, with two
+    /// commands' (`siwa admin`, `siwa migrate`), against the server's `max_connections`: past it,
+    /// requests fail with 503.
     func checkConnections(_ config: AppConfig, _ report: inout DoctorReport) {
         let nodes = config.database.endpoints.count
         let serve = DatabaseConnections.serve(workerThreads: config.workerThreads, databaseNodes: nodes)
         let jobs = DatabaseConnections.jobs(
             webhookEndpoints: config.webhooks?.endpoints.count ?? 0, validationLanes: config.apple?.validationPace.lanes ?? 0,
             databaseNodes: nodes)
-        let needed = serve + jobs + 2
+        let needed = (serve + jobs) * max(hosts, 1) + 2
         let connection = Connection(configuration: config.database)
         defer { connection.close() }
         do {
             let limit: Int64 = try connection.query("SELECT @@max_connections AS max_connections")[0].decode(column: "max_connections")
-            let detail = "siwa serve \(serve), siwa jobs \(jobs), commands 2: \(needed) of MariaDB's max_connections \(limit)"
+            let perHost = hosts > 1 ? ", on each of \(hosts) hosts" : ""
+            let detail = "siwa serve \(serve), siwa jobs \(jobs)\(perHost), commands 2: \(needed) of MariaDB's max_connections \(limit)"
             if Int64(needed) <= limit {
                 report.pass("database connections", detail)
             } else {
                 report.fail(
                     "database connections", detail + " (a connection refused for their number fails its request with 503)",
-                    fix: "raise max_connections in MariaDB's configuration above \(needed) for each siwa serve on this database, "
+                    fix: "raise max_connections in MariaDB's configuration to at least \(needed) ([mysqld] max_connections = \(needed)), "
                         + "or lower SIWA_WORKER_THREADS (two connections each) or SIWA_APPLE_VALIDATION_LANES (one each)")
             }
         } catch {

@@ -76,7 +76,7 @@ struct Jobs: ParsableCommand {
         defer { database.close() }
         let jobs = BackgroundJobs(
             apple: appleServices, settings: sessions, database: database, logger: logger,
-            webhooks: config.webhooks, auditRetentionDays: config.auditRetentionDays, deliversWebhooks: deliveries == nil,
+            webhooks: config.webhooks, retention: config.retention, deliversWebhooks: deliveries == nil,
             validatesAppleTokens: validations == nil, syncSchema: config.syncSchema)
         repeat {
             do {

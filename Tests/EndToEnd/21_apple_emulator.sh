@@ -140,4 +140,13 @@ report=$(clean_env bash -c 'set -a; . "$0"; set +a; exec siwa doctor' "$ANY/etc/
 for line in "^ok    apple keys:" "^ok    client secret: com.example.app: accepted" "^ok    client secret: com.example.app.web: accepted" "^ok    clock:"; do
     grep -q "$line" <<<"$report" || fail "siwa doctor against the documented emulator lacks '$line': $report"
 done
-pass "docs/EMULATOR.md outside scripts/run, as written: make-key wrote AuthKey_KEYID00001.p8, the documented site serves the emulator (as www-data) over TLS verified by its certificate, siwa setup's documented options point siwa at it and doctor's Apple checks pass"
+grep -q "^ok    database connections: siwa serve 13[0-9], siwa jobs [0-9]*, commands 2: 1[0-9][0-9] of MariaDB's max_connections" <<<"$report" \
+    || fail "siwa doctor's connections at the default 64 threads: $report"
+# 300 threads on one host, or the default on four, need more than the test server's max_connections (500).
+for run in "SIWA_WORKER_THREADS=300 siwa doctor" "siwa doctor --hosts 4"; do
+    report=$(clean_env bash -c 'set -a; . "$0"; set +a; exec env '"$run" "$ANY/etc/siwa.env" 2>&1) \
+        && fail "siwa doctor passed with more connections than max_connections ($run): $report"
+    grep -q "^FAIL  database connections: .*max_connections" <<<"$report" && grep -q "fix: raise max_connections in MariaDB's configuration to at least" <<<"$report" \
+        || fail "siwa doctor's failed connections check ($run) with its fix: $report"
+done
+pass "docs/EMULATOR.md outside scripts/run, as written: make-key wrote AuthKey_KEYID00001.p8, the documented site serves the emulator (as www-data) over TLS verified by its certificate, siwa setup's documented options point siwa at it and doctor's Apple checks pass; doctor fails the database connections past max_connections (300 threads, or four hosts) and says the fix"

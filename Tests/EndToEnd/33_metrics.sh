@@ -3,7 +3,8 @@
 # (sign-ins, a refused token, refreshes with a retry within the reuse interval and a reuse, a sync,
 # a notification, an account deletion with Apple down) every counter moved by exactly what the
 # sequence did; the revocation outbox's oldest entry ages while the emulator is stopped and the
-# outbox empties (age 0) once it is back and siwa jobs ran. Process metrics are present.
+# outbox empties (age 0) once it is back and siwa jobs ran; an accepted revocation past its retention
+# shows as the table's oldest age until siwa jobs purges it. Process metrics are present.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -120,3 +121,17 @@ scrape "$DIR/back"
 $DELTA "$DIR/before" "$DIR/back" 'siwa_outbox_depth{outbox="revocations"}=0' 'siwa_outbox_oldest_age_seconds{outbox="revocations"}=0' \
     || fail "the revocation outbox after Apple came back (above)"
 pass "the revocation outbox: depth 1, oldest entry ${first}s then ${later}s old with Apple down; 0 and 0 once it was back"
+
+# --- Retention: the accepted revocation, 31 days old, is past SIWA_APPLE_RECORD_RETENTION_DAYS (30):
+# the scrape shows its age until a pass of `siwa jobs` purges it.
+sql "UPDATE apple_revocations SET done_at = UTC_TIMESTAMP(3) - INTERVAL 31 DAY WHERE done_at IS NOT NULL"
+scrape "$DIR/stale"
+stale=$(value "$DIR/stale" 'siwa_retention_oldest_age_seconds{table="apple_revocations"}')
+python3 -c "import sys; sys.exit(0 if float('$stale') >= 31 * 86400 else 1)" \
+    || fail "the accepted revocation 31 days old shows as ${stale:-nothing} s on /metrics"
+siwa jobs --once | grep -q "purged=[1-9]" || fail "siwa jobs purged nothing"
+[ "$(sql "SELECT COUNT(*) FROM apple_revocations WHERE done_at IS NOT NULL")" = 0 ] || fail "the accepted revocation past its retention is still stored"
+scrape "$DIR/purged"
+after=$(value "$DIR/purged" 'siwa_retention_oldest_age_seconds{table="apple_revocations"}')
+[ "$after" = 0.0 ] || fail "the table's oldest age after the purge: $after"
+pass "retention: an accepted revocation 31 days old shows as ${stale} s on /metrics, a pass of siwa jobs purges it, then 0"

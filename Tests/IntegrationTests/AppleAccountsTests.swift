@@ -85,7 +85,7 @@ import Testing
         #expect(try Nonces.consume(hash: hash, expiresAt: 4_070_908_800, on: connection))
         #expect(try !Nonces.consume(hash: hash, expiresAt: 4_070_908_800, on: other))
         #expect(try Nonces.consume(hash: [UInt8](repeating: 8, count: 32), expiresAt: 946_684_800, on: other))
-        #expect(try Nonces.purgeExpired(on: connection) == 1)
+        #expect(try GrowingTable.usedNonces.purge(olderThan: 0, limit: 10, on: connection) == 1)
     }
 
     @Test("A nonce claimed with the COMMIT: used before, it fails the whole transaction, and the writes sent with it are not kept")

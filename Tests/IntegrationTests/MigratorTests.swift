@@ -371,6 +371,82 @@ import Testing
         }
     }
 
+    @Test("From version 20 on, a statement that would block writes to a large table is refused with the reason and the fix")
+    func refusesLockingStatements() throws {
+        func problems(_ sql: String) throws -> String? {
+            try write("0020_change.sql", sql)
+            do {
+                _ = try Migrator(directory: directory)
+                return nil
+            } catch let error as MigrationError {
+                return error.description
+            }
+        }
+        #expect(
+            try problems("ALTER TABLE sessions ADD KEY IF NOT EXISTS s (device);")?.contains("add ALGORITHM=INPLACE, LOCK=NONE") == true)
+        #expect(try problems("ALTER TABLE sessions ADD KEY IF NOT EXISTS s (device), ALGORITHM=INPLACE, LOCK=NONE;") == nil)
+        #expect(try problems("ALTER TABLE `users` ADD COLUMN IF NOT EXISTS x INT NULL, ALGORITHM = INSTANT, LOCK = NONE;") == nil)
+        #expect(try problems("CREATE INDEX IF NOT EXISTS s ON sessions (device);")?.contains("CREATE INDEX on sessions") == true)
+        #expect(try problems("ALTER TABLE id_blocks ADD COLUMN IF NOT EXISTS x INT NULL;") == nil, "a small table may be locked")
+        #expect(try problems("UPDATE users SET total_xp = 0;")?.contains("UPDATE on users changes its rows in one transaction") == true)
+        #expect(
+            try problems("-- batched: users.id 100\nUPDATE users SET total_xp = 0;")?.contains("must read its batch's bounds") == true)
+        #expect(
+            try problems("-- batched: users.id 100\nUPDATE users SET x = 0 WHERE @siwa_batch_from <= id AND id < @siwa_batch_to;") == nil)
+        #expect(try problems("-- batched: Users.id 100\nDELETE FROM users;")?.contains("-- batched: TABLE.COLUMN ROWS") == true)
+        // Files before version 20 were applied as they are.
+        try FileManager.default.removeItem(atPath: directory + "/0020_change.sql")
+        try write("0019_old.sql", "ALTER TABLE sessions ADD KEY IF NOT EXISTS s (device);")
+        #expect(try Migrator(directory: directory).migrations.count == 1)
+    }
+
+    @Test(
+        "A batched file runs its statement once per batch of rows, any run of equal values in one batch, and a stopped run goes on from its next batch"
+    )
+    func batches() throws {
+        let connection = try database.connect(multipleStatements: true)
+        defer { connection.close() }
+        // 3 rows for each of the ids 1, 2, 3, 10, 1000 and 8 for id 20: 23 rows, in batches of 7
+        // rows whose ends fall between two ids (an id's rows are never split).
+        try write(
+            "0020_source.sql", "CREATE TABLE IF NOT EXISTS source (id BIGINT UNSIGNED NOT NULL, n INT NOT NULL, PRIMARY KEY (id, n));")
+        try write(
+            "0021_copy_table.sql",
+            "CREATE TABLE IF NOT EXISTS copy (id BIGINT UNSIGNED NOT NULL, n INT NOT NULL, batch BIGINT UNSIGNED, PRIMARY KEY (id, n));")
+        // The source's rows exist before the copy runs.
+        _ = try MigrationRunner(Migrator(directory: directory)).migrate(on: connection, wait: 0.5)
+        for id in [1, 2, 3, 10, 20, 1000] {
+            for n in 1...(id == 20 ? 8 : 3) { _ = try connection.execute("INSERT INTO source VALUES (\(id), \(n))") }
+        }
+        try write(
+            "0022_copy.sql",
+            """
+            -- batched: source.id 7
+            INSERT INTO copy (id, n, batch) SELECT id, n, @siwa_batch_from FROM source
+            WHERE @siwa_batch_from <= id AND id < @siwa_batch_to ON DUPLICATE KEY UPDATE copy.id = copy.id;
+            """)
+        let migrator = try Migrator(directory: directory)
+        let runner = MigrationRunner(migrator)
+        var lines: [String] = []
+        #expect(try runner.migrate(on: connection, wait: 0.5) { lines.append($0) }.map(\.version) == [22])
+        #expect(try connection.query("SELECT COUNT(*) FROM copy")[0].decode(Int.self, at: 0) == 23)
+        // From 1, the 8th row is id 3's: ids 1 and 2 (6 rows); from 3, the 8th is id 20's: ids 3
+        // and 10; from 20, the 8th is id 20's own: id 20 alone (8 rows); then id 1000, the last.
+        let starts = try connection.query("SELECT DISTINCT batch FROM copy ORDER BY batch").map { try $0.decode(Int.self, at: 0) }
+        #expect(starts == [1, 3, 20, 1000])
+        #expect(lines.contains("  0022_copy.sql: 4 batches of up to 7 rows of source"), "\(lines)")
+
+        // A run stopped after the batches before id 10: only ids from 10 on are copied again.
+        _ = try connection.execute("DELETE FROM schema_migrations WHERE version = 22")
+        _ = try connection.execute("DELETE FROM copy")
+        try MigrationStatements.recordBatch(of: migrator.migrations[2], next: 10, on: connection)
+        lines = []
+        #expect(try runner.migrate(on: connection, wait: 0.5) { lines.append($0) }.map(\.version) == [22])
+        #expect(try connection.query("SELECT DISTINCT id FROM copy ORDER BY id").map { try $0.decode(Int.self, at: 0) } == [10, 20, 1000])
+        #expect(lines.contains("  0022_copy.sql: going on from source.id 10 (a run stopped there)"), "\(lines)")
+        #expect(try connection.query("SELECT 1 FROM schema_migrations_progress").isEmpty, "the progress ends with the file's record")
+    }
+
     @Test("A run stopped inside a file goes on from the first statement it did not record, which runs again")
     func resumesInsideAFile() throws {
         let connection = try database.connect(multipleStatements: true)

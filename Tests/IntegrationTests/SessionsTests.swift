@@ -83,7 +83,7 @@ import Testing
         try AuditLog.record("old_event", userID: userID, on: connection)
         _ = try connection.execute("UPDATE audit_events SET occurred_at = occurred_at - INTERVAL 3 DAY WHERE event_type = 'old_event'")
         try AuditLog.record("new_event", userID: userID, on: connection)
-        #expect(try AuditLog.purge(olderThan: 2, on: connection) == 1)
+        #expect(try GrowingTable.auditEvents.purge(olderThan: 2 * 86_400, limit: 10, on: connection) == 1)
         #expect(try AuditLog.recent(userID: userID, limit: 10, on: connection).map(\.type) == ["new_event"])
     }
 

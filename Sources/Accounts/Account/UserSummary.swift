@@ -29,9 +29,13 @@ package struct UserSummary: Sendable, Equatable {
                     ORDER BY u.id LIMIT 100
                     """, query)
             } else {
+                // The identities are found by (team, sub), once per team: the teams are read from the
+                // same index, one entry per team (a loose index scan), so no sub is compared with all.
                 try connection.query(
                     """
-                    SELECT \(columns) FROM users u WHERE u.id IN (SELECT user_id FROM apple_identities WHERE sub = ?)
+                    SELECT \(columns) FROM users u WHERE u.id IN (
+                        SELECT i.user_id FROM (SELECT DISTINCT team_id FROM apple_identities) teams
+                        JOIN apple_identities i ON i.team_id = teams.team_id AND i.sub = ?)
                     ORDER BY u.id LIMIT 100
                     """, query)
             }

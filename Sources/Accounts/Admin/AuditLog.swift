@@ -14,13 +14,6 @@ package enum AuditLog {
             type, userID, sessionID, remoteAddress.map { ColumnText.fitted($0, maximum: 45) }, detail)
     }
 
-    /// Deletes up to 10,000 events older than `days` days; returns how many.
-    package static func purge(olderThan days: Int, on connection: Connection) throws -> UInt64 {
-        try connection.execute(
-            "DELETE FROM audit_events WHERE occurred_at < CURRENT_TIMESTAMP(3) - INTERVAL ? DAY LIMIT 10000", days
-        ).affectedRows
-    }
-
     /// The latest events, newest first: of `userID`, or of every user when nil; only those after
     /// the event `afterID` when given (to follow the log).
     package static func recent(

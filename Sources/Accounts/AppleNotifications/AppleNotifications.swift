@@ -57,12 +57,4 @@ package enum AppleNotifications {
             """, enabled, userID, address, address)
         return true
     }
-
-    /// Deletes ledger rows older than 30 days (a notification expires a day after it is issued, so
-    /// a replay that old is refused by its `exp` anyway); returns how many.
-    package static func purgeOld(on connection: Connection) throws -> UInt64 {
-        try connection.execute(
-            "DELETE FROM apple_notifications WHERE received_at < UTC_TIMESTAMP(3) - INTERVAL 30 DAY LIMIT 10000"
-        ).affectedRows
-    }
 }

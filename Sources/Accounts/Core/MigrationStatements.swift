@@ -23,16 +23,64 @@ package enum MigrationStatements {
     package static func createBookkeepingTables(on connection: Connection) throws {
         if try !tableExists("schema_migrations", on: connection) { try connection.run(createTable) }
         if try !tableExists("schema_migrations_progress", on: connection) { try connection.run(createProgressTable) }
+        // Added for batched files; a table made before them lacks it.
+        let batchColumn = try connection.query(
+            """
+            SELECT 1 FROM information_schema.columns
+            WHERE table_schema = DATABASE() AND table_name = 'schema_migrations_progress' AND column_name = 'batch_next'
+            """)
+        if batchColumn.isEmpty {
+            try connection.run("ALTER TABLE schema_migrations_progress ADD COLUMN IF NOT EXISTS batch_next BIGINT UNSIGNED NULL")
+        }
     }
 
-    /// How far each file of several statements got in a run that stopped: its checksum then, and
-    /// how many of its statements completed.
-    package static func progress(on connection: Connection) throws -> [Int: (checksum: String, done: Int)] {
-        var progress: [Int: (checksum: String, done: Int)] = [:]
-        for row in try connection.query("SELECT version, checksum, statements_done FROM schema_migrations_progress") {
-            progress[try row.decode(column: "version")] = (try row.decode(column: "checksum"), try row.decode(column: "statements_done"))
+    /// How far each file of several statements, or of batches, got in a run that stopped: its
+    /// checksum then, how many of its statements completed, and where its next batch begins.
+    package static func progress(on connection: Connection) throws -> [Int: (checksum: String, done: Int, batchNext: UInt64?)] {
+        var progress: [Int: (checksum: String, done: Int, batchNext: UInt64?)] = [:]
+        for row in try connection.query("SELECT version, checksum, statements_done, batch_next FROM schema_migrations_progress") {
+            progress[try row.decode(column: "version")] = (
+                try row.decode(column: "checksum"), try row.decode(column: "statements_done"), try row.decode(column: "batch_next")
+            )
         }
         return progress
+    }
+
+    /// Records that the batches of `migration` before `next` (a value of its batch column) completed.
+    package static func recordBatch(of migration: Migration, next: UInt64, on connection: Connection) throws {
+        _ = try connection.execute(
+            """
+            INSERT INTO schema_migrations_progress (version, checksum, statements_done, batch_next) VALUES (?, ?, 0, ?)
+            ON DUPLICATE KEY UPDATE checksum = VALUES(checksum), batch_next = VALUES(batch_next)
+            """, migration.version, migration.checksum, next)
+    }
+
+    /// The first value of the batch's column at or after `from` (from the start when nil); nil
+    /// when no row is left.
+    package static func batchStart(_ batch: Migration.Batch, from: UInt64?, on connection: Connection) throws -> UInt64? {
+        // Identifiers checked by `Migration.batch`: lowercase letters, digits and underscores.
+        try connection.query(
+            "SELECT MIN(\(raw: batch.column)) AS first FROM \(raw: batch.table) WHERE \(raw: batch.column) >= \(from ?? 0)"
+        ).first?.decode(column: "first")
+    }
+
+    /// The first value of the batch's column after the batch that begins at `from`: the value
+    /// `batch.rows` rows on, in the column's index order; past the last row, one more than the
+    /// largest value. A batch holds at least every row of its first value.
+    package static func batchEnd(_ batch: Migration.Batch, from: UInt64, on connection: Connection) throws -> UInt64 {
+        // Identifiers checked by `Migration.batch`: lowercase letters, digits and underscores.
+        let column: SQL = "\(raw: batch.column)"
+        let table: SQL = "\(raw: batch.table)"
+        let end: UInt64? = try connection.query(
+            "SELECT \(column) AS bound FROM \(table) WHERE \(column) >= \(from) ORDER BY \(column) LIMIT 1 OFFSET \(batch.rows)"
+        ).first?.decode(column: "bound")
+        if let end, end > from { return end }
+        let next: UInt64? = try connection.query(
+            "SELECT MIN(\(column)) AS bound FROM \(table) WHERE \(column) > \(from)"
+        ).first?.decode(column: "bound")
+        if let next, end != nil { return next }
+        let last: UInt64? = try connection.query("SELECT MAX(\(column)) AS bound FROM \(table)").first?.decode(column: "bound")
+        return max(last ?? from, from) + 1
     }
 
     /// Records that the first `done` statements of `migration` completed.
@@ -70,6 +118,7 @@ package enum MigrationStatements {
             version INT UNSIGNED NOT NULL PRIMARY KEY,
             checksum CHAR(64) NOT NULL,
             statements_done INT UNSIGNED NOT NULL,
+            batch_next BIGINT UNSIGNED NULL,
             updated_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3)
         ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin
         """

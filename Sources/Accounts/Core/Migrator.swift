@@ -15,6 +15,27 @@ package struct Migration: Sendable, Equatable {
     /// The statements of the file, in order: what `siwa migrate` runs and records one at a time.
     package var statements: [String] { Migrator.statements(sql) }
 
+    /// How a file that changes the rows of a large table runs: its one statement once per batch of
+    /// `rows` rows of `table`, taken in the order of `column` (the leading column of an index),
+    /// with the batch's bounds in the session variables `@siwa_batch_from` (included) and
+    /// `@siwa_batch_to` (excluded). Declared by a line `-- batched: TABLE.COLUMN ROWS` of the file.
+    package struct Batch: Sendable, Equatable {
+        package var table: String
+        package var column: String
+        package var rows: Int
+    }
+
+    /// The file's batch declaration; nil when it runs its statements once each.
+    package var batch: Batch? {
+        for line in sql.split(separator: "\n") {
+            guard let match = line.wholeMatch(of: /--\s*batched:\s*([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)\s+([0-9]{1,7})\s*/),
+                let rows = Int(match.3), rows > 0
+            else { continue }
+            return Batch(table: String(match.1), column: String(match.2), rows: rows)
+        }
+        return nil
+    }
+
     /// Whether `recorded` is this file's checksum, or that of an earlier text of it that changed
     /// nothing it makes (`Migrator.rewrittenFiles`).
     func matches(recorded: String) -> Bool {
@@ -71,6 +92,15 @@ package struct Migrator: Sendable {
                 if let reason = Migrator.unrepeatable(statement) {
                     problems.append("\(migration.fileName), statement \(index + 1): \(reason)")
                 }
+                if migration.version >= Migrator.nonLockingFrom, let reason = Migrator.locking(statement, batch: migration.batch) {
+                    problems.append("\(migration.fileName): \(reason)")
+                }
+            }
+            if migration.batch != nil && statements.count != 1 {
+                problems.append("\(migration.fileName): a batched file holds one statement, found \(statements.count)")
+            }
+            if migration.sql.contains("batched:") && migration.batch == nil {
+                problems.append("\(migration.fileName): a batch is declared by a line `-- batched: TABLE.COLUMN ROWS`")
             }
         }
         if !problems.isEmpty { throw MigrationError(problems: problems) }
@@ -80,9 +110,66 @@ package struct Migrator: Sendable {
     /// The first version held to one statement per file (the earlier files were applied as they are).
     package static let oneStatementFrom = 12
 
+    /// The first version held to statements that leave a large table writable while they run
+    /// (`locking`): the earlier files were applied as they are.
+    package static let nonLockingFrom = 20
+
+    /// Tables that stay small whatever the number of users: a statement on them may lock them.
+    package static let smallTables: Set<String> = [
+        "id_blocks", "schema_migrations", "schema_migrations_progress", "schema_migrations_lock",
+    ]
+
+    /// Why `statement` could keep sign-ins from writing to a large table while it runs, or nil:
+    /// an `ALTER TABLE` or `CREATE INDEX` without `LOCK=NONE` (with it, MariaDB refuses the
+    /// statement when it cannot run it without blocking writes, instead of blocking them), or an
+    /// `INSERT`, `REPLACE`, `UPDATE` or `DELETE` that is not run in batches (`Migration.Batch`), which
+    /// would change every row of the table in one transaction.
+    package static func locking(_ written: String, batch: Migration.Batch?) -> String? {
+        let statement = written.replacing(/\/\*.*?\*\//.dotMatchesNewlines(), with: " ")
+        let words = statement.split(whereSeparator: { $0.isWhitespace || "(),;".contains($0) }).map(String.init)
+        let upper = words.map { $0.uppercased() }
+        guard let first = upper.first else { return nil }
+        /// The word after the first of `keywords` (and an IF [NOT] EXISTS), unquoted and without a schema.
+        func table(after keywords: Set<String>) -> String? {
+            guard var index = upper.firstIndex(where: { keywords.contains($0) }) else { return nil }
+            index += 1
+            while index < upper.count && ["IF", "NOT", "EXISTS", "IGNORE", "ONLINE"].contains(upper[index]) { index += 1 }
+            guard index < words.count else { return nil }
+            return words[index].split(separator: ".").last.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "`")).lowercased() }
+        }
+        let nonLocking = statement.uppercased().filter { !$0.isWhitespace }.contains("LOCK=NONE")
+        switch first {
+        case "ALTER" where upper.dropFirst().first == "TABLE":
+            guard let name = table(after: ["TABLE"]), !smallTables.contains(name), !nonLocking else { return nil }
+            return "ALTER TABLE \(name) without LOCK=NONE may block writes to a table that grows with users for as long as it "
+                + "runs: add ALGORITHM=INPLACE, LOCK=NONE (or ALGORITHM=INSTANT, LOCK=NONE), and MariaDB refuses it when it "
+                + "cannot run it so, or copy the rows into a new table in batches"
+        case "CREATE" where upper.contains("INDEX"):
+            guard let name = table(after: ["ON"]), !smallTables.contains(name), !nonLocking else { return nil }
+            return "CREATE INDEX on \(name) without LOCK=NONE may block writes to a table that grows with users for as long "
+                + "as it runs: add ALGORITHM=INPLACE LOCK=NONE"
+        case "INSERT", "REPLACE", "UPDATE", "DELETE":
+            let keywords: Set<String> = first == "UPDATE" ? ["UPDATE"] : first == "DELETE" ? ["FROM"] : ["INTO"]
+            guard let name = table(after: keywords), !smallTables.contains(name) else { return nil }
+            guard let batch else {
+                return "\(first) on \(name) changes its rows in one transaction, which holds their locks (and, on a Galera "
+                    + "cluster, replicates as one write set) for as long as it runs: run it in batches with a line "
+                    + "`-- batched: TABLE.COLUMN ROWS` and `@siwa_batch_from <= COLUMN AND COLUMN < @siwa_batch_to` in its WHERE"
+            }
+            guard statement.contains("@siwa_batch_from") && statement.contains("@siwa_batch_to") else {
+                return "a batched statement must read its batch's bounds, @siwa_batch_from and @siwa_batch_to, in its WHERE "
+                    + "(of \(batch.table).\(batch.column))"
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+
     /// Earlier checksums of files that were rewritten only to make each statement safe to run again
-    /// (`CREATE TABLE IF NOT EXISTS`, `ADD COLUMN IF NOT EXISTS`, `DROP INDEX IF EXISTS`): a
-    /// database that applied the earlier text has the same schema, and is not refused as changed.
+    /// (`CREATE TABLE IF NOT EXISTS`, `ADD COLUMN IF NOT EXISTS`, `DROP INDEX IF EXISTS`) or to run
+    /// in batches: a database that applied the earlier text has the same schema and rows, and is
+    /// not refused as changed.
     static let rewrittenFiles: [Int: Set<String>] = [
         1: ["075a9b84984176b6689fa0f0df41e0aced1adca59b34706932bc83d065647599"],
         2: ["4b52786e0d8ccbd2224009c1e763bdb6aab88b8dff70ec55ccbafdfeeb5f7d95"],
@@ -91,6 +178,10 @@ package struct Migrator: Sendable {
         5: ["13fe5f7cff5b8621247dff6af7c2218c3186718c0d2958c00e68d9ceb699d55a"],
         6: ["fcda3c04ff096d0af68f2a4d28148ebcd09ed8319b8804ada592aa61dcfbe687"],
         7: ["b8d7c4c708ea6ca4f83d957da6e319facef7adf5a1ab913097a0b7187450bc21"],
+        // Copied in one statement before they were batched (`Migration.Batch`).
+        20: ["f36324f925bd195cfe4cfa9a33e537a799e95d5314ff22a17e8c87a28309dfe4"],
+        21: ["f14432feefd65a4af5065ac5630d79da80c45978518da0f40ef90479f16fd35a"],
+        22: ["57c3addb330a1deefceda10e2f8dfd1c94e4ad6cffac82dfd1f1a3ce8c77f89b"],
     ]
 
     /// The statements of a migration's text, each without its `;` and trimmed: split at each `;`

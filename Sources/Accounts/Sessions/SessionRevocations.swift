@@ -19,11 +19,4 @@ package enum SessionRevocations {
             "SELECT user_id, session_id FROM session_revocations WHERE revoked_at >= UTC_TIMESTAMP(3) - INTERVAL ? SECOND", window
         ).map { (try $0.decode(column: "user_id"), try $0.decode(column: "session_id")) }
     }
-
-    /// Deletes rows older than an hour; returns how many.
-    package static func purgeOld(on connection: Connection) throws -> UInt64 {
-        try connection.execute(
-            "DELETE FROM session_revocations WHERE revoked_at < UTC_TIMESTAMP(3) - INTERVAL 1 HOUR LIMIT 10000"
-        ).affectedRows
-    }
 }

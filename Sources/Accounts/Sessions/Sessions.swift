@@ -214,7 +214,8 @@ package enum Sessions {
 
     /// Revokes one session (only if it is `userID`'s, when given: a user revokes only their own)
     /// and logs the revocation (`SessionRevocations`); false when there is no such active session.
-    /// Must run inside a transaction.
+    /// Its expiry becomes the revocation, from which its retention counts (`GrowingTable`). Must run
+    /// inside a transaction.
     package static func revoke(_ sessionID: UInt64, of userID: UInt64? = nil, reason: String, on connection: Connection) throws -> Bool {
         guard
             let owner: UInt64 = try connection.query(
@@ -223,7 +224,10 @@ package enum Sessions {
             ).first?.decode(column: "user_id")
         else { return false }
         _ = try connection.execute(
-            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ? WHERE id = ?", reason, sessionID)
+            """
+            UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = ?, expires_at = LEAST(expires_at, UTC_TIMESTAMP(3))
+            WHERE id = ?
+            """, reason, sessionID)
         try SessionRevocations.record(userID: owner, sessionID: sessionID, on: connection)
         return true
     }
@@ -258,7 +262,10 @@ package enum Sessions {
         ).map { try $0.decode(column: "id") }
         guard !ids.isEmpty else { return [] }
         _ = try connection.execute(
-            "UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = \(reason) WHERE id IN (\(list: ids))")
+            """
+            UPDATE sessions SET revoked_at = UTC_TIMESTAMP(3), revoke_reason = \(reason), expires_at = LEAST(expires_at, UTC_TIMESTAMP(3))
+            WHERE id IN (\(list: ids))
+            """)
         try SessionRevocations.record(userID: userID, sessionID: nil, on: connection)
         return ids
     }

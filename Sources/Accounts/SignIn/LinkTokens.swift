@@ -54,9 +54,4 @@ package enum LinkTokens {
     package static func recordUser(_ userID: UInt64, hash: [UInt8], on connection: Connection) throws {
         _ = try connection.execute("UPDATE link_tokens SET used_by_user_id = ? WHERE token_hash = ?", userID, hash)
     }
-
-    /// Deletes link tokens that expired more than a day ago.
-    package static func purgeExpired(on connection: Connection) throws -> UInt64 {
-        try connection.execute("DELETE FROM link_tokens WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL 1 DAY LIMIT 10000").affectedRows
-    }
 }

@@ -41,9 +41,4 @@ package enum Nonces {
 
     /// The SQLSTATE of that refusal: class 45 (an exception the statement signals), not used by MariaDB.
     private static let reusedState = "45N01"
-
-    /// Deletes the records of nonces whose tokens have expired; returns how many.
-    package static func purgeExpired(on connection: Connection) throws -> UInt64 {
-        try connection.execute("DELETE FROM used_nonces WHERE expires_at < UTC_TIMESTAMP(3) LIMIT 10000").affectedRows
-    }
 }

@@ -158,14 +158,4 @@ package enum WebSignIns {
     package static func recordCodeSession(_ id: UInt64, sessionID: UInt64, on connection: Connection) throws {
         _ = try connection.execute("UPDATE web_sign_ins SET code_session_id = ? WHERE id = ?", sessionID, id)
     }
-
-    /// Deletes sign-ins that expired more than an hour ago; returns how many.
-    package static func purgeExpired(on connection: Connection) throws -> UInt64 {
-        try connection.execute(
-            """
-            DELETE FROM web_sign_ins WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL 1 HOUR
-                AND (code_expires_at IS NULL OR code_expires_at < UTC_TIMESTAMP(3) - INTERVAL 1 HOUR) LIMIT 10000
-            """
-        ).affectedRows
-    }
 }

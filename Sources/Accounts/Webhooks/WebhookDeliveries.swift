@@ -20,8 +20,11 @@ package struct DueDelivery: Sendable, Equatable {
 /// order they were recorded: a delivery is not claimed while an earlier one of the same user to
 /// the same endpoint is pending.
 package enum WebhookDeliveries {
-    /// Claims the oldest due delivery to one of `endpoints` that no earlier pending delivery of the
-    /// same user to the same endpoint holds back. Its next attempt is pushed `lease` seconds away
+    /// Claims the delivery due longest (by its due time, then its event) to one of `endpoints` that
+    /// no earlier pending delivery of the same user to the same endpoint holds back. The due
+    /// deliveries are read in the order of their index (state, due time), so a claim stops after
+    /// its few candidates even while a backlog of thousands is due; in the order of events it
+    /// sorted the whole backlog for every claim. Its next attempt is pushed `lease` seconds away
     /// first, so that a sender that stops half way retries later, and two senders never claim it
     /// both. A claimed delivery stays pending until its outcome is recorded, so the user's next one
     /// is not claimed before then, however many senders claim at once.
@@ -37,7 +40,7 @@ package enum WebhookDeliveries {
                 AND NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries p
                     WHERE p.endpoint = d.endpoint AND p.user_id = d.user_id AND p.state = 'pending' AND p.event_id < d.event_id)
-            ORDER BY d.event_id LIMIT \(4 + spread)
+            ORDER BY d.next_attempt_at, d.event_id LIMIT \(4 + spread)
             """)
         let start = candidates.isEmpty ? 0 : spread % candidates.count
         for row in candidates[start...] + candidates[..<start] {
@@ -111,15 +114,25 @@ package enum WebhookDeliveries {
     package static func attempts(eventID: String? = nil, userID: UInt64? = nil, limit: Int, on connection: Connection) throws
         -> [DeliveryAttempt]
     {
-        try connection.query(
-            """
+        // One statement per filter, each whole, so that an event's or a user's attempts are found
+        // through their index (one statement for all, with COALESCE, read every attempt backwards
+        // until it had found `limit` of them).
+        let select: SQL = """
             SELECT \(UnixTime.seconds("a.attempted_at")) AS attempted, e.public_id, e.event_type, e.user_id, a.endpoint, a.status,
                 a.error, a.duration_ms
             FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id
-            WHERE e.public_id = COALESCE(?, e.public_id) AND e.user_id = COALESCE(?, e.user_id)
-            ORDER BY a.id DESC LIMIT ?
-            """, eventID, userID, limit
-        ).map { row in
+            """
+        let rows =
+            if let eventID {
+                try connection.query(
+                    "\(select) WHERE e.public_id = ? AND e.user_id = COALESCE(?, e.user_id) ORDER BY a.id DESC LIMIT ?", eventID, userID,
+                    limit)
+            } else if let userID {
+                try connection.query("\(select) WHERE e.user_id = ? ORDER BY a.id DESC LIMIT ?", userID, limit)
+            } else {
+                try connection.query("\(select) ORDER BY a.id DESC LIMIT ?", limit)
+            }
+        return try rows.map { row in
             DeliveryAttempt(
                 time: try row.decode(column: "attempted"), eventID: try row.decode(column: "public_id"),
                 type: try row.decode(column: "event_type"), userID: try row.decode(column: "user_id"),
@@ -181,18 +194,5 @@ package enum WebhookDeliveries {
             }
             return queued
         }
-    }
-
-    /// Deletes events recorded more than 30 days ago that no delivery still waits for, with their
-    /// deliveries and log; returns how many events.
-    package static func purgeOld(on connection: Connection) throws -> UInt64 {
-        try connection.execute(
-            """
-            DELETE FROM webhook_events
-            WHERE created_at < UTC_TIMESTAMP(3) - INTERVAL 30 DAY
-                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.state = 'pending')
-            LIMIT 10000
-            """
-        ).affectedRows
     }
 }

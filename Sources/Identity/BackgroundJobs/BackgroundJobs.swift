@@ -5,8 +5,8 @@ package import MariaDB
 package import SyncRules
 
 /// The work `siwa jobs` does outside requests: send queued revocations to Apple, re-validate
-/// Apple refresh tokens once a day, deliver the lifecycle webhooks, purge expired nonces and web
-/// sign-ins, month-old notification records and webhook events, and the tombstones of deleted
+/// Apple refresh tokens once a day, deliver the lifecycle webhooks, purge the rows of the tables
+/// that grow with use past their retention (`RetentionPolicy`), and the tombstones of deleted
 /// records of declared collections past their `tombstoneDays`. Each pass is bounded: each kind
 /// of call to Apple works within its own half of the pass's time (revocations at most `batch`
 /// rows), and stops for the pass once Apple could not be reached, so a hanging Apple holds neither
@@ -44,8 +44,8 @@ package struct BackgroundJobs {
     }
 
     let apple: AppleServices
-    /// Days audit events are kept (`SIWA_AUDIT_RETENTION_DAYS`); nil keeps them.
-    let auditRetentionDays: Int?
+    /// How long the rows of the tables that grow with use are kept, and how they are purged.
+    let retention: RetentionPolicy
     let settings: SessionSettings
     let database: Connection
     let logger: Logger
@@ -66,6 +66,8 @@ package struct BackgroundJobs {
     let pace: AppleValidationPace
     /// The app's declared collections, whose tombstones the passes purge.
     let syncSchema: SyncSchema
+    /// Where the purge of unused guests goes on in the next pass.
+    let guestSweep = GuestSweep()
 
     /// - Parameters:
     ///   - deliversWebhooks: false when a `WebhookDeliveryLoop` delivers the webhooks: the passes
@@ -75,12 +77,12 @@ package struct BackgroundJobs {
     ///   - pace: the daily check's rate ceiling, lanes and shedding; by default the Apple settings'.
     package init(
         apple: AppleServices, settings: SessionSettings, database: Connection, logger: Logger, webhooks: WebhookSettings? = nil,
-        auditRetentionDays: Int? = nil, batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock(),
+        retention: RetentionPolicy = RetentionPolicy(), batch: Int = 100, passTime: Double = 60, clock: any WallClock = SystemClock(),
         deliversWebhooks: Bool = true, validatesAppleTokens: Bool = true, pace: AppleValidationPace? = nil,
         syncSchema: SyncSchema = .empty
     ) {
         self.syncSchema = syncSchema
-        self.auditRetentionDays = auditRetentionDays
+        self.retention = retention
         self.apple = apple
         self.settings = settings
         self.database = database
@@ -119,28 +121,42 @@ package struct BackgroundJobs {
                 }
             }
         }
-        summary.purged =
-            try Nonces.purgeExpired(on: database) + WebSignIns.purgeExpired(on: database) + LinkTokens.purgeExpired(on: database)
-            + AppleNotifications.purgeOld(on: database) + WebhookDeliveries.purgeOld(on: database)
-            + SessionRevocations.purgeOld(on: database)
-            + (auditRetentionDays.map { try AuditLog.purge(olderThan: $0, on: database) } ?? 0)
+        let purge = try retention.purge(on: database, clock: clock)
+        summary.purged = purge.total
+        if !purge.unfinished.isEmpty {
+            logger.warning(
+                "purge: rows past their retention remain after the pass's time; the next pass goes on",
+                metadata: ["tables": "\(purge.unfinished.map(\.rawValue).joined(separator: ","))", "deleted": "\(purge.total)"])
+        }
         return summary
     }
 
     /// Deletes up to `batch` guests unused for `settings.guestRetentionDays`, each in its own
-    /// transaction with its `user.deleted` event (`guest_expired`).
+    /// transaction with its `user.deleted` event (`guest_expired`), among the next page of older
+    /// guests (`GuestSweep`).
     /// - Returns: how many were deleted.
     func purgeUnusedGuests() throws -> Int {
         let days = settings.guestRetentionDays
+        let page = try Guests.past(retentionDays: days, after: guestSweep.position, limit: GuestSweep.pageSize, on: database)
+        var position = guestSweep.position
+        var reachedEnd = page.count < GuestSweep.pageSize
         var purged = 0
-        for userID in try Guests.unused(forDays: days, limit: batch, on: database) {
+        for guest in page {
+            if purged == batch {
+                reachedEnd = false
+                break
+            }
+            position = guest.position
+            guard guest.unused else { continue }
             let deleted = try database.transaction {
-                guard try Guests.purge(userID, unusedForDays: days, on: database) else { return false }
-                try outbox.record(.userDeleted(source: "guest_expired", anonymised: false), userID: userID, at: clock.now(), on: database)
+                guard try Guests.purge(guest.userID, unusedForDays: days, on: database) else { return false }
+                try outbox.record(
+                    .userDeleted(source: "guest_expired", anonymised: false), userID: guest.userID, at: clock.now(), on: database)
                 return true
             }
             if deleted { purged += 1 }
         }
+        guestSweep.position = reachedEnd ? .start : position
         if purged > 0 { logger.info("guests purged", metadata: ["count": "\(purged)", "unusedForDays": "\(days)"]) }
         return purged
     }

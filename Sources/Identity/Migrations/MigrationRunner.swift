@@ -57,6 +57,13 @@ package struct MigrationRunner: Sendable {
                             + "restore the file that run had, and run again"
                     ])
                 }
+            }
+            if let batch = migration.batch, statements.count == 1 {
+                try applyInBatches(
+                    migration, batch, statement: statements[0], from: progress[migration.version]?.batchNext, lease: lease,
+                    on: connection, log: log)
+                next = statements.count
+            } else if let stopped = progress[migration.version] {
                 next = min(stopped.done, statements.count)
                 log("applying \(migration.fileName) from statement \(next + 1) of \(statements.count) (a run stopped there)")
             } else {
@@ -88,6 +95,43 @@ package struct MigrationRunner: Sendable {
             done.append(migration)
         }
         return done
+    }
+
+    /// Applies a batched file (`Migration.Batch`): its statement once per batch of rows, each batch
+    /// committed on its own and recorded, so that no transaction holds more than a batch's locks
+    /// (or replicates more than a batch to a cluster) and a run that was killed goes on from the
+    /// first batch it did not record. Rows written meanwhile past the last batch's bound are not
+    /// the file's: a batched file copies what an older siwa wrote, with every older siwa stopped.
+    /// - Parameter from: where the batch column's values to apply begin (a stopped run's next
+    ///   batch); nil from the first row.
+    func applyInBatches(
+        _ migration: Migration, _ batch: Migration.Batch, statement: String, from resume: UInt64?, lease: MigrationLease,
+        on connection: Connection, log: (String) -> Void
+    ) throws {
+        log("applying \(migration.fileName) in batches of \(batch.rows) rows of \(batch.table)")
+        if let resume { log("  \(migration.fileName): going on from \(batch.table).\(batch.column) \(resume) (a run stopped there)") }
+        var from = try MigrationStatements.batchStart(batch, from: resume, on: connection)
+        var batches = 0
+        while let start = from {
+            try lease.renew(on: connection)
+            let end = try MigrationStatements.batchEnd(batch, from: start, on: connection)
+            do {
+                // The bounds are integers; the statement, of a checked file (`Migrator.locking`), runs as written.
+                try connection.run(
+                    "SET @siwa_batch_from = \(raw: String(start)), @siwa_batch_to = \(raw: String(end)); \(raw: statement)",
+                    inSession: lease.session)
+            } catch {
+                throw MigrationError(problems: [
+                    "\(migration.fileName) failed at the batch of \(batch.table).\(batch.column) from \(start) to \(end): "
+                        + String(reflecting: error)
+                ])
+            }
+            try MigrationRunner.retryingAborts { try MigrationStatements.recordBatch(of: migration, next: end, on: connection) }
+            batches += 1
+            if batches % 100 == 0 { log("  \(migration.fileName): \(batches) batches applied, up to \(batch.column) \(end)") }
+            from = try MigrationStatements.batchStart(batch, from: end, on: connection)
+        }
+        log("  \(migration.fileName): \(batches) batches of up to \(batch.rows) rows of \(batch.table)")
     }
 
     /// Runs `body`, again when it is aborted as a deadlock, up to `attempts` times in all, 50 ms apart.

@@ -49,4 +49,10 @@ extension StatusUseCases {
     package func validationBacklog() throws -> ValidationBacklog {
         try Outboxes.validationBacklog(cap: core.apple?.settings.validationPace.dueCap ?? AppleValidationPace().dueCap, on: database)
     }
+
+    /// Seconds since the oldest row of each table that grows with use reached the point its
+    /// retention counts from, by table name.
+    package func retentionAges() throws -> [(table: String, age: Int)] {
+        try GrowingTable.oldestAges(on: database).map { ($0.key.rawValue, $0.value) }.sorted { $0.table < $1.table }
+    }
 }

@@ -6,7 +6,8 @@ struct SyncPage {
     struct Entry {
         var version: UInt64
         var position: SyncCursor.Position
-        var index: Int
+        /// Where the record is in its collection's dictionary.
+        var index: [String: SyncVersioned<SyncRecord>].Index
     }
 
     var records: [CollectionRecord] = []
@@ -22,9 +23,10 @@ extension SyncStoredState {
     /// - Parameter wire: the sync's collections, which say which have no keys.
     func changed(after cursor: SyncCursor, limit: Int, bytes: Int = SyncCursor.pageBytes, wire: SyncWire) -> SyncPage {
         var entries: [SyncPage.Entry] = []
-        let records = self.records.map { Array($0.values) }
+        // Read in place: a copy of the records would retain each of them.
         for (collection, list) in records.enumerated() where wire.emptyRecords[collection] == nil {
-            for (index, record) in list.enumerated() where record.version >= cursor.version {
+            for index in list.indices where list[index].value.version >= cursor.version {
+                let record = list[index].value
                 let position = SyncCursor.Position(list: collection, key: record.item.key)
                 if record.version == cursor.version {
                     guard let after = cursor.position, position > after else { continue }
@@ -36,7 +38,7 @@ extension SyncStoredState {
         var page = SyncPage(more: entries.count > limit)
         var pageBytes = 0
         for (number, entry) in entries.prefix(limit).enumerated() {
-            let record = records[entry.position.list][entry.index]
+            let record = records[entry.position.list][entry.index].value
             if number > 0 && pageBytes + record.bytes > bytes {
                 page.more = true
                 break

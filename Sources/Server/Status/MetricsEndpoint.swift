@@ -7,13 +7,15 @@ package import Telemetry
 
 /// `GET /metrics`: the process's metrics in Prometheus' text format, for a scraper on the host
 /// (nginx serves the location to loopback only; docs/OPERATIONS.md). Before rendering it reads
-/// what no event counts: the outboxes' backlogs (one query), how far behind the daily check of
-/// Apple's tokens is (another), and the age of Apple's keys.
+/// what no event counts: the outboxes' backlogs and the oldest rows of the tables that grow (a
+/// query each, every term an index's first entry or an outbox's waiting rows), how far behind the
+/// daily check of Apple's tokens is (another), and the age of Apple's keys.
 package struct MetricsEndpoint: Sendable {
     private let exporter: PrometheusExporter
     private let outboxDepth: MetricFamily<Gauge>
     private let outboxDue: MetricFamily<Gauge>
     private let outboxOldestAge: MetricFamily<Gauge>
+    private let retentionOldestAge: MetricFamily<Gauge>
     private let appleKeysAge: Gauge
     private let validationOverdue: Gauge
     private let validationsDue: Gauge
@@ -24,6 +26,7 @@ package struct MetricsEndpoint: Sendable {
         outboxDepth = MetricFamily(gauge: MetricNames.outboxDepth, labels: ["outbox"], factory: factory)
         outboxDue = MetricFamily(gauge: MetricNames.outboxDue, labels: ["outbox"], factory: factory)
         outboxOldestAge = MetricFamily(gauge: MetricNames.outboxOldestAge, labels: ["outbox"], factory: factory)
+        retentionOldestAge = MetricFamily(gauge: MetricNames.retentionOldestAge, labels: ["table"], factory: factory)
         appleKeysAge = Gauge(label: MetricNames.appleKeysAge, factory: factory)
         validationOverdue = Gauge(label: MetricNames.appleValidationOverdue, factory: factory)
         validationsDue = Gauge(label: MetricNames.appleValidationsDue, factory: factory)
@@ -39,9 +42,11 @@ package struct MetricsEndpoint: Sendable {
                 outboxDue[backlog.outbox].record(backlog.due)
                 outboxOldestAge[backlog.outbox].record(backlog.oldestAge)
             }
+            for (table, age) in try useCases.status.retentionAges() { retentionOldestAge[table].record(age) }
         } catch {
             // The scrape still answers: the database errors counter and /health tell the rest.
-            useCases.context.logger.warning("metrics: the outboxes could not be read", metadata: ["error": "\(error)"])
+            useCases.context.logger.warning(
+                "metrics: the outboxes or the tables that grow could not be read", metadata: ["error": "\(error)"])
         }
         do {
             let validations = try useCases.status.validationBacklog()
