@@ -174,20 +174,23 @@ struct Backup: ParsableCommand {
         return KeyBundle(files: files)
     }
 
-    /// The binary log coordinates that `--master-data=2 --gtid` wrote, commented out, at the head
-    /// of the dump.
+    /// The binary log coordinates that `--master-data=2 --gtid` wrote, commented out: the file and
+    /// position at the head of the dump, the GTID position at its end.
     static func binaryLogPosition(inDumpAt path: String) throws -> BackupManifest.BinaryLogPosition {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("cannot read \(path)") }
         defer { try? handle.close() }
         let head = String(decoding: handle.readData(ofLength: 1 << 16), as: UTF8.self)
+        let size = handle.seekToEndOfFile()
+        handle.seek(toFileOffset: size > 1 << 16 ? size - (1 << 16) : 0)
+        let tail = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
         var file: String?
         var position: Int64?
         var gtid: String?
-        for line in head.split(separator: "\n") where line.hasPrefix("-- ") {
-            if line.contains("CHANGE MASTER TO") {
+        for line in (head + "\n" + tail).split(separator: "\n") where line.hasPrefix("-- ") {
+            if line.contains("CHANGE MASTER TO MASTER_LOG_FILE") {
                 file = Self.value(in: line, after: "MASTER_LOG_FILE='", until: "'")
                 position = Self.value(in: line, after: "MASTER_LOG_POS=", until: ";").flatMap { Int64($0) }
-            } else if line.contains("gtid_slave_pos") {
+            } else if line.contains("gtid_slave_pos='") {
                 gtid = Self.value(in: line, after: "gtid_slave_pos='", until: "'")
             }
         }
