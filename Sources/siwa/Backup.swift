@@ -145,7 +145,7 @@ struct Backup: ParsableCommand {
                     + "whoever reads both has Apple's refresh tokens and can sign access tokens. Keep \(target) readable by its owner only, "
                     + "store keys.siwa apart from database.sql (another place, another medium), or back up with --passphrase-file.")
         }
-        if withoutKeys {
+        if withoutKeys, !sealedCounts.isEmpty {
             print(
                 "  no key material: a restore needs the data key \(sealedCounts.keys.sorted().joined(separator: ", ")) from where you keep it"
             )

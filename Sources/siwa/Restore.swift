@@ -22,7 +22,8 @@ struct Restore: ParsableCommand {
             refused without --replace-database, a key file that exists with other contents always); the dump \
             loaded into SIWA_DB_NAME (created if missing); the data keys checked again on tokens sampled from the \
             restored database (the database is dropped again if they fail); the key files written (mode 0600, the \
-            access-key directory 0700); the migrations of this siwa applied when the backup is older. Only \
+            access-key directory 0700); the migrations of this siwa applied when the backup is older (unless \
+            --skip-migrations). Only \
             SIWA_DB_*, SIWA_MIGRATIONS_DIR and the key paths of the configuration are read: the key files need not \
             exist yet. Stop siwa serve and siwa jobs first. \
             Exit status: 0 restored; 64 wrong options; 65 the backup is damaged or altered, a wrong passphrase, or \
@@ -45,6 +46,9 @@ struct Restore: ParsableCommand {
 
     @Option(help: "Create and load the database as MariaDB's root over this unix socket (socket authentication).")
     var dbAdminSocket: String?
+
+    @Flag(help: "Leave the schema as the backup has it, for the older siwa it came from (a rollback).")
+    var skipMigrations = false
 
     func run() throws {
         let source = absolutePath(directory)
@@ -163,7 +167,9 @@ struct Restore: ParsableCommand {
             "loaded \(name) in \(String(format: "%.1f", loadSeconds)) s: " + counts.map { "\($0.rows) \($0.table)" }.joined(separator: ", ")
         )
         print(
-            "  the data key(s) \(manifest.sealedTokens.keys.sorted().joined(separator: ", ")) of \(keySource) open the sampled Apple tokens"
+            manifest.sealedTokens.isEmpty
+                ? "  no Apple token is stored: no data key needed to open one"
+                : "  the data key(s) \(manifest.sealedTokens.keys.sorted().joined(separator: ", ")) of \(keySource) open the sampled Apple tokens"
         )
 
         // 4. The key files, then the migrations.
@@ -173,14 +179,17 @@ struct Restore: ParsableCommand {
                 "  wrote \(bundle.files.count) key file(s): "
                     + Set(bundle.files.map(\.role.configurationKey)).sorted().joined(separator: ", "))
         }
-        if manifest.schemaVersion < newest {
+        if manifest.schemaVersion < newest, skipMigrations {
+            print("  left at migration \(manifest.schemaVersion) (--skip-migrations); this siwa's newest is \(newest)")
+        } else if manifest.schemaVersion < newest {
             let done = try MigrationRunner(migrator).migrate(on: connection) { print("  \($0)") }
             print("  migrated from \(manifest.schemaVersion) to \(newest) (\(done.count) migration(s))")
         }
         if let log = manifest.binaryLog {
+            let rename = manifest.database == name ? "" : " --rewrite-db='\(manifest.database)->\(name)'"
             print(
-                "  binary log at the backup: \(log.file):\(log.position)"
-                    + " (to recover past it: mariadb-binlog --start-position=\(log.position) \(log.file) ... | mariadb \(name))")
+                "  binary log at the backup: \(log.file):\(log.position); to recover past it: mariadb-binlog "
+                    + "--database=\(manifest.database)\(rename) --start-position=\(log.position) \(log.file) ... | mariadb \(name)")
         }
         print("restored; start siwa serve and siwa jobs")
     }
