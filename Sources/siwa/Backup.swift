@@ -78,7 +78,10 @@ struct Backup: ParsableCommand {
 
     private func backUp(into target: String, config: AppConfig, locations: KeyMaterialLocations, passphrase: [UInt8]?) throws {
         initializeMariaDBLibrary()
-        let connection = Connection(configuration: config.database)
+        // Counting a large table takes longer than a request's SIWA_DB_TIMEOUT.
+        var database = config.database
+        database.readWriteTimeout = MigrationRunner.migrationReadTimeout
+        let connection = Connection(configuration: database)
         defer { connection.close() }
         let migrator = try Migrator(directory: config.migrationsDirectory)
         let schemaVersion = try migrator.applied(on: connection).keys.max() ?? 0
