@@ -22,9 +22,8 @@ struct Restore: ParsableCommand {
             refused without --replace-database, a key file that exists with other contents always); the dump \
             loaded into SIWA_DB_NAME (created if missing); the data keys checked again on tokens sampled from the \
             restored database (the database is dropped again if they fail); the key files written (mode 0600, the \
-            access-key directory 0700); the migrations of this siwa applied when the backup is older (unless \
-            --skip-migrations). Only \
-            SIWA_DB_*, SIWA_MIGRATIONS_DIR and the key paths of the configuration are read: the key files need not \
+            access-key directory 0700; run as root without a configuration, as `siwa setup` owns them); the \
+            migrations of this siwa applied when the backup is older (unless --skip-migrations). Only SIWA_DB_*, SIWA_MIGRATIONS_DIR and the key paths of the configuration are read: the key files need not \
             exist yet. Stop siwa serve and siwa jobs first. \
             Exit status: 0 restored; 64 wrong options; 65 the backup is damaged or altered, a wrong passphrase, or \
             a data key that does not open the tokens; 66 a part is missing (the manifest, the key bundle, a data key \
@@ -54,7 +53,7 @@ struct Restore: ParsableCommand {
         let source = absolutePath(directory)
         let keysPath = absolutePath(keys ?? (directory + "/" + BackupManifest.keysFile))
         let passphrase = try passphraseFile.map { try readPassphrase(absolutePath($0)) }
-        try OperatorEnvironment.adopt()
+        let adopted = try OperatorEnvironment.adopt(droppingRoot: false)
         let environment = ProcessInfo.processInfo.environment
         let config: AppConfig
         do { config = try KeyMaterialLocations.restoreConfiguration(environment: environment) } catch let error as ConfigurationError {
@@ -63,12 +62,12 @@ struct Restore: ParsableCommand {
         }
         let locations = KeyMaterialLocations(environment: environment)
         try reportingFailures {
-            try restore(from: source, keysPath: keysPath, passphrase: passphrase, config: config, locations: locations)
+            try restore(from: source, keysPath: keysPath, passphrase: passphrase, config: config, locations: locations, asService: adopted)
         }
     }
 
     private func restore(
-        from source: String, keysPath: String, passphrase: [UInt8]?, config: AppConfig, locations: KeyMaterialLocations
+        from source: String, keysPath: String, passphrase: [UInt8]?, config: AppConfig, locations: KeyMaterialLocations, asService: Bool
     ) throws {
         // 1. The manifest and the checksums.
         guard let manifestText = try? String(contentsOfFile: source + "/" + BackupManifest.fileName, encoding: .utf8) else {
@@ -107,7 +106,7 @@ struct Restore: ParsableCommand {
         {
             throw problem
         }
-        let writes = try Self.keyFileWrites(bundle, locations)
+        let writes = try Self.keyFileWrites(bundle, locations, owningAsService: asService)
 
         // 3. The database: refused when it has tables, unless replaced; loaded; checked.
         guard let name = config.database.database, BackupStatements.isPlainName(name) else {
@@ -232,8 +231,10 @@ struct Restore: ParsableCommand {
 
     /// The writes of the bundle's files to the configured paths, checked now: a file that exists
     /// with the same contents is left as it is, one with other contents refuses the restore, and a
-    /// role the configuration names no path for is named.
-    static func keyFileWrites(_ bundle: KeyBundle?, _ locations: KeyMaterialLocations) throws -> [() throws -> Void] {
+    /// role the configuration names no path for is named. `owningAsService`: the files are given
+    /// the ownership of `siwa setup`'s (`OperatorEnvironment.ownKeyFile`).
+    static func keyFileWrites(_ bundle: KeyBundle?, _ locations: KeyMaterialLocations, owningAsService: Bool) throws -> [() throws -> Void]
+    {
         guard let bundle else { return [] }
         var writes: [() throws -> Void] = []
         for file in bundle.files {
@@ -257,10 +258,15 @@ struct Restore: ParsableCommand {
                 continue
             }
             let directory = (target as NSString).deletingLastPathComponent
+            let serviceOwned = file.role == .accessKey
             writes.append {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                if !FileManager.default.fileExists(atPath: directory) {
+                    try FileManager.default.createDirectory(
+                        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                    if serviceOwned, owningAsService { try OperatorEnvironment.ownKeyFile(directory, serviceOwned: true, directory: true) }
+                }
                 try writeFile(target, file.contents, mode: 0o600)
+                if owningAsService { try OperatorEnvironment.ownKeyFile(target, serviceOwned: serviceOwned) }
             }
         }
         return writes
