@@ -40,6 +40,31 @@ package enum SHA256 {
         return withUnsafeBytes(of: &digest.bytes) { Array($0) }
     }
 
+    /// The 32-byte digest of a stream too large to hold at once (a backup's database dump): `read`
+    /// fills the buffer it is given and returns how many bytes it put there, 0 at the end.
+    package static func hash(reading read: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_MD_CTX_new") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestInit_ex2(context, algorithm.pointer, nil) == 1 else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_DigestInit_ex2")
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try read(buffer)
+            if count == 0 { break }
+            guard EVP_DigestUpdate(context, buffer.baseAddress, count) == 1 else {
+                throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_DigestUpdate")
+            }
+        }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else {
+            throw OpenSSLError.drainingQueue(.operationFailed, reason: "EVP_DigestFinal_ex")
+        }
+        return digest
+    }
+
     /// The lowercase hexadecimal SHA-256 of `bytes` (64 characters).
     package static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
         hexString(hash(bytes))

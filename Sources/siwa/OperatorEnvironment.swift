@@ -22,9 +22,13 @@ enum OperatorEnvironment {
     /// Adopts /etc/siwa/siwa.env and the service user's rights when run as root without a
     /// configuration; otherwise does nothing. Call before the configuration is read, after opening
     /// any file the caller asked to be written (it is the caller's, not the service's).
-    static func adopt() throws {
+    /// - Parameter droppingRoot: false for `siwa restore`, which writes the key files of /etc/siwa
+    ///   that only root may create, owned as `siwa setup` makes them (`ownKeyFile`).
+    /// - Returns: whether it adopted /etc/siwa/siwa.env.
+    @discardableResult
+    static func adopt(droppingRoot: Bool = true) throws -> Bool {
         let environment = ProcessInfo.processInfo.environment
-        guard geteuid() == 0, environment["SIWA_DB_NAME"] == nil, FileManager.default.fileExists(atPath: file) else { return }
+        guard geteuid() == 0, environment["SIWA_DB_NAME"] == nil, FileManager.default.fileExists(atPath: file) else { return false }
         let text: String
         do {
             text = try String(contentsOfFile: file, encoding: .utf8)
@@ -32,7 +36,25 @@ enum OperatorEnvironment {
             throw CommandFailure("cannot read \(file): \(error.localizedDescription)")
         }
         for (name, value) in EnvironmentFile.parse(text) where environment[name] == nil { setenv(name, value, 1) }
-        try dropToServiceUser()
+        if droppingRoot {
+            try dropToServiceUser()
+        } else {
+            umask(0o027)
+            _ = chdir(workingDirectory)
+        }
+        return true
+    }
+
+    /// After `adopt(droppingRoot: false)` adopted the units' configuration: gives a key file (or the access-key directory) written for the service the
+    /// ownership `siwa setup` gives it: the service user's for what it writes itself (the
+    /// access-token keys and their directory, mode 0700/0600), root's with the service's group,
+    /// mode 0640, for the secrets it only reads.
+    static func ownKeyFile(_ path: String, serviceOwned: Bool, directory: Bool = false) throws {
+        guard let entry = getpwnam(serviceUser) else { return }
+        let uid = serviceOwned ? entry.pointee.pw_uid : 0
+        guard chown(path, uid, entry.pointee.pw_gid) == 0, chmod(path, directory ? 0o700 : (serviceOwned ? 0o600 : 0o640)) == 0 else {
+            throw CommandFailure("cannot give \(path) to \(serviceUser): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Gives up root for the service user's uid, group and supplementary groups, for good, and

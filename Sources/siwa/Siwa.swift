@@ -12,6 +12,7 @@ struct Siwa: ParsableCommand {
         subcommands: [
             Serve.self, Migrate.self, ShowConfig.self, Keys.self, Jobs.self, Webhooks.self, Admin.self, Transfer.self, Setup.self,
             Doctor.self,
+            Backup.self, Restore.self,
             VerifyToken.self,
             ClientSecret.self,
             BenchVerify.self,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SIGTERM during load: the requests siwa accepted complete (nginx logs no connection cut by
 # siwa), the process exits 0, and every MariaDB connection it opened was closed by siwa itself
-# (none left, none aborted). Runs last: it stops siwa.
+# (none left, none aborted). Runs last of the checks on the stack's siwa: it stops it (44_backup_restore runs a siwa of its own).
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"

@@ -24,3 +24,20 @@ import Testing
         #expect(first != second)
     }
 }
+
+@Suite struct SHA256StreamTests {
+    @Test("Hashing a stream in blocks gives the one-shot digest, also for an empty stream")
+    func stream() throws {
+        for size in [0, 1, 1 << 20, (1 << 20) + 17, 3 << 20] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            var offset = 0
+            let digest = try SHA256.hash { buffer in
+                let count = min(buffer.count, bytes.count - offset)
+                buffer.copyBytes(from: bytes[offset..<(offset + count)])
+                offset += count
+                return count
+            }
+            #expect(digest == SHA256.hash(bytes), "\(size) bytes")
+        }
+    }
+}

@@ -33,6 +33,9 @@ package struct DataKeys: Sendable {
     /// The id of the key that encrypts.
     package var currentKeyID: String { keys[0].id }
 
+    /// Every key's id, the current one first.
+    package var keyIDs: [String] { keys.map(\.id) }
+
     /// Encrypts Apple's refresh token minted for `clientID`.
     package func seal(_ token: String, clientID: String) throws -> SealedAppleToken {
         let key = keys[0]
