@@ -57,6 +57,7 @@ struct AccountsTour {
         try retention()
         try sync()
         try teamTransfer()
+        try backup()
     }
 
     // MARK: - Core
@@ -262,6 +263,22 @@ struct AccountsTour {
             _ = try table.purge(olderThan: policy.seconds(for: table), limit: policy.batch, on: connection)
         }
         _ = try GrowingTable.oldestAges(on: connection)
+    }
+
+    // MARK: - Backup
+
+    /// `siwa backup` and `siwa restore`: the sealed tokens by key and a sample, the server's binary
+    /// log and version, the rows counted, and a restore's target database, made and dropped.
+    private func backup() throws {
+        _ = try BackupStatements.sealedTokenCounts(on: connection)
+        _ = try BackupStatements.sampleSealedTokens(keyID: "k1", limit: 3, on: connection)
+        _ = try BackupStatements.writesBinaryLog(on: connection)
+        _ = try BackupStatements.serverVersion(on: connection)
+        _ = try BackupStatements.rowCounts(on: connection)
+        let target = "siwa_tour_\(UInt32.random(in: 0...UInt32.max))"
+        try BackupStatements.createDatabase(target, on: connection)
+        _ = try BackupStatements.tableCount(database: target, on: connection)
+        try BackupStatements.dropDatabase(target, on: connection)
     }
 
     // MARK: - Sync

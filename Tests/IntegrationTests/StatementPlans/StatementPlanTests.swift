@@ -73,6 +73,20 @@ import Testing
             why: "siwa migrate finds where a batched file's next batch begins, a batch's rows further along the batch column's "
                 + "index (OFFSET): each batch's rows are read once to find its end and once to copy them"),
         Exception(
+            fragment: "SELECT token_key_id, COUNT(*) AS sealed FROM (", tables: ["apple_tokens", "apple_revocations"],
+            why: "siwa backup and siwa restore count every sealed Apple token by its data key, once a backup: what the restore "
+                + "must be able to open"),
+        Exception(
+            fragment: "ORDER BY RAND() LIMIT", tables: ["apple_tokens", "apple_revocations"],
+            why: "siwa backup and siwa restore draw a few sealed tokens of a data key at random, once a backup, to prove the key"),
+        Exception(
+            fragment: "SELECT COUNT(*) AS n FROM ",
+            tables: [
+                "users", "apple_identities", "apple_tokens", "sessions", "refresh_tokens", "sync_records", "webhook_deliveries",
+                "apple_revocations",
+            ],
+            why: "siwa backup and siwa restore count the rows of the main tables, once a backup, for the manifest and the check"),
+        Exception(
             fragment: "SELECT DISTINCT i.team_id FROM apple_transfers t", tables: ["apple_transfers"],
             why: "siwa transfer's report: the teams its team receives users from, read from all the transfers to it; "
                 + "an operator's command, run a few times per transfer"),
