@@ -13,14 +13,7 @@ SESSIONS=$((PURGE_ROWS / 5))
 db() { mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -N -B siwa -e "$1"; }
 status() { mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -N -B -e "SHOW GLOBAL STATUS LIKE '$1'" | awk '{print $2}'; }
 
-COUNT=$((DURATION * 2 * 3000 + 4000))
-log "minting $COUNT identity tokens at the emulator"
-"$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count "$COUNT" >"$TMP/tokens"
-head -n 2000 "$TMP/tokens" >"$TMP/warmup_tokens"
-sed -n "2001,$((COUNT / 2 + 1000))p" "$TMP/tokens" >"$TMP/reference_tokens"
-tail -n +$((COUNT / 2 + 1001)) "$TMP/tokens" >"$TMP/purge_tokens"
-log "warm-up"
-wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sign_in.lua" "$URL" -- "$TMP/warmup_tokens" 2 >/dev/null 2>&1
+two_sign_in_runs
 
 # The rows past retention, in SQL (MariaDB's Sequence engine), for the warm-up's users. Their ids
 # are far above those siwa reserves for its own sessions.
@@ -58,7 +51,7 @@ waits=$(status Innodb_row_lock_waits)
 siwa_with_env "$BIN" "$TMP/siwa.env" jobs --interval 1 >"$TMP/jobs.log" 2>&1 &
 jobs_pid=$!
 purge_start=$SECONDS
-read -r b_rps b_p50 b_p99 b_max b_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/purge_tokens" 2)
+read -r b_rps b_p50 b_p99 b_max b_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/tested_tokens" 2)
 rows_after=$(db "SELECT (SELECT COUNT(*) FROM audit_events WHERE event_type = 'bench_old') + (SELECT COUNT(*) FROM sessions WHERE device = 'bench-ended')")
 printf '%-52s %10s %9s %9s %9s %7s %14s %12s\n' "sign-ins while siwa jobs purges" "$b_rps" "$b_p50" "$b_p99" "$b_max" "$b_err" \
     "$(($(status Innodb_row_lock_waits) - waits))" "$(status Innodb_row_lock_time_max)"
