@@ -10,13 +10,15 @@
 
 # The rank stride: a number coprime to USERS, and its inverse modulo USERS: "STRIDE INVERSE".
 # A user's rank in the Zipf law of activity is ((id - 1) * INVERSE mod USERS) + 1, so the user of
-# rank r has the id ((r - 1) * STRIDE mod USERS) + 1 (bench/seed/prepare.sql).
+# rank r has the id ((r - 1) * STRIDE mod USERS) + 1 (bench/seed/prepare.sql): the stride is about
+# USERS times the golden ratio's fraction, so that users of neighbouring ranks are far apart and
+# every part of the id range holds users of every activity.
 seed_stride() {
     python3 -c '
 import math, sys
 n = int(sys.argv[1])
-stride = 1000003
-while math.gcd(stride, n) != 1: stride += 2
+stride = max(int(n * 0.6180339887), 1)
+while math.gcd(stride, n) != 1: stride += 1
 print(stride % n if n > 1 else 0, pow(stride, -1, n) if n > 1 else 0)' "$1"
 }
 
@@ -79,9 +81,9 @@ seed_main() {
         cat "$dir/report.txt"
         return 0
     fi
-    log "disk: $(df -h --output=avail "$(dirname "$dir")" 2>/dev/null | tail -1 | tr -d ' ') free where $dir goes"
     rm -rf "$dir"
     mkdir -p "$dir"
+    log "disk: $(df -h --output=avail "$dir" | tail -1 | tr -d ' ') free where $dir goes"
     started=$(date +%s.%N)
     MARIADB_SERVER_OPTIONS="--innodb-buffer-pool-size=2G --innodb-log-file-size=1G --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0" \
         start_mariadb "$dir/db"

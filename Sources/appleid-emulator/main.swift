@@ -36,8 +36,12 @@ struct Mint: ParsableCommand {
     var userIds: String?
 
     func run() throws {
-        let userIDs = try userIds.map { try String(contentsOfFile: $0, encoding: .utf8).split(whereSeparator: \.isNewline).map(String.init) }
-        guard (1...1_000_000).contains(userIDs?.count ?? count) else { throw ValidationError("--count (or the ids of --user-ids) must be 1...1000000") }
+        let userIDs = try userIds.map {
+            try String(contentsOfFile: $0, encoding: .utf8).split(whereSeparator: \.isNewline).map(String.init)
+        }
+        guard (1...1_000_000).contains(userIDs?.count ?? count) else {
+            throw ValidationError("--count (or the ids of --user-ids) must be 1...1000000")
+        }
         let emulator = try Emulator(configuration: try EmulatorConfiguration.load(path: config))
         var out = ""
         for (token, nonce) in try emulator.benchmarkTokens(clientID: clientId, count: count, userIDs: userIDs) {

@@ -353,6 +353,23 @@ import Testing
                 on: connection, group: group, cache: cache) == nil)
     }
 
+    @Test("Each sync tells the cache's lookup counter whether the user's state was cached: a miss first, then hits")
+    func cacheLookups() throws {
+        let user = try newUser()
+        let lookups = Mutex<[Bool]>([])
+        let cache = SyncCache(onLookup: { hit in lookups.withLock { $0.append(hit) } })
+        let l1 = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
+        for score in [4, 4, 5] {
+            var lesson = l1
+            lesson.score = score
+            _ = try #require(
+                try SyncEngine.sync(
+                    userID: user, changes: SyncChanges(cursor: nil, profile: nil, progress: [lesson], achievements: []), on: connection,
+                    cache: cache))
+        }
+        #expect(lookups.withLock { $0 } == [false, true, true])
+    }
+
     @Test("A sync whose session ended (revoked, expired, another user's) writes nothing and finds no user, on every path")
     func endedSessions() throws {
         let user = try newUser()
