@@ -359,7 +359,7 @@ import Testing
         let lookups = Mutex<[Bool]>([])
         let cache = SyncCache(onLookup: { hit in lookups.withLock { $0.append(hit) } })
         let l1 = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
-        for score in [4, 4, 5] {
+        for score: Int64 in [4, 4, 5] {
             var lesson = l1
             lesson.score = score
             _ = try #require(
