@@ -47,31 +47,35 @@ FROM (
     FROM seed_users WHERE id BETWEEN @lo AND @hi AND x <= 0.01
 ) t;
 
--- Sessions: the iPhone session of every user (expired 90 days after its last use for those who
--- signed in once), the web session of daily users, the signed-out one of active users.
+-- Sessions, as `siwa jobs` leaves them (sessions that ended more than 30 days ago purged, the
+-- default SIWA_SESSION_RETENTION_DAYS): the iPhone session of every user whose session has not
+-- ended that long ago (it expires 90 days after its last use), the web session of daily users, and
+-- a session of a third of the active users signed out in the last 30 days (a revoked session's
+-- expiry is its revocation).
 INSERT INTO sessions (id, user_id, device, apple_client_id, cookie_hash, created_at, last_used_at, expires_at, revoked_at, revoke_reason,
     previous_token_hash, rotated_at)
 SELECT 4 * id, id, 'iPhone', 'com.example.siwa', NULL, created_at, last_seen, last_seen + INTERVAL 90 DAY, NULL, NULL,
     IF(x <= 0.1, UNHEX(SHA2(REPLACE(REPLACE(TRIM(TRAILING '=' FROM TO_BASE64(UNHEX(SHA2(CONCAT('siwa-seed-refresh|', 4 * id, '|old1'), 256)))), '+', '-'), '/', '_'), 256)), NULL),
     IF(x <= 0.1, last_seen, NULL)
-FROM seed_users WHERE id BETWEEN @lo AND @hi;
+FROM seed_users WHERE id BETWEEN @lo AND @hi AND last_seen + INTERVAL 90 DAY > @now - INTERVAL 30 DAY;
 INSERT INTO sessions (id, user_id, device, apple_client_id, cookie_hash, created_at, last_used_at, expires_at)
 SELECT 4 * id + 1, id, 'Safari', 'com.example.siwa.web', UNHEX(SHA2(CONCAT('siwa-seed-cookie|', 4 * id + 1), 256)),
     GREATEST(created_at, @now - INTERVAL 20 DAY), last_seen, last_seen + INTERVAL 90 DAY
 FROM seed_users WHERE id BETWEEN @lo AND @hi AND x <= 0.01;
 INSERT INTO sessions (id, user_id, device, apple_client_id, created_at, last_used_at, expires_at, revoked_at, revoke_reason)
-SELECT 4 * id + 2, id, 'iPad', 'com.example.siwa', created_at, LEAST(last_seen, created_at + INTERVAL 1 DAY),
-    LEAST(last_seen, created_at + INTERVAL 1 DAY) + INTERVAL 90 DAY, LEAST(last_seen, created_at + INTERVAL 1 DAY), 'logout'
-FROM seed_users WHERE id BETWEEN @lo AND @hi AND x <= 0.1;
+SELECT 4 * id + 2, id, 'iPad', 'com.example.siwa', GREATEST(created_at, ended - INTERVAL 10 DAY), ended, ended, ended, 'logout'
+FROM (SELECT *, @now - INTERVAL MOD(CRC32(CONCAT(id, ':out')), 30 * 86400) SECOND AS ended FROM seed_users
+    WHERE id BETWEEN @lo AND @hi AND x <= 0.1 AND MOD(id, 3) = 0) u
+WHERE ended > created_at;
 
--- Refresh tokens: each native session's live one, and the two spent before it of active users'.
+-- Refresh tokens: each native session's live one, and the two spent before it (in the last two
+-- days of its use) of active users'.
 INSERT INTO refresh_tokens (token_hash, session_id, issued_at, spent_at)
 SELECT UNHEX(SHA2(REPLACE(REPLACE(TRIM(TRAILING '=' FROM TO_BASE64(UNHEX(SHA2(CONCAT('siwa-seed-refresh|', sid, salt), 256)))), '+', '-'), '/', '_'), 256)),
     sid, issued, spent
 FROM (
-    SELECT 4 * id AS sid, '' AS salt, last_seen AS issued, NULL AS spent FROM seed_users WHERE id BETWEEN @lo AND @hi
-    UNION ALL
-    SELECT 4 * id + 2, '', created_at, NULL FROM seed_users WHERE id BETWEEN @lo AND @hi AND x <= 0.1
+    SELECT s.id AS sid, '' AS salt, s.last_used_at AS issued, NULL AS spent FROM sessions s
+    WHERE s.user_id BETWEEN @lo AND @hi AND s.cookie_hash IS NULL
     UNION ALL
     SELECT 4 * id, CONCAT('|old', seq), last_seen - INTERVAL seq DAY, last_seen - INTERVAL seq - 1 DAY
     FROM seed_users JOIN seq_1_to_2 WHERE id BETWEEN @lo AND @hi AND x <= 0.1
@@ -124,14 +128,18 @@ SELECT u.id, 'favourites', CONCAT('f', s.seq),
 FROM (SELECT *, FLOOR(UNIX_TIMESTAMP(created_at) * 1000) AS ms FROM seed_users WHERE id BETWEEN @lo AND @hi AND favourites > 0) u
 JOIN seq_1_to_50 s ON s.seq <= u.favourites;
 
--- A year of audit events: each session's sign-in, each sign-out, the sign-ins of daily users
--- (about monthly, from new devices), and the deleted users' sign-up and deletion.
+-- A year of audit events (SIWA_AUDIT_RETENTION_DAYS' default): each user's first sign-in, each
+-- kept session's other sign-in, each sign-out, the sign-ins of daily users (about monthly, from new
+-- devices), and the deleted users' sign-up and deletion.
 INSERT INTO audit_events (occurred_at, event_type, user_id, session_id, remote_address, detail)
 SELECT occurred, type, uid, sid, CONCAT('198.51.100.', MOD(uid, 250) + 1), detail
 FROM (
-    SELECT s.created_at AS occurred, 'sign_in' AS type, s.user_id AS uid, s.id AS sid,
-        CONCAT('{"flow":"', IF(s.cookie_hash IS NULL, 'native', 'web'), '","clientId":"', s.apple_client_id, '"}') AS detail
-    FROM sessions s WHERE s.user_id BETWEEN @lo AND @hi AND s.created_at > @now - INTERVAL 365 DAY
+    SELECT created_at AS occurred, 'sign_in' AS type, id AS uid, 4 * id AS sid, '{"flow":"native","clientId":"com.example.siwa"}' AS detail
+    FROM seed_users WHERE id BETWEEN @lo AND @hi AND created_at > @now - INTERVAL 365 DAY
+    UNION ALL
+    SELECT s.created_at, 'sign_in', s.user_id, s.id,
+        CONCAT('{"flow":"', IF(s.cookie_hash IS NULL, 'native', 'web'), '","clientId":"', s.apple_client_id, '"}')
+    FROM sessions s WHERE s.user_id BETWEEN @lo AND @hi AND MOD(s.id, 4) <> 0 AND s.created_at > @now - INTERVAL 365 DAY
     UNION ALL
     SELECT s.revoked_at, 'session_ended', s.user_id, s.id, '{"reason":"logout"}'
     FROM sessions s WHERE s.user_id BETWEEN @lo AND @hi AND s.revoked_at > @now - INTERVAL 365 DAY
