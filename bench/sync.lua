@@ -1,11 +1,17 @@
 -- wrk script: POST /sync for many users, each request with 20 progress and 5 achievement items.
 -- wrk ... -s bench/sync.lua URL -- USERS_FILE THREADS MODE
---   USERS_FILE: "<access token> <sync version>" lines (the version the server has for that user)
+--   USERS_FILE: "<access token> <sync version>" lines (the version the server has for that user),
+--               with "<cursor tag>" after it for a cursor the server accepts as the user's
+--               (otherwise it answers the whole state, as to a device whose cursor it refuses)
 --   MODE: mixed      4 lessons and 1 achievement move forward (about 5 real changes), 20 known items
 --         unchanged  the 25 items the server already has: nothing to write
 --         new        25 items the server has never seen
 --         declared   as mixed, in the declared collections of bench/collections.json, which declare
 --                    the built-in lessons and achievements with the same rules
+--         zipf       as mixed, for a file whose lines may name a user more than once (a Zipf sample,
+--                    scripts/bench scale): the cursor is always the file's version, which the
+--                    server's only ever passes, so that the answer carries the run's own changes
+--         workouts   as zipf, 2 workouts of examples/sync/collections.json moving forward (distance)
 -- Users are split between wrk threads; each thread sends its users in turn, with the cursor the
 -- device would have (the version after its previous sync).
 dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "wrk_common.lua")
@@ -13,12 +19,13 @@ dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "wrk_common.lua")
 function init(args)
     users, turn, mode = {}, 0, args[3]
     for _, line in ipairs(thread_lines(args[1], tonumber(args[2]))) do
-        local token, version = line:match("(%S+) (%S+)")
+        -- A third field is the cursor's tag (SyncCursorBinding), for the modes that send the file's version.
+        local token, version, tag = line:match("(%S+) (%S+) ?(%S*)")
         -- The request up to its Content-Length value, made once per user (what wrk.format would
         -- make for every request).
         local head = "POST /sync HTTP/1.1\r\nHost: " .. wrk.headers["Host"] .. "\r\nAuthorization: Bearer " .. token ..
             "\r\nContent-Type: application/json\r\nContent-Length: "
-        users[#users + 1] = { head = head, version = tonumber(version), sent = 0 }
+        users[#users + 1] = { head = head, version = tonumber(version), tag = tag ~= "" and "~" .. tag or "", sent = 0 }
     end
 end
 
@@ -53,7 +60,10 @@ function request()
         local prefix = "new-" .. thread_index .. "-" .. n .. "-"
         progress = joined(1, 20, function(i) return lesson(prefix .. i, 1) end)
         achievements = joined(1, 5, function(i) return achievement(prefix .. i, 1) end)
-    elseif mode == "mixed" or mode == "declared" then
+    elseif mode == "workouts" then
+        local distance = 30000 + rising
+        progress = '{"workoutId":"w1","distance":' .. distance .. '},{"workoutId":"w2","distance":' .. distance .. '}'
+    elseif mode == "mixed" or mode == "declared" or mode == "zipf" then
         local score = 10 + rising
         progress = lesson("l1", score) .. "," .. lesson("l2", score) .. "," .. lesson("l3", score) .. "," .. lesson("l4", score) ..
             "," .. known_lessons
@@ -63,9 +73,11 @@ function request()
         achievements = achievement("a1", 1) .. "," .. known_achievements
     end
     -- Every changing sync moves the user's version on by one.
-    local cursor = mode == "unchanged" and user.version or user.version + n - 1
+    local cursor = (mode == "unchanged" or mode == "zipf" or mode == "workouts") and user.version .. user.tag or user.version + n - 1
     local body
-    if mode == "declared" then
+    if mode == "workouts" then
+        body = '{"cursor":"' .. cursor .. '","collections":{"workouts":[' .. progress .. ']}}'
+    elseif mode == "declared" then
         body = '{"cursor":"' .. cursor .. '","collections":{"lessons":[' .. progress .. '],"badges":[' .. achievements .. ']}}'
     else
         body = '{"cursor":"' .. cursor .. '","progress":[' .. progress .. '],"achievements":[' .. achievements .. ']}'

@@ -399,11 +399,16 @@ extension Emulator {
     /// code and no state) signing in to `clientID`, each token with its own raw nonce, signed by the
     /// current key on all cores.
     /// - Returns: (token, raw nonce) pairs.
-    package func benchmarkTokens(clientID: String, count: Int) throws -> [(token: String, nonce: String)] {
+    ///
+    /// With `userIDs`, one token per id (in no particular order), for the person of that id (`sub` and email
+    /// derived from it as for any person of the emulator, `<id>@example.com`): the people a
+    /// benchmark's seeded database already holds (`scripts/bench seed` names them `seed-<user id>`).
+    package func benchmarkTokens(clientID: String, count: Int, userIDs: [String]? = nil) throws -> [(token: String, nonce: String)] {
         guard configuration.client(clientID) != nil else { throw EmulatorConfigurationError("unknown client id \(clientID)") }
         let key = currentKey
         let now = clock()
         let teamID = configuration.teamID
+        let count = userIDs?.count ?? count
         let chunks = max(1, ProcessInfo.processInfo.activeProcessorCount)
         let results = Mutex([[(token: String, nonce: String)]](repeating: [], count: chunks))
         let failure = Mutex<(any Error)?>(nil)
@@ -411,12 +416,12 @@ extension Emulator {
             var made: [(token: String, nonce: String)] = []
             do {
                 for index in stride(from: chunk, to: count, by: chunks) {
-                    let userID = "bench-" + hexString(try SecureRandom.bytes(count: 8))
+                    let userID = try userIDs?[index] ?? "bench-" + hexString(SecureRandom.bytes(count: 8))
                     let nonce = Base64URL.encode(try SecureRandom.bytes(count: 16))
                     let claims = IdentityClaims(
                         audience: clientID, subject: AppleFormats.sub(teamID: teamID, userID: userID), issuedAt: now,
                         lifetime: Emulator.nativeIdentityTokenLifetime, nonce: SHA256.hex(Array(nonce.utf8)),
-                        email: "bench\(index)@example.com",
+                        email: userIDs == nil ? "bench\(index)@example.com" : userID + "@example.com",
                         emailVerified: true, isPrivateEmail: false, authTime: now)
                     made.append((try key.sign(claims: claims.json), nonce))
                 }

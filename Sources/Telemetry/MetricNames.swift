@@ -53,6 +53,8 @@ package enum MetricNames {
     /// Sync cursors dropped because the user was never given them (another user's, forged, or
     /// untagged): each such sync answered the whole state with `resync`.
     package static let syncCursorsRefused = "siwa_sync_cursors_refused_total"
+    /// Syncs by whether the user's state was in the process's sync cache (`result`: `hit`, `miss`).
+    package static let syncCacheLookups = "siwa_sync_cache_lookups_total"
     /// Changes per sync request.
     package static let syncBatchSize = "siwa_sync_batch_changes"
     /// Sync requests committed together in one transaction of the group commit.

@@ -16,7 +16,9 @@ struct EmulatorCommand: ParsableCommand {
 }
 
 /// `appleid-emulator mint --config FILE --client-id ID --count N`: prints N identity tokens of new
-/// people, `<token> <raw nonce>` per line, signed with the emulator's current key (for benchmarks).
+/// people, `<token> <raw nonce>` per line, signed with the emulator's current key (for benchmarks);
+/// with `--user-ids FILE` instead of `--count`, a token for each person named in the file (the
+/// people of a seeded database, `seed-<user id>`).
 struct Mint: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print identity tokens of new people for load tests: `<token> <raw nonce>` per line.")
@@ -28,13 +30,21 @@ struct Mint: ParsableCommand {
     var clientId: String
 
     @Option(help: "How many tokens (at most 1,000,000).")
-    var count: Int
+    var count: Int = 0
+
+    @Option(help: "A file of user ids, one a line: a token for each of these people instead of --count new ones.")
+    var userIds: String?
 
     func run() throws {
-        guard (1...1_000_000).contains(count) else { throw ValidationError("--count must be in 1...1000000") }
+        let userIDs = try userIds.map {
+            try String(contentsOfFile: $0, encoding: .utf8).split(whereSeparator: \.isNewline).map(String.init)
+        }
+        guard (1...1_000_000).contains(userIDs?.count ?? count) else {
+            throw ValidationError("--count (or the ids of --user-ids) must be 1...1000000")
+        }
         let emulator = try Emulator(configuration: try EmulatorConfiguration.load(path: config))
         var out = ""
-        for (token, nonce) in try emulator.benchmarkTokens(clientID: clientId, count: count) {
+        for (token, nonce) in try emulator.benchmarkTokens(clientID: clientId, count: count, userIDs: userIDs) {
             out += token + " " + nonce + "\n"
         }
         FileHandle.standardOutput.write(Data(out.utf8))

@@ -96,6 +96,7 @@ $DELTA "$DIR/before" "$DIR/after" \
     'siwa_sync_requests_total{result="ok"}=1' \
     'siwa_sync_rows_written_total=1' \
     'siwa_sync_batch_changes_count=1' \
+    'siwa_sync_cache_lookups_total{result="miss"}=1' \
     'siwa_http_requests_total{route="/sync",status="200"}=1' \
     'siwa_notifications_total{type="consent-revoked",outcome="processed"}=1' \
     'siwa_http_requests_total{route="/webhook/apple",status="200"}=1' \

@@ -353,6 +353,46 @@ import Testing
                 on: connection, group: group, cache: cache) == nil)
     }
 
+    @Test("Moving one user's version on reads that user's row alone, not every user's (and locks no other)")
+    func advanceReadsOneRow() throws {
+        for _ in 0..<40 { _ = try newUser() }
+        let user = try newUser()
+        // Rows read one after the other: by an index (next) or by a scan of the table (rnd next).
+        // The query that reads them counts a few of its own, the same each time.
+        func sequentialReads() throws -> Int {
+            let rows = try connection.query(
+                """
+                SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) AS n FROM information_schema.SESSION_STATUS
+                WHERE VARIABLE_NAME IN ('HANDLER_READ_NEXT', 'HANDLER_READ_RND_NEXT')
+                """)
+            return Int(try rows[0].decode(column: "n") as String)!
+        }
+        _ = try connection.execute("START TRANSACTION")
+        let first = try sequentialReads()
+        let before = try sequentialReads()
+        try SyncStore.advanceAllCurrent([(userID: user, version: 0, session: nil)], on: connection)
+        let read = try sequentialReads() - before - (before - first)
+        _ = try connection.execute("ROLLBACK")
+        #expect(read <= 2, "rows of users read one after the other to move one user's version: \(read)")
+    }
+
+    @Test("Each sync tells the cache's lookup counter whether the user's state was cached: a miss first, then hits")
+    func cacheLookups() throws {
+        let user = try newUser()
+        let lookups = Mutex<[Bool]>([])
+        let cache = SyncCache(onLookup: { hit in lookups.withLock { $0.append(hit) } })
+        let l1 = LessonProgress(beliefSystemID: "bs", lessonID: "l1", status: .inProgress, score: 4, earnedXP: 1, completedAt: nil)
+        for score: Int64 in [4, 4, 5] {
+            var lesson = l1
+            lesson.score = score
+            _ = try #require(
+                try SyncEngine.sync(
+                    userID: user, changes: SyncChanges(cursor: nil, profile: nil, progress: [lesson], achievements: []), on: connection,
+                    cache: cache))
+        }
+        #expect(lookups.withLock { $0 } == [false, true, true])
+    }
+
     @Test("A sync whose session ended (revoked, expired, another user's) writes nothing and finds no user, on every path")
     func endedSessions() throws {
         let user = try newUser()

@@ -16,7 +16,7 @@ package final class IdentityCore: Sendable {
     /// Commits concurrent sync writes of the worker threads in shared transactions.
     package let syncCommits: SyncCommitter
     /// The synced state of recently active users, shared by the worker threads.
-    package let syncCache = SyncCache()
+    package let syncCache: SyncCache
     /// The collections the app declared, synced besides the built-in model.
     package let collections: DeclaredCollections
     /// Binds the sync cursors given to a user to that user; nil without sessions (no sync then).
@@ -41,6 +41,7 @@ package final class IdentityCore: Sendable {
     ) {
         self.collections = collections
         self.metrics = metrics
+        self.syncCache = SyncCache(onLookup: metrics.syncCacheLookup)
         self.databaseServers = database.endpoints.count
         self.apple = apple
         self.sessions = sessions

@@ -14,6 +14,8 @@ package struct IdentityMetrics: Sendable {
     let syncRowsWritten: Counter
     let syncCursorsRefused: Counter
     let syncBatchSize: Recorder
+    let syncCacheHits: Counter
+    let syncCacheMisses: Counter
     let keyFetches: MetricFamily<Counter>
 
     /// - Parameter factory: where the metrics go; by default the metrics system's (none until
@@ -26,7 +28,14 @@ package struct IdentityMetrics: Sendable {
         syncRowsWritten = Counter(label: MetricNames.syncRowsWritten, factory: factory)
         syncCursorsRefused = Counter(label: MetricNames.syncCursorsRefused, factory: factory)
         syncBatchSize = Recorder(label: MetricNames.syncBatchSize, factory: factory)
+        syncCacheHits = Counter(label: MetricNames.syncCacheLookups, dimensions: [("result", "hit")], factory: factory)
+        syncCacheMisses = Counter(label: MetricNames.syncCacheLookups, dimensions: [("result", "miss")], factory: factory)
         keyFetches = MetricFamily(counter: MetricNames.appleKeyFetches, labels: ["result"], factory: factory)
+    }
+
+    /// Counts a sync's lookup of the user's state in the sync cache: found (`hit`) or not.
+    var syncCacheLookup: @Sendable (_ hit: Bool) -> Void {
+        { [syncCacheHits, syncCacheMisses] hit in (hit ? syncCacheHits : syncCacheMisses).increment() }
     }
 
     /// Counts the outcome of `body` in `family` under `labels` and `success`, or the error's code.

@@ -24,6 +24,8 @@ package final class SyncCache: Sendable {
     let capacity: Int
     let maximumPerUser: Int
     private let shards: [Shard]
+    /// Told of each lookup of a user's state, whether it was found (the hit rate in metrics).
+    private let onLookup: (@Sendable (_ hit: Bool) -> Void)?
 
     /// 160 MiB: about 970,000 lessons and achievements with ids of up to 15 bytes, 540,000 with ids
     /// of 24, 150,000 records of the example declaration of a realistic size (docs/PERFORMANCE.md,
@@ -34,16 +36,24 @@ package final class SyncCache: Sendable {
     ///   collection pages through them (a first sync of 20,000 is 40 requests) without reading them
     ///   all again for each page. Such a state takes a few megabytes of its shard (a sixteenth of
     ///   `capacity`); one larger than its shard is not kept.
-    package init(capacity: Int = SyncCache.defaultCapacity, maximumPerUser: Int = 50_000, shards: Int = 16) {
+    /// - Parameter onLookup: told of each lookup of a user's state (`state(of:)`), whether it was
+    ///   found: `siwa_sync_cache_lookups_total`.
+    package init(
+        capacity: Int = SyncCache.defaultCapacity, maximumPerUser: Int = 50_000, shards: Int = 16,
+        onLookup: (@Sendable (_ hit: Bool) -> Void)? = nil
+    ) {
         self.capacity = capacity
         self.maximumPerUser = maximumPerUser
+        self.onLookup = onLookup
         self.shards = (0..<max(shards, 1)).map { _ in Shard() }
     }
 
     private func shard(of userID: UInt64) -> Shard { shards[Int(userID % UInt64(shards.count))] }
 
     func state(of userID: UInt64) -> SyncStoredState? {
-        shard(of: userID).entries.withLock { $0.states[userID] }
+        let state = shard(of: userID).entries.withLock { $0.states[userID] }
+        onLookup?(state != nil)
+        return state
     }
 
     func keep(_ state: SyncStoredState, of userID: UInt64) {
