@@ -249,7 +249,7 @@ NEXT=$DIR/sql-next
 mkdir -p "$NEXT"
 cp "$SIWA_ROOT"/sql/*.sql "$NEXT/"
 next=$(( $(ls "$SIWA_ROOT"/sql/*.sql | wc -l) + 1 ))
-printf 'ALTER TABLE users ADD COLUMN IF NOT EXISTS upgrade_probe INT NULL;\n' >"$NEXT/$(printf %04d "$next")_upgrade_probe.sql"
+printf 'ALTER TABLE users ADD COLUMN IF NOT EXISTS upgrade_probe INT NULL, ALGORITHM=INSTANT, LOCK=NONE;\n' >"$NEXT/$(printf %04d "$next")_upgrade_probe.sql"
 event "migration while both hosts serve"
 (echo "SIWA_MIGRATIONS_DIR=$NEXT" >>"$DIR/a.env"; siwa_with_env "$E2E_BIN" "$DIR/a.env" migrate) >"$DIR/migrate_next.log" 2>&1 \
     || fail "the upgrade's migration: $(cat "$DIR/migrate_next.log")"
