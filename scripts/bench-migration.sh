@@ -2,8 +2,9 @@
 # (MariaDB with an fsync per commit, the emulator, nginx, siwa release build) runs. Uses URL, TMP,
 # BIN_DIR, BIN, DURATION, CONNECTIONS and wrk_run.
 #
-# A migration that adds an index to a large table, run while siwa serves: MIGRATION_ROWS audit events
-# (a year of them), the index of 0023 (audit_events by time) dropped and its record removed, then
+# A migration that adds an index to a large table, run while siwa serves, on a copy of the kept
+# database of `scripts/bench seed` (scripts/bench makes it): MIGRATION_ROWS more audit events (a year
+# of them), the index of 0023 (audit_events by time) dropped and its record removed, then
 # sign-ins (POST /auth/apple, new users, each writing audit events) for DURATION seconds with nothing
 # else running (the reference), and again while `siwa migrate` builds the index in place
 # (ALGORITHM=INPLACE, LOCK=NONE; with 0024 and 0025, two small tables' indexes). Prints both p99s, the failed requests, and the migration's time.
