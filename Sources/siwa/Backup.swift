@@ -88,10 +88,7 @@ struct Backup: ParsableCommand {
         let binaryLog = try BackupStatements.writesBinaryLog(on: connection)
         let serverVersion = try BackupStatements.serverVersion(on: connection)
         let sealedCounts = try BackupStatements.sealedTokenCounts(on: connection)
-        var samples: [SealedAppleToken] = []
-        for keyID in sealedCounts.keys.sorted() {
-            samples += try BackupStatements.sampleSealedTokens(keyID: keyID, limit: DataKeyCheck.samplesPerKey, on: connection)
-        }
+        let samples = try DataKeyCheck.samples(of: sealedCounts, on: connection)
         let rowCounts = try BackupStatements.rowCounts(on: connection)
         let bundle = withoutKeys ? nil : try Self.keyBundle(locations)
 

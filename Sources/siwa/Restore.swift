@@ -149,10 +149,7 @@ struct Restore: ParsableCommand {
         let counts: [(table: String, rows: Int)]
         do {
             let sealed = try BackupStatements.sealedTokenCounts(on: connection)
-            var samples: [SealedAppleToken] = []
-            for keyID in sealed.keys.sorted() {
-                samples += try BackupStatements.sampleSealedTokens(keyID: keyID, limit: DataKeyCheck.samplesPerKey, on: connection)
-            }
+            let samples = try DataKeyCheck.samples(of: sealed, on: connection)
             if let problem = DataKeyCheck.problem(keys: dataKeys, source: keySource, sealedCounts: sealed, samples: samples) {
                 throw problem
             }

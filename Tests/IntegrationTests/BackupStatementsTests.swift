@@ -1,5 +1,6 @@
 import Accounts
 import Foundation
+import Identity
 import MariaDB
 import Testing
 
@@ -24,10 +25,13 @@ import Testing
                 ('com.example.app', X'04', 'k0', 'refresh_token', NULL), ('com.example.app', X'05', 'kx', 'refresh_token', UTC_TIMESTAMP(3))
             """)
         #expect(try BackupStatements.sealedTokenCounts(on: connection) == ["k0": 1, "k1": 1, "k2": 2])
-        let samples = try BackupStatements.sampleSealedTokens(keyID: "k2", limit: 1, on: connection)
-        #expect(samples.count == 1 && samples[0].keyID == "k2" && [[2], [3]].contains(samples[0].ciphertext))
-        #expect(try BackupStatements.sampleSealedTokens(keyID: "k0", limit: 3, on: connection).map(\.ciphertext) == [[4]])
-        #expect(try BackupStatements.sampleSealedTokens(keyID: "kx", limit: 3, on: connection).isEmpty, "a sent revocation")
+        let k2 = try (0..<3).map { try BackupStatements.sealedToken(keyID: "k2", at: $0, on: connection) }
+        #expect(k2.map { $0?.ciphertext } == [[2], [3], nil] && k2.allSatisfy { $0 == nil || $0?.keyID == "k2" })
+        #expect(try BackupStatements.sealedToken(keyID: "k0", at: 0, on: connection)?.ciphertext == [4])
+        #expect(try BackupStatements.sealedToken(keyID: "kx", at: 0, on: connection) == nil, "a sent revocation")
+        // Up to three a key, each once: k0's revocation, k1's one token, both of k2's.
+        let samples = try DataKeyCheck.samples(of: BackupStatements.sealedTokenCounts(on: connection), on: connection)
+        #expect(samples.map(\.ciphertext).sorted { $0[0] < $1[0] } == [[1], [2], [3], [4]])
         let counts = try BackupStatements.rowCounts(on: connection)
         #expect(counts.map(\.table) == BackupStatements.countedTables)
         #expect(counts.first { $0.table == "apple_tokens" }?.rows == 3)

@@ -25,15 +25,19 @@ package enum BackupStatements {
         return counts
     }
 
-    /// Up to `limit` of the identities' sealed tokens under `keyID`, picked at random.
-    package static func sampleSealedTokens(keyID: String, limit: Int, on connection: Connection) throws -> [SealedAppleToken] {
+    /// The sealed token under `keyID` at `position` (from 0) of a fixed order: the identities'
+    /// tokens by identity and client id, then the waiting revocations by id; nil past the last.
+    /// Which positions to read (`DataKeyCheck` draws them at random) is the caller's.
+    package static func sealedToken(keyID: String, at position: Int, on connection: Connection) throws -> SealedAppleToken? {
         try connection.query(
             """
-            SELECT client_id, token, token_key_id FROM apple_tokens WHERE token_key_id = \(keyID)
-            UNION ALL SELECT client_id, token, token_key_id FROM apple_revocations WHERE token_key_id = \(keyID) AND done_at IS NULL
-            ORDER BY RAND() LIMIT \(limit)
+            SELECT client_id, token, token_key_id FROM (
+                SELECT 0 AS source, identity_id AS row_id, client_id, token, token_key_id FROM apple_tokens WHERE token_key_id = \(keyID)
+                UNION ALL SELECT 1, id, client_id, token, token_key_id FROM apple_revocations
+                WHERE token_key_id = \(keyID) AND done_at IS NULL
+            ) AS sealed ORDER BY source, row_id, client_id LIMIT 1 OFFSET \(position)
             """
-        ).map {
+        ).first.map {
             SealedAppleToken(
                 ciphertext: try $0.decode(column: "token"), keyID: try $0.decode(column: "token_key_id"),
                 clientID: try $0.decode(column: "client_id"))

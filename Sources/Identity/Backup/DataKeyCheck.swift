@@ -1,4 +1,5 @@
 package import Accounts
+package import MariaDB
 
 /// The proof a restore asks of its data keys: every data key id that seals a stored Apple refresh
 /// token is among them, and opens the tokens sampled under it. Without it, a restored siwa would
@@ -7,6 +8,18 @@ package enum DataKeyCheck {
     /// How many sealed tokens per data key id a backup keeps in its manifest and a restore samples
     /// from the restored database.
     package static let samplesPerKey = 3
+
+    /// Up to `samplesPerKey` sealed tokens of each data key id of `sealedCounts` (as
+    /// `BackupStatements.sealedTokenCounts` gives them), at distinct positions drawn at random.
+    package static func samples(of sealedCounts: [String: Int], on connection: Connection) throws -> [SealedAppleToken] {
+        var samples: [SealedAppleToken] = []
+        for (keyID, count) in sealedCounts.sorted(by: { $0.key < $1.key }) where count > 0 {
+            for position in (0..<count).shuffled().prefix(samplesPerKey) {
+                if let token = try BackupStatements.sealedToken(keyID: keyID, at: position, on: connection) { samples.append(token) }
+            }
+        }
+        return samples
+    }
 
     /// Nil when `keys` holds every id of `sealedCounts` and opens each of `samples`; otherwise the
     /// problem, naming the key ids (never a key).

@@ -271,7 +271,7 @@ struct AccountsTour {
     /// log and version, the rows counted, and a restore's target database, made and dropped.
     private func backup() throws {
         _ = try BackupStatements.sealedTokenCounts(on: connection)
-        _ = try BackupStatements.sampleSealedTokens(keyID: "k1", limit: 3, on: connection)
+        _ = try BackupStatements.sealedToken(keyID: "k1", at: 0, on: connection)
         _ = try BackupStatements.writesBinaryLog(on: connection)
         _ = try BackupStatements.serverVersion(on: connection)
         _ = try BackupStatements.rowCounts(on: connection)
