@@ -2,17 +2,24 @@
 # starting and stopping MariaDB, siwa and nginx. Sourced, not executed.
 
 SIWA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SIWA_APT_PACKAGES=(libfcgi-dev libssl-dev libmariadb-dev libcurl4-openssl-dev pkg-config
-    mariadb-server galera-4 rsync iproute2 nginx openssl curl ca-certificates wrk gcc chromium python3-venv nodejs php-cli)
+# The Debian packages a build needs besides the Swift toolchain (the C libraries' headers), and those
+# the tests, the local stack and the benchmarks need too (servers, a browser, the tools of the
+# checks): scripts/package installs the first alone, scripts/run, test, bench and fuzz both.
+SIWA_BUILD_PACKAGES=(libfcgi-dev libssl-dev libmariadb-dev libcurl4-openssl-dev pkg-config gcc)
+SIWA_TEST_PACKAGES=(mariadb-server galera-4 rsync iproute2 nginx openssl curl ca-certificates wrk chromium python3-venv
+    nodejs php-cli)
+SIWA_APT_PACKAGES=("${SIWA_BUILD_PACKAGES[@]}" "${SIWA_TEST_PACKAGES[@]}")
 [ -d /opt/swift/usr/bin ] && PATH=/opt/swift/usr/bin:$PATH
 
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# Installs the Debian packages that are missing (needs root).
+# Installs the Debian packages that are missing (needs root): install_packages [PACKAGE...], by
+# default SIWA_APT_PACKAGES.
 install_packages() {
-    local missing=()
-    for package in "${SIWA_APT_PACKAGES[@]}"; do
+    local missing=() wanted=("$@")
+    [ $# -gt 0 ] || wanted=("${SIWA_APT_PACKAGES[@]}")
+    for package in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
