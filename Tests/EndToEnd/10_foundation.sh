@@ -108,5 +108,7 @@ request GET /health
 expect_status 200 "health is not rate limited"
 pass "/auth is rate limited with a JSON 429 ($limited of 200 requests in a row limited); /health is not"
 
-"$E2E_BIN" --version | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$' || fail "siwa --version: $("$E2E_BIN" --version 2>&1)"
-pass "siwa --version prints $("$E2E_BIN" --version)"
+# Between releases the version is the next one's X.Y.Z~dev, never a released number (scripts/release).
+tree_version=$(bash "$SIWA_ROOT/scripts/release" --check 2>&1) || fail "the tree's version: $tree_version"
+[ "$("$E2E_BIN" --version)" = "$tree_version" ] || fail "siwa --version: $("$E2E_BIN" --version 2>&1), the tree's version $tree_version"
+pass "siwa --version prints $tree_version (scripts/release --check: the release's own commit, or a development version after the latest release)"
