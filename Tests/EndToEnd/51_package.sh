@@ -70,7 +70,7 @@ cleanup() {
     rm -f /etc/nginx/sites-enabled/siwa.conf /etc/nginx/sites-available/siwa.conf /etc/nginx/sites-available/siwa.conf.siwa-disabled
     if [ -n "$MADE_SYSTEMD_DIR" ]; then rmdir /run/systemd/system || true; fi
     rm -rf $SETUP_FILES
-    dpkg --purge siwa >/dev/null 2>&1 || true
+    dpkg --purge siwa siwa-appleid-emulator >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 db() { mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B siwa_package -e "$1"; }
@@ -221,7 +221,25 @@ for file in /lib/systemd/system/siwa.service /lib/systemd/system/siwa-jobs.servi
     /usr/share/man/man1/siwa.1.gz; do
     [ -f "$file" ] || fail "the package lacks $file"
 done
-zcat /usr/share/man/man1/siwa.1.gz | grep -q -- "domain-association" || fail "siwa(1) lacks setup's --domain-association"
+zcat /usr/share/man/man1/siwa.1.gz | grep -qF -- 'domain\-association' || fail "siwa(1) lacks setup's --domain-association"
+# `man siwa` as an operator reads it: every section, no formatting warning, --version said once (not
+# once per command), and every key of docs/CONFIGURATION.md's table under ENVIRONMENT.
+MANUAL=$(MANWIDTH=100 LC_ALL=C.UTF-8 man --warnings -P cat siwa 2>"$E2E_TMP/man.log") || fail "man siwa: $(cat "$E2E_TMP/man.log")"
+[ ! -s "$E2E_TMP/man.log" ] || fail "man siwa warns: $(cat "$E2E_TMP/man.log")"
+for section in NAME SYNOPSIS DESCRIPTION OPTIONS COMMANDS EXAMPLES ENVIRONMENT FILES "EXIT STATUS" "SEE ALSO"; do
+    grep -qx "$section" <<<"$MANUAL" || fail "man siwa has no $section section"
+done
+[ "$(grep -c -- '--version' <<<"$MANUAL")" -le 2 ] || fail "man siwa repeats --version: $(grep -c -- '--version' <<<"$MANUAL") times"
+grep -q "^   siwa admin export$" <<<"$MANUAL" && grep -q "^           siwa admin export 42 -o user-42.json$" <<<"$MANUAL" \
+    || fail "man siwa lacks the command siwa admin export or its example"
+MANUAL_ENVIRONMENT=$(sed -n '/^ENVIRONMENT$/,/^FILES$/p' <<<"$MANUAL")
+keys=0
+for key in $(sed -n 's/^| `\(SIWA_[A-Z0-9_]*\)` |.*/\1/p' "$SIWA_ROOT/docs/CONFIGURATION.md"); do
+    grep -qx "       $key" <<<"$MANUAL_ENVIRONMENT" || fail "man siwa's ENVIRONMENT lacks $key of docs/CONFIGURATION.md"
+    keys=$((keys + 1))
+done
+[ "$keys" -gt 50 ] && [ "$(grep -c '^       SIWA_' <<<"$MANUAL_ENVIRONMENT")" = "$keys" ] \
+    || fail "man siwa's ENVIRONMENT has $(grep -c '^       SIWA_' <<<"$MANUAL_ENVIRONMENT") keys, docs/CONFIGURATION.md $keys"
 grep -q '^ExecStart=/usr/bin/siwa serve$' /lib/systemd/system/siwa.service || fail "siwa.service does not run /usr/bin/siwa serve"
 for key in $(python3 - "$E2E_BIN" <<'PY'
 import subprocess, sys
@@ -236,7 +254,7 @@ grep -q ": kept" <<<"$again" && ! grep -q ": written\|: copied\|key .* written\|
 bad=$(siwa_with_env /usr/bin/siwa /dev/null setup --public-url http://x --team-id short --key-id KEYID00001 \
     --p8 /etc/hostname --bundle-ids com.example.siwa --domain-association /nonexistent </dev/null 2>&1) && fail "siwa setup accepted bad values"
 for option in --team-id --p8 --public-url --domain-association; do grep -q -- "$option" <<<"$bad" || fail "the refusal lacks $option: $bad"; done
-pass "siwa $VERSION: no Swift library (ldd), runs without the toolchain, /etc/siwa root:siwa 0750, units, the manual page, every key in siwa.env.example; setup again keeps everything, bad values are named"
+pass "siwa $VERSION: no Swift library (ldd), runs without the toolchain, /etc/siwa root:siwa 0750, units, man siwa with its sections and the $keys keys of CONFIGURATION.md, every key in siwa.env.example; setup again keeps everything, bad values are named"
 
 curl_walkthrough "$E2E_TMP/walkthrough.sh"
 [ "$(curl -ks -H 'Accept: text/html' -o /dev/null -w '%{http_code} %{content_type}' "$SITE_URL/no-such-page")" = "404 text/html" ] \
@@ -282,10 +300,61 @@ nginx -t -q 2>"$E2E_TMP/nginx-t.log" || fail "nginx -t after dpkg -r: $(cat "$E2
 grep -q "disabled the nginx configuration .*sites-enabled/siwa.conf" "$E2E_TMP/dpkg.log" || fail "dpkg -r did not say it disabled the site"
 [ "$(db 'SELECT COUNT(*) FROM users')" = "$USERS_BEFORE" ] || fail "dpkg -r changed the database"
 [ -f /etc/siwa/siwa.env ] && [ -f /etc/siwa/apple-developer-domain-association.txt ] || fail "dpkg -r removed the configuration"
+# It says what stays of the database, and how to drop it (run at the end, as printed).
+DROP_DATABASE=$(sed -n "s/^siwa: the database siwa_package and its MariaDB account 'siwa_package'@'localhost' stay; to drop them: //p" "$E2E_TMP/dpkg.log")
+[ -n "$DROP_DATABASE" ] || fail "dpkg -r did not say that the database and its account stay: $(cat "$E2E_TMP/dpkg.log")"
 rm -rf $SETUP_FILES
 dpkg --purge siwa >"$E2E_TMP/dpkg.log" 2>&1 || fail "dpkg --purge: $(cat "$E2E_TMP/dpkg.log")"
 nginx -t -q 2>"$E2E_TMP/nginx-t.log" || fail "nginx -t after dpkg --purge: $(cat "$E2E_TMP/nginx-t.log")"
 [ ! -e /etc/siwa ] && [ ! -e /var/lib/siwa ] && [ ! -e /usr/bin/siwa ] || fail "purging left /etc/siwa, /var/lib/siwa or /usr/bin/siwa"
 getent passwd siwa >/dev/null && fail "purging left the siwa user"
 [ "$(db 'SELECT COUNT(*) FROM users')" = "$USERS_BEFORE" ] || fail "the purge touched the database"
-pass "dpkg -r stops the units and disables the site (nginx -t passes, the database and /etc/siwa stay); dpkg --purge removes the rest (nginx -t passes, the database stays)"
+grep -q "^siwa: the database .* stay; to drop them: mariadb -e" "$E2E_TMP/dpkg.log" || fail "dpkg --purge did not say what stays: $(cat "$E2E_TMP/dpkg.log")"
+# The statements dpkg -r printed, run as printed (mariadb as root, on the test's server).
+out=$(bash -c "mariadb() { command mariadb --no-defaults --socket='$E2E_TMP/db/mysql.sock' -uroot \"\$@\"; }; $DROP_DATABASE" 2>&1) \
+    || fail "the statements dpkg -r printed: $DROP_DATABASE: $out"
+[ -z "$(mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot -N -B -e "SHOW DATABASES LIKE 'siwa\_package'; SELECT user FROM mysql.user WHERE user = 'siwa_package'")" ] \
+    || fail "the database or its account is left after the printed statements"
+pass "dpkg -r stops the units and disables the site (nginx -t passes, the database and /etc/siwa stay, and it says how to drop the database and its account); dpkg --purge removes the rest (nginx -t passes, the database stays); the printed statements drop both"
+
+# A fresh install of this package on a host without siwa: its home exists before the user, so adduser
+# warns of nothing; it says what to run next; purging it leaves nothing.
+dpkg -i "$DEB" >"$E2E_TMP/dpkg.log" 2>&1 || fail "a fresh dpkg -i: $(cat "$E2E_TMP/dpkg.log")"
+grep -qi "warn\|can't be accessed" "$E2E_TMP/dpkg.log" && fail "a fresh install warns: $(cat "$E2E_TMP/dpkg.log")"
+grep -q "next, run 'siwa setup'" "$E2E_TMP/dpkg.log" || fail "a fresh install did not say what to run next: $(cat "$E2E_TMP/dpkg.log")"
+[ "$(stat -c '%U:%G %a' /var/lib/siwa)" = "siwa:siwa 750" ] && [ "$(getent passwd siwa | cut -d: -f6)" = /var/lib/siwa ] \
+    || fail "a fresh install's home: $(stat -c '%U:%G %a' /var/lib/siwa), $(getent passwd siwa)"
+dpkg --purge siwa >"$E2E_TMP/dpkg.log" 2>&1 || fail "purging the fresh install: $(cat "$E2E_TMP/dpkg.log")"
+[ ! -e /etc/siwa ] && [ ! -e /var/lib/siwa ] && ! getent passwd siwa >/dev/null || fail "purging the fresh install left something"
+pass "a fresh dpkg -i of $VERSION: no warning (the home /var/lib/siwa before the user), the next step said; purging it leaves nothing"
+
+# The Apple ID emulator's package, as docs/EMULATOR.md ("Getting it") installs it: its binary runs
+# without the toolchain, its unit runs the command of "Starting it" for EMULATOR=/var/lib/appleid-emulator
+# as www-data (21_apple_emulator runs that page's steps themselves), its manual page; purging it
+# leaves nothing.
+EMULATOR_DEB=$(dirname "$DEB")/siwa-appleid-emulator_${VERSION}_amd64.deb
+[ -f "$EMULATOR_DEB" ] || fail "scripts/package built no $(basename "$EMULATOR_DEB") next to $(basename "$DEB")"
+grep -qF "apt install ./$(basename "$EMULATOR_DEB")" "$SIWA_ROOT/docs/EMULATOR.md" || fail "docs/EMULATOR.md does not install $(basename "$EMULATOR_DEB")"
+dpkg -i "$EMULATOR_DEB" >"$E2E_TMP/dpkg.log" 2>&1 || fail "dpkg -i of the emulator's package: $(cat "$E2E_TMP/dpkg.log")"
+ldd /usr/bin/appleid-emulator | grep -i swift && fail "the packaged emulator links a Swift library"
+install -d -m 0700 "$E2E_TMP/emulator-key"
+out=$(env -i PATH=/usr/bin:/bin appleid-emulator make-key --key-id KEYID00001 --dir "$E2E_TMP/emulator-key" 2>&1) \
+    && head -1 "$E2E_TMP/emulator-key/AuthKey_KEYID00001.p8" | grep -q "BEGIN PRIVATE KEY" || fail "the packaged appleid-emulator make-key: $out"
+documented=$(python3 - "$SIWA_ROOT/docs/EMULATOR.md" <<'PY'
+import re, sys
+section = open(sys.argv[1]).read().split("## Running it outside scripts/run", 1)[1]
+blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+directory = re.search(r'^EMULATOR=(\S+)', blocks[0], re.M).group(1)
+command = blocks[1].strip().replace('"$EMULATOR', directory).replace('"', "")
+print(command.split(" -- ", 1)[1])
+PY
+)
+unit=/lib/systemd/system/appleid-emulator.service
+[ "ExecStart=/usr/bin/$documented" = "$(grep '^ExecStart=' "$unit")" ] && grep -qx 'User=www-data' "$unit" \
+    || fail "the emulator's unit does not run the documented command ($documented) as www-data: $(grep '^ExecStart=\|^User=' "$unit")"
+EMULATOR_MANUAL=$(MANWIDTH=100 man --warnings -P cat appleid-emulator 2>&1) || fail "man appleid-emulator: $EMULATOR_MANUAL"
+grep -qx COMMANDS <<<"$EMULATOR_MANUAL" && grep -q "^   appleid-emulator make-key$" <<<"$EMULATOR_MANUAL" && ! grep -q warning <<<"$EMULATOR_MANUAL" \
+    || fail "man appleid-emulator: $EMULATOR_MANUAL"
+dpkg --purge siwa-appleid-emulator >"$E2E_TMP/dpkg.log" 2>&1 || fail "purging the emulator's package: $(cat "$E2E_TMP/dpkg.log")"
+[ ! -e /usr/bin/appleid-emulator ] && [ ! -e "$unit" ] || fail "purging the emulator's package left its files"
+pass "$(basename "$EMULATOR_DEB"): appleid-emulator runs without the toolchain (make-key), its unit runs EMULATOR.md's command ($documented) as www-data, man appleid-emulator; purged, nothing is left"
