@@ -176,7 +176,7 @@ OLD_PIDS="$(cat "$UNITS_STATE/siwa.pid") $(cat "$UNITS_STATE/siwa-jobs.pid")"
 : >"$UNITS_STATE/calls"
 with_units dpkg -i "$DEB" >"$E2E_TMP/dpkg.log" 2>&1 || fail "dpkg -i of the new package over the old: $(cat "$E2E_TMP/dpkg.log")"
 VERSION=$(env -i PATH=/usr/bin:/bin /usr/bin/siwa --version) || fail "the installed siwa does not run without the toolchain"
-[ "$VERSION" != "$OLD_VERSION" ] || fail "the upgrade installed the same version $VERSION"
+dpkg --compare-versions "$VERSION" gt "$OLD_VERSION" || fail "the upgrade installed $VERSION, which dpkg does not order after $OLD_VERSION"
 [ "$(cat "$UNITS_STATE/calls")" = "$(printf 'try-restart siwa\ntry-restart siwa-jobs\ntry-reload-or-restart nginx')" ] \
     || fail "the maintainer scripts' calls: $(cat "$UNITS_STATE/calls")"
 for unit in siwa siwa-jobs; do
