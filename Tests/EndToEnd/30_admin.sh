@@ -4,7 +4,8 @@
 # disable (their access token gets 401 at /auth/me and /sync at once, a new sign-in 403
 # user_disabled) and enable (sign-in works again); end one session; the user's own export and the
 # operator's, holding none of the test's tokens, codes or nonces; the audit log naming the
-# operator; delete.
+# operator for every read and change (find, show, export among them), also from a root shell
+# without sudo or a login session; a user named by id, Apple sub or email; delete.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -23,12 +24,14 @@ for query in "$email" "$USER_ID" "$SUB"; do
     [ "$(json 0.id <<<"$found")" = "$USER_ID" ] || fail "siwa admin find $query: $found"
 done
 siwa admin find nobody@example.com | grep -q "no user matches" || fail "siwa admin find of nobody"
-shown=$(siwa admin show "$USER_ID")
+out=$(siwa admin show nobody@example.com 2>&1) && fail "siwa admin show of nobody succeeded: $out"
+grep -q "no user nobody@example.com" <<<"$out" || fail "siwa admin show of nobody: $out"
+shown=$(siwa admin show "$SUB")
 grep -q "real user: likely real" <<<"$shown" && grep -q "synced: 1 lesson(s)" <<<"$shown" && grep -q "sessions: 1 active" <<<"$shown" \
     || fail "siwa admin show: $shown"
-pass "siwa admin find by email, id and sub; show has Apple's real-user signal (likely real), the session and the synced lesson"
+pass "siwa admin find by email, id and sub; show (by sub; nobody: exit 1) has Apple's real-user signal (likely real), the session and the synced lesson"
 
-siwa admin disable "$USER_ID" --reason "e2e check" | grep -q "disabled user $USER_ID; 1 session(s) ended" || fail "siwa admin disable"
+siwa admin disable "$email" --reason "e2e check" | grep -q "disabled user $USER_ID; 1 session(s) ended" || fail "siwa admin disable"
 request GET /auth/me -H "$(bearer "$ACCESS")"
 expect_status 401 "a disabled user's access token at /auth/me"
 request POST /sync -H "$(bearer "$ACCESS")" -H 'Content-Type: application/json' -d '{"cursor":null}'
@@ -51,7 +54,14 @@ expect_status 200 "the user's export"
 expect_header 'content-disposition: attachment; filename="account-' "the export's download name"
 [ "$(json user.id <<<"$BODY")" = "$USER_ID" ] && [ "$(json sync.progress.0.lessonId <<<"$BODY")" = l1 ] || fail "the export: $BODY"
 own=$BODY
-siwa admin export "$USER_ID" -o "$E2E_TMP/admin_export.json" >/dev/null
+# From a root shell (or whoever runs the check) with neither sudo's SUDO_USER nor a login session
+# of another user: the operator is the account itself.
+operator=$(id -un)
+login=$(cat /proc/self/loginuid 2>/dev/null || echo 4294967295)
+if [ "$login" != 4294967295 ] && [ "$(id -nu "$login")" != "$operator" ]; then operator="$(id -nu "$login") (as $operator)"; fi
+(unset SUDO_USER && siwa admin export "$SUB" -o "$E2E_TMP/admin_export.json" >/dev/null) || fail "siwa admin export by sub"
+siwa admin audit --user "$email" --limit 5 | grep "admin_export" | grep -qF "{\"operator\":\"$operator\"}" \
+    || fail "siwa admin audit --user after the export does not show it naming $operator: $(siwa admin audit --user "$USER_ID" --limit 5)"
 [ "$(stat -c %a "$E2E_TMP/admin_export.json")" = 600 ] || fail "the operator's export file is not 0600"
 tail -n "+$first_secret" "$SECRETS" | grep -v -e '@' -e '^$' >"$E2E_TMP/admin_secrets"
 for export in "$own" "$(cat "$E2E_TMP/admin_export.json")"; do
@@ -65,14 +75,13 @@ siwa admin revoke-session "$session" | grep -q "revoked session $session" || fai
 request GET /auth/me -H "$(bearer "$ACCESS")"
 expect_status 401 "the access token of a session an operator ended"
 audit=$(siwa admin audit --user "$USER_ID" --limit 20 --json)
-operator=$(id -un)
-for action in admin_disable admin_enable admin_revoke_session; do
+for action in admin_find admin_show admin_disable admin_enable admin_export admin_revoke_session; do
     grep "\"type\":\"$action\"" <<<"$audit" | grep -q "\"operator\": *\"$operator" || fail "no $action naming $operator: $audit"
 done
 siwa admin delete "$USER_ID" | grep -q "deleted user $USER_ID" || fail "siwa admin delete"
 siwa admin show "$USER_ID" 2>/dev/null && fail "siwa admin show of a deleted user succeeded"
 siwa admin audit --limit 50 --json | grep "\"type\":\"admin_delete\"" | grep -q "\"userId\":\"$USER_ID\"" || fail "no admin_delete in the log"
-pass "siwa admin revoke-session ends it at once; audit shows disable, enable and revoke-session naming $operator; delete, then show exits 1"
+pass "siwa admin revoke-session ends it at once; audit shows find, show, disable, enable, export (by sub, without SUDO_USER) and revoke-session naming $operator; delete, then show exits 1"
 
 # One fact, one time: 50 new people's creation times, and their sessions', are the same value in
 # every answer that gives them (the export in milliseconds, the others in seconds rounded down).
