@@ -140,6 +140,9 @@ report=$(clean_env bash -c 'set -a; . "$0"; set +a; exec siwa doctor' "$ANY/etc/
 for line in "^ok    apple keys:" "^ok    client secret: com.example.app: accepted" "^ok    client secret: com.example.app.web: accepted" "^ok    clock:"; do
     grep -q "$line" <<<"$report" || fail "siwa doctor against the documented emulator lacks '$line': $report"
 done
+# Nothing answers at the public URL here: the fix names certbot, and --public-ca-file for a private CA.
+grep -A1 "^FAIL  public URL:" <<<"$report" | grep -q "fix: .*certbot.*private or self-signed CA, siwa doctor --public-ca-file CA.pem" \
+    || fail "siwa doctor's public URL fix does not name --public-ca-file: $report"
 grep -q "^ok    database connections: siwa serve 13[0-9], siwa jobs [0-9]*, commands 2: 1[0-9][0-9] of MariaDB's max_connections" <<<"$report" \
     || fail "siwa doctor's connections at the default 64 threads: $report"
 # 300 threads on one host, or the default on four, need more than the test server's max_connections (500).
@@ -149,4 +152,32 @@ for run in "SIWA_WORKER_THREADS=300 siwa doctor" "siwa doctor --hosts 4"; do
     grep -q "^FAIL  database connections: .*max_connections" <<<"$report" && grep -q "fix: raise max_connections in MariaDB's configuration to at least" <<<"$report" \
         || fail "siwa doctor's failed connections check ($run) with its fix: $report"
 done
+# Apple's domain-association file added to the host set up above, by --domain-association alone:
+# nothing else is asked for or changed, and the closing line says what to restart; again with a
+# new file it is replaced, with the same file nothing changes, and a bad one is refused.
+setup_files() { find "$ANY/etc" -type f ! -name siwa.env ! -name apple-developer-domain-association.txt -exec md5sum {} + | sort; }
+FILES_BEFORE=$(setup_files) ENV_BEFORE=$(cat "$ANY/etc/siwa.env")
+domain_setup() { clean_env siwa setup --config-dir "$ANY/etc" --service-user root --domain-association "$1" </dev/null 2>&1; }
+echo "first-domain-association $RANDOM" >"$ANY/domain-1.txt"
+echo "second-domain-association $RANDOM" >"$ANY/domain-2.txt"
+out=$(domain_setup "$ANY/domain-1.txt") || fail "siwa setup --domain-association alone: $out"
+grep -q "apple-developer-domain-association.txt: copied from $ANY/domain-1.txt" <<<"$out" \
+    && grep -q "SIWA_DOMAIN_ASSOCIATION_FILE added" <<<"$out" && grep -q "^Then: systemctl restart siwa " <<<"$out" \
+    || fail "siwa setup --domain-association alone said: $out"
+cmp -s "$ANY/domain-1.txt" "$ANY/etc/apple-developer-domain-association.txt" || fail "the domain file was not copied"
+[ "$(cat "$ANY/etc/siwa.env")" = "$ENV_BEFORE"$'\n'"SIWA_DOMAIN_ASSOCIATION_FILE=$ANY/etc/apple-developer-domain-association.txt" ] \
+    || fail "siwa.env after --domain-association: $(cat "$ANY/etc/siwa.env")"
+out=$(domain_setup "$ANY/domain-2.txt") || fail "siwa setup --domain-association with a new file: $out"
+cmp -s "$ANY/domain-2.txt" "$ANY/etc/apple-developer-domain-association.txt" && grep -q "^Then: systemctl restart siwa " <<<"$out" \
+    || fail "the new domain file did not replace the old: $out"
+out=$(domain_setup "$ANY/domain-2.txt") || fail "siwa setup --domain-association again: $out"
+grep -q "^Nothing changed" <<<"$out" || fail "the same domain file again: $out"
+: >"$ANY/domain-empty.txt"
+out=$(domain_setup "$ANY/domain-empty.txt") && fail "an empty domain file was accepted: $out"
+grep -q "refused, nothing written" <<<"$out" && cmp -s "$ANY/domain-2.txt" "$ANY/etc/apple-developer-domain-association.txt" \
+    || fail "the empty domain file's refusal: $out"
+[ "$(setup_files)" = "$FILES_BEFORE" ] && [ "$(grep -c . "$ANY/etc/siwa.env")" = "$(($(grep -c . <<<"$ENV_BEFORE") + 1))" ] \
+    || fail "siwa setup --domain-association changed other files"
+pass "siwa setup --domain-association alone on a set-up host: adds the file and its key (then: restart siwa), replaces it with a new one, keeps it when the same, refuses an empty one; nothing else changes; doctor's public URL fix names --public-ca-file"
+
 pass "docs/EMULATOR.md outside scripts/run, as written: make-key wrote AuthKey_KEYID00001.p8, the documented site serves the emulator (as www-data) over TLS verified by its certificate, siwa setup's documented options point siwa at it and doctor's Apple checks pass; doctor fails the database connections past max_connections (300 threads, or four hosts) and says the fix"
