@@ -54,7 +54,14 @@ struct Setup: ParsableCommand {
         }
         var values = self
         try values.askForMissing()
-        let problems = values.shapeProblems()
+        var problems = values.shapeProblems()
+        // As given (before any answer on a terminal): --domain-association and nothing else.
+        let onlyDomainAssociation = [publicURL, teamID, keyID, p8, bundleIDs, servicesID].allSatisfy { $0 == nil }
+        if domainAssociation != nil, onlyDomainAssociation, !FileManager.default.fileExists(atPath: configDir + "/siwa.env") {
+            problems.append(
+                "--domain-association alone adds the file to a host set up already; \(configDir)/siwa.env does not exist: "
+                    + "give the other values too")
+        }
         guard problems.isEmpty else {
             throw ValidationError("refused, nothing written:\n" + problems.map { "  - \($0)" }.joined(separator: "\n"))
         }
