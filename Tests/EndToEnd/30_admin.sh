@@ -83,6 +83,42 @@ siwa admin show "$USER_ID" 2>/dev/null && fail "siwa admin show of a deleted use
 siwa admin audit --limit 50 --json | grep "\"type\":\"admin_delete\"" | grep -q "\"userId\":\"$USER_ID\"" || fail "no admin_delete in the log"
 pass "siwa admin revoke-session ends it at once; audit shows find, show, disable, enable, export (by sub, without SUDO_USER) and revoke-session naming $operator; delete, then show exits 1"
 
+# `sudo siwa admin` as on an installed host, without installing anything: as root with nothing of
+# siwa's in the environment, siwa reads /etc/siwa/siwa.env and gives up root for the siwa user's
+# rights (OperatorEnvironment), here in a mount namespace of its own whose /etc is a copy holding a
+# siwa user and the /etc/siwa that `siwa setup` writes (a database of its own on the stack's MariaDB).
+# The audit events name the operator as the command was started (the sudo user; root from a root
+# shell without sudo), never the siwa user it then runs as.
+if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+    NS=$E2E_TMP/admin-ns
+    rm -rf "$NS" && mkdir -p "$NS" && cp -a /etc "$NS/etc" && rm -rf "$NS/etc/siwa"
+    grep -q '^siwa:' "$NS/etc/passwd" || {
+        echo 'siwa:x:64998:64998:siwa:/nonexistent:/usr/sbin/nologin' >>"$NS/etc/passwd"
+        echo 'siwa:x:64998:' >>"$NS/etc/group"
+    }
+    install -d -o root -g "$(awk -F: '$1 == "siwa" { print $4 }' "$NS/etc/passwd")" -m 0750 "$NS/etc/siwa"
+    chmod o+x "$E2E_TMP/db"
+    in_ns() { unshare -m bash -c 'mount --bind "$0" /etc && exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"' "$NS/etc" "$@"; }
+    out=$(in_ns "$E2E_BIN" setup --public-url https://localhost:9 --team-id "$(sed -n 's/^SIWA_APPLE_TEAM_ID=//p' "$E2E_ENV")" \
+        --key-id "$(sed -n 's/^SIWA_APPLE_KEY_ID=//p' "$E2E_ENV")" --p8 "$(sed -n 's/^SIWA_APPLE_PRIVATE_KEY_FILE=//p' "$E2E_ENV")" \
+        --bundle-ids com.example.siwa --db-socket "$E2E_TMP/db/mysql.sock" --db-name siwa_admin_ns --db-user siwa_admin_ns \
+        --db-admin-socket "$E2E_TMP/db/mysql.sock" --migrations-dir "$(dirname "$0")/../../sql" --socket-path "$NS/siwa.sock" </dev/null 2>&1) \
+        || fail "siwa setup in the namespace: $out"
+    mariadb --no-defaults --socket="$E2E_TMP/db/mysql.sock" -uroot siwa_admin_ns -e "INSERT INTO users (id) VALUES (7);
+        INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (7, 'root.shell@example.com', 0, 1)"
+    root_operator=root
+    if [ "$login" != 4294967295 ] && [ "$(id -nu "$login")" != root ]; then root_operator="$(id -nu "$login") (as root)"; fi
+    in_ns "$E2E_BIN" admin export root.shell@example.com >/dev/null || fail "siwa admin export from a root shell"
+    in_ns SUDO_USER=alice "$E2E_BIN" admin show 7 >/dev/null || fail "sudo siwa admin show"
+    audit=$(in_ns "$E2E_BIN" admin audit --user root.shell@example.com --limit 5 2>&1) || fail "siwa admin audit from a root shell: $audit"
+    grep "admin_export" <<<"$audit" | grep -qF "{\"operator\":\"$root_operator\"}" \
+        && grep "admin_show" <<<"$audit" | grep -qF '{"operator":"alice (as root)"}' \
+        || fail "the audit events of a root shell's export and sudo's show: $audit"
+    pass "siwa admin run as root reads /etc/siwa/siwa.env and runs as siwa (in a mount namespace with a copy of /etc): the export from a root shell without sudo is recorded naming $root_operator, sudo's show naming alice (as root), never siwa"
+else
+    echo "  skipped: siwa admin as root on an installed host needs root and unshare"
+fi
+
 # One fact, one time: 50 new people's creation times, and their sessions', are the same value in
 # every answer that gives them (the export in milliseconds, the others in seconds rounded down).
 out=$(python3 "$(dirname "$0")/one_time.py" 50 2>&1) || fail "times that differ: $out"
