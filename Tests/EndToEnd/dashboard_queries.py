@@ -1,0 +1,92 @@
+"""The shipped Grafana dashboard against a real Prometheus (33_metrics.sh).
+
+  dashboard_queries.py wait PROMETHEUS_URL SINCE JOB   waits (polling the HTTP API, up to 60 s)
+      until Prometheus scraped JOB's target successfully twice after the Unix time SINCE, so that
+      every counter the traffic before SINCE moved or created has two samples to rate.
+  dashboard_queries.py check PROMETHEUS_URL DASHBOARD.json JOB   runs every panel's query, and
+      the template variables' label queries, through the HTTP API, with Grafana's variables
+      substituted ($datasource, $job, $instance as "All", $__rate_interval); prints each query's
+      series count and exits 1 when one errors or returns nothing.
+"""
+import json
+import re
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+
+def api(base, path, **params):
+    url = f"{base}/api/v1/{path}?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as error:  # Prometheus answers a bad query 400 with a JSON error
+        return json.load(error)
+
+
+def wait(base, since, job):
+    deadline = time.monotonic() + 60
+    while True:
+        answer = api(base, "query", query=f'up{{job="{job}"}}[30s]')
+        samples = [(float(t), v) for series in answer.get("data", {}).get("result", []) for t, v in series["values"]]
+        after = [v for t, v in samples if t > since]
+        if len(after) >= 2 and all(v == "1" for v in after):
+            return 0
+        if [v for v in after if v != "1"]:
+            print(f"a scrape of {job} failed: up = {after}", file=sys.stderr)
+            return 1
+        if time.monotonic() > deadline:
+            print(f"no two scrapes of {job} after {since} within 60 s: {samples}", file=sys.stderr)
+            return 1
+        time.sleep(0.2)  # polling Prometheus' API for the state waited for, not a guess of the time
+
+
+def substitute(expr, job):
+    # Grafana's variables as a dashboard open on this job would have them: every instance ("All"
+    # is the variable's allValue), and a rate window that covers the scrapes since Prometheus started.
+    values = {"job": job, "instance": ".+", "__rate_interval": "1m", "__interval": "1s", "__range": "1m"}
+    expr = re.sub(r"\$\{(\w+)(?::\w+)?\}", lambda m: values.get(m.group(1), m.group(0)), expr)
+    expr = re.sub(r"\$(\w+)", lambda m: values.get(m.group(1), m.group(0)), expr)
+    if "$" in expr:
+        raise ValueError(f"a variable left in {expr}")
+    return expr
+
+
+def check(base, path, job):
+    dashboard = json.load(open(path))
+    failures, count = [], 0
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] != "query":
+            continue
+        query = substitute(variable["query"]["query"], job)
+        match = re.fullmatch(r"label_values\((.+), *(\w+)\)", query)
+        answer = api(base, f"label/{match.group(2)}/values", **{"match[]": match.group(1)})
+        count += 1
+        values = answer.get("data") or []
+        print(f"{len(values):3d} values  ${variable['name']}: {query}")
+        if answer.get("status") != "success" or not values:
+            failures.append(f"variable ${variable['name']} ({query}): {answer.get('error', 'no values')}")
+    panels = [p for p in dashboard["panels"] if p["type"] != "row"]
+    for panel in panels:
+        for target in panel.get("targets", []):
+            query = substitute(target["expr"], job)
+            answer = api(base, "query", query=query)
+            result = answer.get("data", {}).get("result", [])
+            count += 1
+            print(f"{len(result):3d} series  {panel['title']} [{target['refId']}]: {query}")
+            if answer.get("status") != "success":
+                failures.append(f"{panel['title']} [{target['refId']}]: {answer.get('error')}: {query}")
+            elif not result:
+                failures.append(f"{panel['title']} [{target['refId']}] returned nothing: {query}")
+    for failure in failures:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    print(f"{count - len(failures)} of {count} queries of {len(panels)} panels returned data")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    command, base = sys.argv[1], sys.argv[2].rstrip("/")
+    if command == "wait":
+        sys.exit(wait(base, float(sys.argv[3]), sys.argv[4]))
+    sys.exit(check(base, sys.argv[3], sys.argv[4]))
