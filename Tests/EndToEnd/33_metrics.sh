@@ -183,11 +183,11 @@ expect_status 204 "A signs out"
 request POST /sync -H "$(bearer "$A_ACCESS")" -H 'Content-Type: application/json' -d '{"cursor":null,"progress":[],"achievements":[]}'
 expect_status 401 "a sync of the ended session"
 scrape "$DIR/dashboard"
-# Two successful scrapes after the traffic (polling Prometheus' API, up to 60 s): every series it
-# made has two samples to rate.
+# Two successful scrapes in a row after the traffic (polling Prometheus' API, up to 60 s): every
+# series it made has two samples to rate. The queries run at the last one's time.
 QUERIES="python3 $(dirname "$0")/dashboard_queries.py"
-$QUERIES wait "$PROM_URL" "$(date +%s.%N)" siwa || { cat "$PROM/log" >&2; fail "Prometheus did not scrape the stack (above)"; }
+AT=$($QUERIES wait "$PROM_URL" "$(date +%s.%N)" siwa) || { cat "$PROM/log" >&2; fail "Prometheus did not scrape the stack (above)"; }
 DASHBOARD=${E2E_DASHBOARD:-$SIWA_ROOT/deploy/monitoring/siwa-dashboard.json}
-$QUERIES check "$PROM_URL" "$DASHBOARD" siwa >"$DIR/dashboard-queries" || { cat "$DIR/dashboard-queries" >&2; fail "a query of the dashboard returned nothing or an error (above)"; }
+$QUERIES check "$PROM_URL" "$DASHBOARD" siwa "$AT" >"$DIR/dashboard-queries" || { cat "$DIR/dashboard-queries" >&2; fail "a query of the dashboard returned nothing or an error (above)"; }
 pass "the dashboard through Debian's Prometheus scraping every second: $(tail -1 "$DIR/dashboard-queries") ($((SECONDS - DASHBOARD_START)) s for this part)"
 stop_prometheus

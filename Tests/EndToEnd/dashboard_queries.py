@@ -1,12 +1,14 @@
 """The shipped Grafana dashboard against a real Prometheus (33_metrics.sh).
 
   dashboard_queries.py wait PROMETHEUS_URL SINCE JOB   waits (polling the HTTP API, up to 60 s)
-      until Prometheus scraped JOB's target successfully twice after the Unix time SINCE, so that
-      every counter the traffic before SINCE moved or created has two samples to rate.
-  dashboard_queries.py check PROMETHEUS_URL DASHBOARD.json JOB   runs every panel's query, and
-      the template variables' label queries, through the HTTP API, with Grafana's variables
-      substituted ($datasource, $job, $instance as "All", $__rate_interval); prints each query's
-      series count and exits 1 when one errors or returns nothing.
+      until Prometheus' last two scrapes of JOB's target after the Unix time SINCE both succeeded,
+      so that every counter the traffic before SINCE moved or created has two samples to rate;
+      prints the time of the last one. (A scrape that timed out on a loaded machine is waited past.)
+  dashboard_queries.py check PROMETHEUS_URL DASHBOARD.json JOB TIME   runs every panel's query, and
+      the template variables' label queries, through the HTTP API at TIME (one snapshot: a scrape
+      failing meanwhile does not make the series stale under the queries), with Grafana's
+      variables substituted ($datasource, $job, $instance as "All", $__rate_interval); prints each
+      query's series count and exits 1 when one errors or returns nothing.
 """
 import json
 import re
@@ -30,14 +32,12 @@ def wait(base, since, job):
     while True:
         answer = api(base, "query", query=f'up{{job="{job}"}}[30s]')
         samples = [(float(t), v) for series in answer.get("data", {}).get("result", []) for t, v in series["values"]]
-        after = [v for t, v in samples if t > since]
-        if len(after) >= 2 and all(v == "1" for v in after):
+        after = [(t, v) for t, v in sorted(samples) if t > since]
+        if len(after) >= 2 and after[-1][1] == "1" and after[-2][1] == "1":
+            print(f"{after[-1][0]:.3f}")
             return 0
-        if [v for v in after if v != "1"]:
-            print(f"a scrape of {job} failed: up = {after}", file=sys.stderr)
-            return 1
         if time.monotonic() > deadline:
-            print(f"no two scrapes of {job} after {since} within 60 s: {samples}", file=sys.stderr)
+            print(f"no two successful scrapes of {job} in a row after {since} within 60 s: {samples}", file=sys.stderr)
             return 1
         time.sleep(0.2)  # polling Prometheus' API for the state waited for, not a guess of the time
 
@@ -53,7 +53,7 @@ def substitute(expr, job):
     return expr
 
 
-def check(base, path, job):
+def check(base, path, job, at):
     dashboard = json.load(open(path))
     failures, count = [], 0
     for variable in dashboard["templating"]["list"]:
@@ -61,7 +61,7 @@ def check(base, path, job):
             continue
         query = substitute(variable["query"]["query"], job)
         match = re.fullmatch(r"label_values\((.+), *(\w+)\)", query)
-        answer = api(base, f"label/{match.group(2)}/values", **{"match[]": match.group(1)})
+        answer = api(base, f"label/{match.group(2)}/values", **{"match[]": match.group(1), "start": at - 60, "end": at})
         count += 1
         values = answer.get("data") or []
         print(f"{len(values):3d} values  ${variable['name']}: {query}")
@@ -71,7 +71,7 @@ def check(base, path, job):
     for panel in panels:
         for target in panel.get("targets", []):
             query = substitute(target["expr"], job)
-            answer = api(base, "query", query=query)
+            answer = api(base, "query", query=query, time=at)
             result = answer.get("data", {}).get("result", [])
             count += 1
             print(f"{len(result):3d} series  {panel['title']} [{target['refId']}]: {query}")
@@ -89,4 +89,4 @@ if __name__ == "__main__":
     command, base = sys.argv[1], sys.argv[2].rstrip("/")
     if command == "wait":
         sys.exit(wait(base, float(sys.argv[3]), sys.argv[4]))
-    sys.exit(check(base, sys.argv[3], sys.argv[4]))
+    sys.exit(check(base, sys.argv[3], sys.argv[4], float(sys.argv[5])))
