@@ -14,6 +14,7 @@ import json
 import re
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -25,6 +26,8 @@ def api(base, path, **params):
             return json.load(response)
     except urllib.error.HTTPError as error:  # Prometheus answers a bad query 400 with a JSON error
         return json.load(error)
+    except urllib.error.URLError as error:  # not listening yet: the wait polls again
+        return {"status": "unreachable", "error": str(error.reason)}
 
 
 def wait(base, since, job):
@@ -59,7 +62,9 @@ def check(base, path, job, at):
     for variable in dashboard["templating"]["list"]:
         if variable["type"] != "query":
             continue
-        query = substitute(variable["query"]["query"], job)
+        # A string (every Grafana version reads it), or the object newer versions write.
+        query = variable["query"] if isinstance(variable["query"], str) else variable["query"]["query"]
+        query = substitute(query, job)
         match = re.fullmatch(r"label_values\((.+), *(\w+)\)", query)
         answer = api(base, f"label/{match.group(2)}/values", **{"match[]": match.group(1), "start": at - 60, "end": at})
         count += 1
