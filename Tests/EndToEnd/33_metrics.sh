@@ -9,7 +9,8 @@
 # loopback port, bounded in time); after the sequence and a little more (a 5xx, a refused sync, a
 # sync from the cache), every query of the shipped Grafana dashboard (deploy/monitoring), with its
 # variables substituted, returns data through Prometheus' HTTP API: a metric renamed on either side
-# fails it.
+# fails it; and the shipped alert rules, loaded by that Prometheus, evaluate without error, every
+# siwa metric they name having a series.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -34,6 +35,9 @@ cat >"$PROM/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $SIWA_ROOT/deploy/monitoring/siwa-alerts.yml
 scrape_configs:
   - job_name: siwa
     scheme: https
@@ -185,9 +189,10 @@ expect_status 401 "a sync of the ended session"
 scrape "$DIR/dashboard"
 # Two successful scrapes in a row after the traffic (polling Prometheus' API, up to 60 s): every
 # series it made has two samples to rate. The queries run at the last one's time.
-QUERIES="python3 $(dirname "$0")/dashboard_queries.py"
+QUERIES="python3 $(dirname "$0")/monitoring_check.py"
 AT=$($QUERIES wait "$PROM_URL" "$(date +%s.%N)" siwa) || { cat "$PROM/log" >&2; fail "Prometheus did not scrape the stack (above)"; }
 DASHBOARD=${E2E_DASHBOARD:-$SIWA_ROOT/deploy/monitoring/siwa-dashboard.json}
 $QUERIES check "$PROM_URL" "$DASHBOARD" siwa "$AT" >"$DIR/dashboard-queries" || { cat "$DIR/dashboard-queries" >&2; fail "a query of the dashboard returned nothing or an error (above)"; }
-pass "the dashboard through Debian's Prometheus scraping every second: $(tail -1 "$DIR/dashboard-queries") ($((SECONDS - DASHBOARD_START)) s for this part)"
+$QUERIES rules "$PROM_URL" "$SIWA_ROOT/deploy/monitoring/siwa-alerts.yml" siwa "$AT" >"$DIR/rules-check" || { cat "$DIR/rules-check" >&2; fail "the alert rules in Prometheus (above)"; }
+pass "the dashboard through Debian's Prometheus scraping every second: $(tail -1 "$DIR/dashboard-queries"); the alert rules: $(tail -1 "$DIR/rules-check") ($((SECONDS - DASHBOARD_START)) s for this part)"
 stop_prometheus

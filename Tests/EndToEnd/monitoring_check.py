@@ -1,14 +1,18 @@
-"""The shipped Grafana dashboard against a real Prometheus (33_metrics.sh).
+"""The shipped Grafana dashboard and alert rules against a real Prometheus (33_metrics.sh).
 
-  dashboard_queries.py wait PROMETHEUS_URL SINCE JOB   waits (polling the HTTP API, up to 60 s)
+  monitoring_check.py wait PROMETHEUS_URL SINCE JOB   waits (polling the HTTP API, up to 60 s)
       until Prometheus' last two scrapes of JOB's target after the Unix time SINCE both succeeded,
       so that every counter the traffic before SINCE moved or created has two samples to rate;
       prints the time of the last one. (A scrape that timed out on a loaded machine is waited past.)
-  dashboard_queries.py check PROMETHEUS_URL DASHBOARD.json JOB TIME   runs every panel's query, and
+  monitoring_check.py check PROMETHEUS_URL DASHBOARD.json JOB TIME   runs every panel's query, and
       the template variables' label queries, through the HTTP API at TIME (one snapshot: a scrape
       failing meanwhile does not make the series stale under the queries), with Grafana's
       variables substituted ($datasource, $job, $instance as "All", $__rate_interval); prints each
       query's series count and exits 1 when one errors or returns nothing.
+  monitoring_check.py rules PROMETHEUS_URL RULES.yml JOB TIME   the rules Prometheus loaded from
+      RULES.yml: every alert of the file loaded and evaluated without error; and every siwa metric
+      the file names (in an expression or a runbook) has a series of JOB at TIME, so that a
+      renamed metric fails here rather than leaving an alert that can never fire.
 """
 import json
 import re
@@ -90,8 +94,35 @@ def check(base, path, job, at):
     return 1 if failures else 0
 
 
+def rules(base, path, job, at):
+    text = open(path).read()
+    alerts = set(re.findall(r"^\s*- alert: (\w+)$", text, re.M))
+    loaded = {
+        rule["name"]: rule
+        for group in api(base, "rules").get("data", {}).get("groups", [])
+        for rule in group["rules"]
+        if rule["type"] == "alerting"
+    }
+    failures = [f"{name} not loaded" for name in sorted(alerts - set(loaded))]
+    for name in sorted(alerts & set(loaded)):
+        rule = loaded[name]
+        if rule.get("health") != "ok":
+            failures.append(f"{name}: health {rule.get('health')} {rule.get('lastError', '')}")
+    names = sorted(set(re.findall(r"\b(siwa_[a-z_]+)\b", text)))
+    for name in names:
+        result = api(base, "query", query=f'count({{__name__="{name}", job="{job}"}})', time=at).get("data", {}).get("result", [])
+        if not result:
+            failures.append(f"{name}: no series")
+    for failure in failures:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    print(f"{len(alerts)} alerts loaded and evaluated, {len(names)} metrics they name, {len(failures)} problems")
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
     command, base = sys.argv[1], sys.argv[2].rstrip("/")
     if command == "wait":
         sys.exit(wait(base, float(sys.argv[3]), sys.argv[4]))
+    if command == "rules":
+        sys.exit(rules(base, sys.argv[3], sys.argv[4], float(sys.argv[5])))
     sys.exit(check(base, sys.argv[3], sys.argv[4], float(sys.argv[5])))
