@@ -3,7 +3,8 @@
 
 SIWA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SIWA_APT_PACKAGES=(libfcgi-dev libssl-dev libmariadb-dev libcurl4-openssl-dev pkg-config
-    mariadb-server galera-4 rsync iproute2 nginx openssl curl ca-certificates wrk gcc chromium python3-venv nodejs php-cli)
+    mariadb-server galera-4 rsync iproute2 nginx openssl curl ca-certificates wrk gcc chromium python3-venv nodejs php-cli
+    prometheus)
 [ -d /opt/swift/usr/bin ] && PATH=/opt/swift/usr/bin:$PATH
 
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }

@@ -219,7 +219,7 @@ ldd /usr/bin/siwa | grep -i swift && fail "the packaged binary links a Swift lib
 [ "$(stat -c '%U:%G %a' /var/lib/siwa)" = "siwa:siwa 750" ] || fail "/var/lib/siwa is $(stat -c '%U:%G %a' /var/lib/siwa)"
 for file in /lib/systemd/system/siwa.service /lib/systemd/system/siwa-jobs.service /usr/share/siwa/nginx/siwa-locations.conf \
     /usr/share/siwa/nginx/siwa-protect.conf /usr/share/siwa/sql/0001_audit_events.sql /usr/share/siwa/public/app.css \
-    /usr/share/man/man1/siwa.1.gz; do
+    /usr/share/man/man1/siwa.1.gz /usr/share/siwa/monitoring/siwa-dashboard.json /usr/share/siwa/monitoring/siwa-alerts.yml; do
     [ -f "$file" ] || fail "the package lacks $file"
 done
 zcat /usr/share/man/man1/siwa.1.gz | grep -q -- "domain-association" || fail "siwa(1) lacks setup's --domain-association"
