@@ -92,7 +92,8 @@ struct RecordConverter {
         -> SyncRecord
     {
         guard let index = collection.fields.firstIndex(where: { $0.name == field }), collection.fields[index].rule == .counter else {
-            throw SIWAError.invalidChange("\(collection.name).\(field) is not a counter (\"merge\": \"counter\") of the collection's declaration")
+            throw SIWAError.invalidChange(
+                "\(collection.name).\(field) is not a counter (\"merge\": \"counter\") of the collection's declaration")
         }
         var mine: Int64 = 0
         if case .counts(let counts)? = current?.values[index] { mine = counts.first { $0.device == device }?.count ?? 0 }

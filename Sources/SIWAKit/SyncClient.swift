@@ -238,7 +238,9 @@ public actor SyncClient {
     ///   is recorded); `.storage`.
     public func increment<Record: SyncedRecord>(_ field: String, of record: Record, by amount: Int64 = 1) throws {
         let converter = try converter(of: Record.self)
-        guard amount >= 1 else { throw SIWAError.invalidChange("\(Record.collection).\(field): an increment must be 1 or more, not \(amount)") }
+        guard amount >= 1 else {
+            throw SIWAError.invalidChange("\(Record.collection).\(field): an increment must be 1 or more, not \(amount)")
+        }
         guard let plain = try? JSONValue.parse(try JSONCoding.encoder().encode(record)), case .object(let members) = plain else {
             throw SIWAError.invalidChange("\(Record.self) does not encode as a record")
         }
