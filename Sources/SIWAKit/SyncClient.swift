@@ -221,13 +221,17 @@ public actor SyncClient {
     /// fields are left as they are; a record the view does not hold yet is made with them empty.
     ///
     /// ```swift
+    /// import SIWAKit
+    ///
     /// struct Lap: SyncedRecord {
     ///     static var collection: String { "workouts" }
     ///     var workoutId: String
     ///     var laps: Int64
     /// }
-    /// let sync = try SyncClient(client: client, storage: MemoryStorage())
-    /// try await sync.increment("laps", of: Lap(workoutId: "w1", laps: 0), by: 2)
+    ///
+    /// func lapDone(in sync: SyncClient) async throws {
+    ///     try await sync.increment("laps", of: Lap(workoutId: "w1", laps: 0), by: 1)
+    /// }
     /// ```
     /// - Parameters:
     ///   - field: the name of a field the collection declares with `"merge": "counter"`.
