@@ -217,6 +217,50 @@ import Testing
         #expect(await restarted.snapshot.lessons.map(\.lessonID) == ["l2"])
     }
 
+    /// A `MemoryStorage` whose appends fail, after writing a part of the bytes, while `failing` is set.
+    final class FailingStorage: AppendingStorage, @unchecked Sendable {  // `failing` only touched with `lock` held
+        let inner = MemoryStorage()
+        private let lock = NSLock()
+        private var isFailing = false
+        var failing: Bool {
+            get { lock.withLock { isFailing } }
+            set { lock.withLock { isFailing = newValue } }
+        }
+
+        func read(_ key: String) throws -> Data? { try inner.read(key) }
+        func write(_ data: Data, for key: String) throws {
+            guard !failing else { throw SIWAError.storage("disk full") }
+            try inner.write(data, for: key)
+        }
+        func delete(_ key: String) throws { try inner.delete(key) }
+        func append(_ data: Data, to key: String) throws {
+            guard !failing else {
+                try inner.append(data.prefix(data.count / 2), to: key)  // a torn write, as a full disk may leave
+                throw SIWAError.storage("disk full")
+            }
+            try inner.append(data, to: key)
+        }
+    }
+
+    @Test("A change whose append fails is not recorded: the client keeps what is stored, and the next change stores the state whole")
+    func failedAppend() async throws {
+        let storage = FailingStorage()
+        let harness = try ClientHarness { _ in .connectionReset }
+        func lesson(_ index: Int) -> LessonProgress {
+            LessonProgress(beliefSystemID: "b", lessonID: "l\(index)", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil)
+        }
+        let device = try SyncClient(client: harness.client, storage: storage)
+        try await device.record(lesson(1))
+        storage.failing = true
+        await #expect(throws: SIWAError.self) { try await device.record(lesson(2)) }
+        #expect(await device.snapshot.lessons.map(\.lessonID) == ["l1"], "the change that was not stored is not in the view")
+        storage.failing = false
+        try await device.record(lesson(3))
+        let restarted = try SyncClient(client: harness.client, storage: storage)
+        #expect(await restarted.snapshot.lessons.map(\.lessonID) == ["l1", "l3"])
+        #expect(await restarted.snapshot == device.snapshot)
+    }
+
     @Test("Increments on two devices add up on the server and on both devices; an increment that is not a counter's is refused")
     func increments() async throws {
         let server = MergingServer()
