@@ -11,10 +11,12 @@
         the seeded refresh token of each user's iPhone session (session 4 * id)
     python3 bench/scale.py sign-in URL TOKENS_FILE OUT_FILE
         signs in once per `<identity token> <nonce>` line (8 at a time): `<access token> <user id>`
-    python3 bench/scale.py sync-users SIGNED_IN_FILE VERSIONS_FILE DATA_KEYS_FILE OUT_FILE
-        `<access token> <sync version> <cursor tag> <user id>` per signed-in line, the version from VERSIONS_FILE
+    python3 bench/scale.py sync-users SIGNED_IN_FILE VERSIONS_FILE DATA_KEYS_FILE OUT_FILE [--versions N]
+        `<access token> <sync version> <cursor tags> <user id>` per signed-in line, the version from VERSIONS_FILE
         (`<user id> <sync_version>` lines) and the tag the server gives that cursor of that user
-        (SyncCursorBinding: HMAC-SHA256 under a key derived from the first data key)
+        (SyncCursorBinding: HMAC-SHA256 under a key derived from the first data key); with --versions,
+        the tags of the N cursors from that version on (of 32 characters each, joined by commas), for
+        a device whose every sync moves its version on by one
 """
 import base64
 import hashlib
@@ -91,7 +93,7 @@ def sign_in_all(url, tokens_file, out_file):
     open(out_file, "w").write("\n".join(lines) + "\n")
 
 
-def sync_users(signed_in_file, versions_file, data_keys_file, out_file):
+def sync_users(signed_in_file, versions_file, data_keys_file, out_file, count=1):
     versions = dict(line.split() for line in open(versions_file).read().splitlines())
     key_line = next(line for line in open(data_keys_file).read().splitlines() if line.strip() and not line.startswith("#"))
     derived = hmac.new(base64.b64decode(key_line.split()[1]), b"siwa sync cursor binding v1", hashlib.sha256).digest()
@@ -99,8 +101,9 @@ def sync_users(signed_in_file, versions_file, data_keys_file, out_file):
     for line in open(signed_in_file).read().splitlines():
         token, user_id = line.split()
         version = versions[user_id]
-        tag = hmac.new(derived, f"{user_id} {version}".encode(), hashlib.sha256).digest()[:16].hex()
-        out.append(f"{token} {version} {tag} {user_id}")
+        tags = ",".join(
+            hmac.new(derived, f"{user_id} {int(version) + n}".encode(), hashlib.sha256).digest()[:16].hex() for n in range(count))
+        out.append(f"{token} {version} {tags} {user_id}")
     open(out_file, "w").write("\n".join(out) + "\n")
 
 
@@ -118,7 +121,7 @@ def main(args):
     elif args[0] == "sign-in":
         sign_in_all(*args[1:4])
     elif args[0] == "sync-users":
-        sync_users(*args[1:5])
+        sync_users(*args[1:5], count=int(args[args.index("--versions") + 1]) if "--versions" in args else 1)
     else:
         sys.exit(__doc__)
 

@@ -1,8 +1,10 @@
 -- wrk script: POST /sync for many users, each request with 20 progress and 5 achievement items.
 -- wrk ... -s bench/sync.lua URL -- USERS_FILE THREADS MODE
---   USERS_FILE: "<access token> <sync version>" lines (the version the server has for that user),
---               with "<cursor tag>" after it for a cursor the server accepts as the user's
---               (otherwise it answers the whole state, as to a device whose cursor it refuses)
+--   USERS_FILE: "<access token> <sync version> <cursor tags>" lines (the version the server has for
+--               that user; the tags of that version's cursor and of those after it, of 32
+--               characters each, joined by commas: `scale.py sync-users --versions`), so that the
+--               server takes each cursor as the user's (a cursor without its tag gets the whole
+--               state, as a device whose cursor the server refuses)
 --   MODE: mixed      4 lessons and 1 achievement move forward (about 5 real changes), 20 known items
 --         unchanged  the 25 items the server already has: nothing to write
 --         new        25 items the server has never seen
@@ -19,13 +21,13 @@ dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "wrk_common.lua")
 function init(args)
     users, turn, mode = {}, 0, args[3]
     for _, line in ipairs(thread_lines(args[1], tonumber(args[2]))) do
-        -- A third field is the cursor's tag (SyncCursorBinding), for the modes that send the file's version.
-        local token, version, tag = line:match("(%S+) (%S+) ?(%S*)")
+        -- The third field: the tags of the cursors (SyncCursorBinding) from the file's version on.
+        local token, version, tags = line:match("(%S+) (%S+) ?(%S*)")
         -- The request up to its Content-Length value, made once per user (what wrk.format would
         -- make for every request).
         local head = "POST /sync HTTP/1.1\r\nHost: " .. wrk.headers["Host"] .. "\r\nAuthorization: Bearer " .. token ..
             "\r\nContent-Type: application/json\r\nContent-Length: "
-        users[#users + 1] = { head = head, version = tonumber(version), tag = tag ~= "" and "~" .. tag or "", sent = 0 }
+        users[#users + 1] = { head = head, version = tonumber(version), tags = tags, sent = 0 }
     end
 end
 
@@ -72,8 +74,12 @@ function request()
         progress = first_known_lessons .. "," .. known_lessons
         achievements = achievement("a1", 1) .. "," .. known_achievements
     end
-    -- Every changing sync moves the user's version on by one.
-    local cursor = (mode == "unchanged" or mode == "zipf" or mode == "workouts") and user.version .. user.tag or user.version + n - 1
+    -- Every changing sync moves the user's version on by one: the device's cursor is the version
+    -- after its previous sync, with its tag (none past the file's tags: the server then answers the
+    -- whole state, which a run should not reach).
+    local behind = (mode == "unchanged" or mode == "zipf" or mode == "workouts") and 0 or n - 1
+    local tag = user.tags:sub(behind * 33 + 1, behind * 33 + 32)
+    local cursor = (user.version + behind) .. (#tag == 32 and "~" .. tag or "")
     local body
     if mode == "workouts" then
         body = '{"cursor":"' .. cursor .. '","collections":{"workouts":[' .. progress .. ']}}'

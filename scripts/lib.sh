@@ -7,7 +7,7 @@ SIWA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # checks): scripts/package installs the first alone, scripts/run, test, bench and fuzz both.
 SIWA_BUILD_PACKAGES=(libfcgi-dev libssl-dev libmariadb-dev libcurl4-openssl-dev pkg-config gcc)
 SIWA_TEST_PACKAGES=(mariadb-server galera-4 rsync iproute2 nginx openssl curl ca-certificates wrk chromium python3-venv
-    nodejs php-cli)
+    nodejs php-cli prometheus)
 SIWA_APT_PACKAGES=("${SIWA_BUILD_PACKAGES[@]}" "${SIWA_TEST_PACKAGES[@]}")
 [ -d /opt/swift/usr/bin ] && PATH=/opt/swift/usr/bin:$PATH
 

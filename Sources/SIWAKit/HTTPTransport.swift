@@ -46,7 +46,23 @@ extension URLError {
     /// cleanly") as `unknown`. For the requests sent again, which mean the same when repeated, a
     /// wrong guess costs one more round trip at most.
     var isConnectionBroken: Bool {
-        code == .networkConnectionLost || code == .badServerResponse || code == .unknown
+        (code == .networkConnectionLost || code == .badServerResponse || code == .unknown) && !isCertificateUntrusted
+    }
+
+    /// A server certificate the device does not trust: one of Apple's certificate codes, or on Linux
+    /// (swift-corelibs-foundation) `unknown` with libcurl's message ("SSL certificate problem: self-signed
+    /// certificate", "SSL: no alternative certificate subject name matches").
+    var isCertificateUntrusted: Bool {
+        switch code {
+        case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .serverCertificateHasBadDate:
+            return true
+        case .unknown, .secureConnectionFailed:
+            let message = localizedDescription
+            return message.contains("SSL certificate problem") || message.contains("certificate subject name")
+                || message.contains("SSL peer certificate")
+        default:
+            return false
+        }
     }
 }
 

@@ -32,7 +32,7 @@ public protocol KeyValueStorage: Sendable {
 
 // `@unchecked Sendable`: `values` is only touched with `lock` held.
 /// Values in memory only: gone when the process ends (tests, previews).
-public final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
+public final class MemoryStorage: KeyValueStorage, AppendingStorage, @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: Data] = [:]
 
@@ -60,6 +60,14 @@ public final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
         locked { values[key] = nil }
     }
 
+    /// Adds `data` at the end of the value of `key` (an empty one when none is stored). Never throws.
+    /// - Parameters:
+    ///   - data: the bytes to add.
+    ///   - key: the value's name.
+    public func append(_ data: Data, to key: String) throws {
+        locked { values[key, default: Data()].append(data) }
+    }
+
     // `NSLocking.withLock` needs iOS 16 and macOS 13 on Apple platforms.
     private func locked<T>(_ body: () -> T) -> T {
         lock.lock()
@@ -70,8 +78,9 @@ public final class MemoryStorage: KeyValueStorage, @unchecked Sendable {
 
 /// One file per key in a directory of the app's (created with mode 0700), each file mode 0600.
 /// A write goes to a new file that is synced and then renamed over the old one, so a crash
-/// leaves the old value or the new one, never a mix.
-public struct FileStorage: KeyValueStorage {
+/// leaves the old value or the new one, never a mix. An append adds to the file in place and
+/// syncs it.
+public struct FileStorage: KeyValueStorage, AppendingStorage {
     /// The directory of the files. The first write creates it (and its parents) if it does not exist.
     public let directory: URL
 
@@ -119,6 +128,31 @@ public struct FileStorage: KeyValueStorage {
             throw SIWAError.storage("cannot write \(path): errno \(failure)")
         }
         syncDirectory()
+    }
+
+    /// Adds `data` at the end of the file of `key` (created, mode 0600, when it does not exist) and
+    /// syncs it. When the write fails, the file is cut back to its old length; a crash within it
+    /// may leave a part of `data` at the end, which the reader of the value must recognise.
+    /// - Parameters:
+    ///   - data: the bytes to add.
+    ///   - key: the value's name, as in `read(_:)`.
+    /// - Throws: `SIWAError.storage` when `key` is not such a name or the bytes cannot be added;
+    ///   `FileManager`'s error when `directory` cannot be created.
+    public func append(_ data: Data, to key: String) throws {
+        let path = try self.path(key)
+        try FileManager.default.createDirectory(
+            atPath: directory.path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let created = !FileManager.default.fileExists(atPath: path)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw SIWAError.storage("cannot open \(path): errno \(errno)") }
+        defer { close(descriptor) }
+        let length = lseek(descriptor, 0, SEEK_END)
+        guard length >= 0, writeFully(descriptor, data), fsync(descriptor) == 0 else {
+            let failure = errno
+            if length >= 0 { _ = ftruncate(descriptor, length) }
+            throw SIWAError.storage("cannot append to \(path): errno \(failure)")
+        }
+        if created { syncDirectory() }
     }
 
     /// Deletes the file of `key`, if any.

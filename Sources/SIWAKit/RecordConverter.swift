@@ -82,6 +82,35 @@ struct RecordConverter {
         return change
     }
 
+    /// A change that adds `amount` to this device's count in the counter `field` of the record whose
+    /// key fields `members` holds (`current` in the view, if any): the current record as it is (the
+    /// merge leaves its values as they are) with this device's count alone in the counter, checked
+    /// as the server checks it.
+    /// - Throws: `SIWAError.invalidChange` when `field` is not a counter of the collection, the count
+    ///   would pass the field's `max`, or a record the view does not hold lacks a required field.
+    func increment(_ field: String, by amount: Int64, of members: [String: JSONValue], current: SyncRecord?, device: String) throws
+        -> SyncRecord
+    {
+        guard let index = collection.fields.firstIndex(where: { $0.name == field }), collection.fields[index].rule == .counter else {
+            throw SIWAError.invalidChange(
+                "\(collection.name).\(field) is not a counter (\"merge\": \"counter\") of the collection's declaration")
+        }
+        var mine: Int64 = 0
+        if case .counts(let counts)? = current?.values[index] { mine = counts.first { $0.device == device }?.count ?? 0 }
+        let (count, overflow) = mine.addingReportingOverflow(amount)
+        guard !overflow else { throw SIWAError.invalidChange("\(collection.name).\(field): this device's count would overflow") }
+        var change: SyncRecord
+        if let current {
+            change = current
+        } else {
+            var keys: [String: JSONValue] = [:]
+            for key in collection.keys { keys[key.name] = members[key.name] ?? .null }
+            change = try record(.object(keys))
+        }
+        change.values[index] = .counts([SyncCount(device: device, count: count)])
+        return try record(try JSONValue.parse(codec.json(change).data))
+    }
+
     /// A deletion of the record of `key` (the app's struct, of which only the key fields count).
     func deletion(of plain: JSONValue, stamp: SyncStamp) throws -> SyncRecord {
         guard collection.tombstoneDays != nil else {

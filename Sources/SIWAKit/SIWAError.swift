@@ -160,6 +160,11 @@ extension SIWAError: CustomStringConvertible, LocalizedError {
         switch self {
         case .signedOut: "Nobody is signed in"
         case .server(let error): error.description
+        case .network(let error) where error.isCertificateUntrusted:
+            "The server could not be reached: its TLS certificate is not trusted by this device (URLError \(error.code.rawValue): "
+                + "\(error.localizedDescription)). For the local stack's self-signed certificate, trust it in the debug build "
+                + "with DevelopmentTransport(trustingCertificateAt:) (or add it to the simulator's keychain); a server in "
+                + "production needs a certificate from a public CA, with its intermediates"
         case .network(let error): "The server could not be reached: \(SIWAError.explain(error)) (URLError \(error.code.rawValue))"
         case .invalidResponse(let detail): "The server's answer was not what the API promises: \(detail)"
         case .storage(let detail): "The session or sync state could not be read or written on the device: \(detail)"

@@ -8,16 +8,31 @@ import StrictJSON
 /// the app declares, with the server (`POST /sync`).
 ///
 /// The app records changes here whether online or not; each is merged into the local view by the
-/// server's own merge rules (the `SyncRules` module), queued, and stored at once. `sync()` pushes
-/// the queue in batches and merges what changed on the server since the cursor; `run()` does so
-/// whenever there are changes, backing off exponentially while the server cannot be reached.
+/// server's own merge rules (the `SyncRules` module), queued, and stored at once: in an
+/// `AppendingStorage` (`FileStorage`, `MemoryStorage`) by appending what it changed to a log
+/// beside the stored state, which is stored whole again (and the log emptied) once the log has
+/// grown past the state's size, so a change costs one small write however long the queue. A crash
+/// within a write loses at most that change. `sync()` pushes the queue in batches within the
+/// server's limits (items per request, and bytes: `maximumRequestBytes`) and merges what changed
+/// on the server since the cursor; `run()` does so whenever there are changes, backing off
+/// exponentially while the server cannot be reached.
 /// Because the merge rules are commutative and idempotent, two devices that synced after their
 /// last changes hold the same state as the server.
 public actor SyncClient {
     private let client: SIWAClient
     private let storage: any KeyValueStorage
     private let storageKey: String
+    /// The key of the state's log: `storageKey` and `.log`.
+    private let logKey: String
     private var state: SyncState
+    /// The bytes of the state as last stored whole, and of the log written since.
+    private var snapshotBytes = 0
+    private var logBytes = 0
+    /// Whether the next change stores the state whole: the log holds entries to be dropped (cut
+    /// short by a crash, or left by an interrupted compaction), or an append failed.
+    private var needsCompaction = false
+    /// The log is stored whole again once it grows past the state's size, or this, if larger.
+    static let minimumLogBytes = 64 * 1024
     private var observers: [UUID: AsyncStream<SyncSnapshot>.Continuation] = [:]
     private var wake: AsyncStream<Void>.Continuation?
     /// The declared collections' converters, in the declaration's order.
@@ -26,6 +41,14 @@ public actor SyncClient {
     private let wire: SyncWire
     /// The server's limit on lessons and on achievements per request.
     static let batchLimit = SyncLimits.maximumItems
+
+    /// The most bytes of one sync request's body: the server's limit on request bodies
+    /// (`SIWA_MAX_BODY_BYTES`, and nginx's `client_max_body_size`), 1 MiB unless the server says less.
+    public static let defaultMaximumRequestBytes = 1_048_576
+
+    /// The most bytes of one sync request's body this client sends (a batch holds fewer changes
+    /// when they would make it larger; a single change larger than this still goes alone).
+    public nonisolated let maximumRequestBytes: Int
 
     /// A sync client of `client`'s session for the built-in model only, with the state kept in
     /// `storage` (read from it now, when it holds one).
@@ -50,20 +73,70 @@ public actor SyncClient {
     ///     server is given (`SyncSchema(declaration:)`).
     /// - Throws: `SIWAError.storage` when a stored state exists but cannot be read.
     public init(client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state", collections: SyncSchema) throws {
+        try self.init(
+            client: client, storage: storage, storageKey: storageKey, collections: collections,
+            maximumRequestBytes: Self.defaultMaximumRequestBytes)
+    }
+
+    /// A sync client of `client`'s session that syncs the collections the app declares, with the
+    /// state kept in `storage`, and requests of at most `maximumRequestBytes`.
+    /// - Parameters:
+    ///   - client: the client whose session authenticates the syncs.
+    ///   - storage: where the state is kept (a `FileStorage` in the app's Application Support
+    ///     directory, typically; the Keychain is for secrets).
+    ///   - storageKey: the state's key in `storage` (its log's is this and `.log`).
+    ///   - collections: the collections the app declares (`SyncSchema.empty` for none).
+    ///   - maximumRequestBytes: the most bytes of a request's body: the server's
+    ///     `SIWA_MAX_BODY_BYTES` when it was set below the default (at least 1,024).
+    /// - Throws: `SIWAError.storage` when a stored state exists but cannot be read.
+    public init(
+        client: SIWAClient, storage: any KeyValueStorage, storageKey: String = "sync-state", collections: SyncSchema,
+        maximumRequestBytes: Int
+    ) throws {
         self.converters = collections.collections.map { RecordConverter(codec: SyncRecordCodec($0)) }
         self.wire = SyncWire(declared: collections)
         self.client = client
         self.storage = storage
         self.storageKey = storageKey
-        if let data = try storage.read(storageKey) {
+        self.logKey = storageKey + ".log"
+        self.maximumRequestBytes = max(1_024, maximumRequestBytes)
+        let stored = try Self.load(from: storage, key: storageKey)
+        (state, snapshotBytes, logBytes, needsCompaction) = (stored.state, stored.snapshotBytes, stored.logBytes, stored.needsCompaction)
+    }
+
+    /// A state as stored: whole, then its log's entries of its generation replayed in order.
+    struct Stored {
+        var state = SyncState()
+        var snapshotBytes = 0
+        var logBytes = 0
+        /// The log holds entries to drop: one cut short, or of an older generation.
+        var needsCompaction = false
+    }
+
+    /// The state stored under `key` in `storage`, with its log (`key` and `.log`) replayed.
+    /// - Throws: `SIWAError.storage` when the state exists but cannot be read.
+    static func load(from storage: any KeyValueStorage, key: String) throws -> Stored {
+        var stored = Stored()
+        if let data = try storage.read(key) {
             do {
-                state = try JSONCoding.decoder().decode(SyncState.self, from: data)
+                stored.state = try JSONCoding.decoder().decode(SyncState.self, from: data)
             } catch {
-                throw SIWAError.storage("the sync state in \(storageKey) cannot be read: \(error)")
+                throw SIWAError.storage("the sync state in \(key) cannot be read: \(error)")
             }
-        } else {
-            state = SyncState()
+            stored.snapshotBytes = data.count
         }
+        guard let log = try storage.read(key + ".log") else { return stored }
+        let (entries, torn) = SyncLog.entries(in: log)
+        stored.logBytes = log.count
+        stored.needsCompaction = torn
+        for entry in entries {
+            guard entry.generation == stored.state.logGeneration else {
+                stored.needsCompaction = true
+                continue
+            }
+            for change in entry.changes { stored.state.replay(change) }
+        }
+        return stored
     }
 
     /// The local view now.
@@ -142,6 +215,45 @@ public actor SyncClient {
         try change { $0.record(deletion, converter) }
     }
 
+    /// Adds `amount` to a counter field of a record of a declared collection: this device's own
+    /// count in the counter grows by `amount`, so that what several devices add, offline or not,
+    /// adds up (the server keeps each device's largest count and sums them). The record's other
+    /// fields are left as they are; a record the view does not hold yet is made with them empty.
+    ///
+    /// ```swift
+    /// import SIWAKit
+    ///
+    /// struct Lap: SyncedRecord {
+    ///     static var collection: String { "workouts" }
+    ///     var workoutId: String
+    ///     var laps: Int64
+    /// }
+    ///
+    /// func lapDone(in sync: SyncClient) async throws {
+    ///     try await sync.increment("laps", of: Lap(workoutId: "w1", laps: 0), by: 1)
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - field: the name of a field the collection declares with `"merge": "counter"`.
+    ///   - record: the record; only its key fields count.
+    ///   - amount: what to add, 1 or more.
+    /// - Throws: `SIWAError.invalidChange` when the collection is not declared, `field` is not one
+    ///   of its counters, `amount` is below 1, or the count would pass the field's `max` (nothing
+    ///   is recorded); `.storage`.
+    public func increment<Record: SyncedRecord>(_ field: String, of record: Record, by amount: Int64 = 1) throws {
+        let converter = try converter(of: Record.self)
+        guard amount >= 1 else {
+            throw SIWAError.invalidChange("\(Record.collection).\(field): an increment must be 1 or more, not \(amount)")
+        }
+        guard let plain = try? JSONValue.parse(try JSONCoding.encoder().encode(record)), case .object(let members) = plain else {
+            throw SIWAError.invalidChange("\(Record.self) does not encode as a record")
+        }
+        let device = state.deviceID
+        let key = try converter.change(of: plain, from: nil, stamp: SyncStamp(at: 0, device: device)).key
+        let change = try converter.increment(field, by: amount, of: members, current: state.viewRecord(key, converter), device: device)
+        try self.change { $0.record(change, converter) }
+    }
+
     /// The records of a declared collection in the local view, deleted ones left out, in order of key.
     /// - Parameter type: the app's struct of the collection.
     /// - Returns: the records, each as the merge rules made it.
@@ -195,14 +307,73 @@ public actor SyncClient {
     /// Forgets the local state and queue, for another person signing in on this device.
     /// - Throws: `SIWAError.storage` when the emptied state cannot be stored; the old one is then kept.
     public func reset() throws {
-        try change { $0 = SyncState() }
+        let old = state
+        state = SyncState()
+        state.logGeneration = old.logGeneration
+        do {
+            try compact()
+        } catch {
+            state = old
+            throw error
+        }
+        for observer in observers.values { observer.yield(state.view) }
+        wake?.yield()
     }
 
     private func change(_ body: (inout SyncState) -> Void) throws {
-        var next = state
-        body(&next)
-        try save(next)
+        body(&state)
+        try persist()
         wake?.yield()
+    }
+
+    /// Stores what changed since the last call: appended to the log, or, when the log has grown past
+    /// the state (or the storage cannot append), the state whole. When neither can be stored, the
+    /// state stored before is read back, so that what the client holds is what is stored.
+    private func persist() throws {
+        let changes = state.takeJournal()
+        guard !changes.isEmpty else { return }
+        do {
+            if let appending = storage as? any AppendingStorage, !needsCompaction {
+                let entry = try SyncLog.frame(SyncLog.Entry(generation: state.logGeneration, changes: changes))
+                do {
+                    try appending.append(entry, to: logKey)
+                } catch {
+                    needsCompaction = true
+                    throw error
+                }
+                logBytes += entry.count
+                // Stored: a failed compaction is tried again with the next change.
+                if logBytes > max(snapshotBytes, Self.minimumLogBytes) { try? compact() }
+            } else {
+                try compact()
+            }
+        } catch {
+            if let stored = try? Self.load(from: storage, key: storageKey) {
+                (state, snapshotBytes, logBytes) = (stored.state, stored.snapshotBytes, stored.logBytes)
+                needsCompaction = true
+                for observer in observers.values { observer.yield(state.view) }
+            }
+            throw error
+        }
+        if changes.contains(where: \.changesView) { for observer in observers.values { observer.yield(state.view) } }
+    }
+
+    /// Stores the state whole, as the first of a new generation, and empties the log.
+    private func compact() throws {
+        var next = state
+        next.logGeneration += 1
+        let data = try JSONCoding.encoder().encode(next)
+        try storage.write(data, for: storageKey)
+        state.logGeneration = next.logGeneration
+        snapshotBytes = data.count
+        logBytes = 0
+        do {
+            try storage.delete(logKey)
+            needsCompaction = false
+        } catch {
+            // The log's entries are of an older generation now, and skipped; it is emptied next time.
+            needsCompaction = true
+        }
     }
 
     // MARK: Syncing
@@ -223,20 +394,18 @@ public actor SyncClient {
         var more = false
         var refusal: SIWAError?
         repeat {
-            let batch = state.batch(limit: Self.batchLimit, collections: converters)
+            let batch = state.batch(limit: Self.batchLimit, collections: converters, wire: wire, maximumBytes: maximumRequestBytes)
             let answer: SyncAnswer
             do {
                 answer = try await push(batch)
             } catch SIWAError.server(let error) where error.status == 400 && error.code == .invalidRequest && batch.hasChanges {
-                var next = state
-                next.setAside(batch, collections: converters)
-                try save(next)
+                state.setAside(batch, collections: converters)
+                try persist()
                 refusal = .server(error)
                 continue
             }
-            var next = state
-            next.apply(answer, to: batch, collections: converters)
-            try save(next)
+            state.apply(answer, to: batch, collections: converters)
+            try persist()
             more = answer.more
         } while state.hasPending(sending: converters) || more
         if let refusal { throw refusal }
@@ -249,10 +418,7 @@ public actor SyncClient {
     /// them changed, such as a guest that signed in with Apple (which may store more).
     /// - Throws: `SIWAError.storage` when the state cannot be stored.
     public func requeueRefusedChanges() throws {
-        var next = state
-        next.requeueRefused(collections: converters)
-        try save(next)
-        wake?.yield()
+        try change { $0.requeueRefused(collections: converters) }
     }
 
     /// Syncs now and after every local change, or every `interval` seconds, until the task is
@@ -365,14 +531,6 @@ public actor SyncClient {
     /// What an answer may hold: a page of up to 1,000 items of about 1 MiB, each record's values
     /// within what a declaration allows.
     static let answerLimits = JSONLimits(depth: 16, members: 256, elements: 100_000, stringBytes: 64 * 1024, numberBytes: 1024)
-
-    private func save(_ next: SyncState) throws {
-        guard next != state else { return }
-        try storage.write(try JSONCoding.encoder().encode(next), for: storageKey)
-        let viewChanged = next.view != state.view || next.records != state.records
-        state = next
-        if viewChanged { for observer in observers.values { observer.yield(state.view) } }
-    }
 
     private func removeObserver(_ id: UUID) {
         observers[id] = nil

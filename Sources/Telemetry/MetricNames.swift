@@ -42,6 +42,13 @@ package enum MetricNames {
     /// `siwa jobs` falls behind, or does not run.
     package static let retentionOldestAge = "siwa_retention_oldest_age_seconds"
 
+    /// 1 when the scrape's reads of the database (the outboxes, the tables that grow, the daily
+    /// check's backlog) all succeeded, 0 when one failed: the database is unavailable to this process.
+    package static let databaseUp = "siwa_database_up"
+    /// Seconds those reads took together (up to the statement timeout when the database does not
+    /// answer): the database's latency as one process sees it, at every scrape.
+    package static let databaseReadDuration = "siwa_database_read_seconds"
+
     /// Apple's server-to-server notifications by `type` and `outcome` (`processed`, `duplicate`,
     /// `unknown_user`, ..., `refused`).
     package static let notifications = "siwa_notifications_total"

@@ -9,12 +9,20 @@ import SiwaConfig
     import Glibc
 #endif
 
-/// `siwa admin`: the operator's commands, with the configuration of `siwa serve`. Every change
-/// records an audit event naming the operator (the OS user running the command).
+/// `siwa admin`: the operator's commands, with the configuration of `siwa serve`. Every change, and
+/// every read of a person's data (find, show, export), records an audit event naming the operator
+/// (`OperatorEnvironment.operatorName()`: the person who ran sudo or logged in, else the account
+/// the command was started as). A user is named by id, Apple `sub`, or an email or relay address.
 struct Admin: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Find, show, disable, enable, export and delete users; end sessions; read the audit log.",
-        discussion: "Every change is recorded as an audit event `admin_<action>` naming the operator (the OS user).",
+        discussion: """
+            A user is named by their id, their Apple sub, or an email address of theirs (a private relay \
+            address among them); a name that fits no user, or several, is refused (exit status 1). Every \
+            change, and every read of a person's data (find, show, export), is recorded as an audit event \
+            admin_<action> naming the operator: the person who ran sudo (SUDO_USER), else the login \
+            session's user, else the account the command was started as (root).
+            """,
         subcommands: [Find.self, Show.self, Disable.self, Enable.self, RevokeSession.self, Delete.self, Export.self, Audit.self],
         aliases: ["users"])
 
@@ -24,12 +32,13 @@ struct Admin: ParsableCommand {
     }
 
     struct Find: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Find users by id, email (exact, any of theirs) or Apple sub.")
+        static let configuration = CommandConfiguration(
+            abstract: "Find users by id, email (exact, any of theirs) or Apple sub; each found is recorded (admin_find).")
         @Argument(help: "A user id, an email address or an Apple sub.") var query: String
         @OptionGroup var output: Output
 
         func run() throws {
-            let users = try withAdminUseCases { try $0.findUsers(query) }
+            let users = try withAdminUseCases { try $0.findUsers(query, by: OperatorEnvironment.operatorName()) }
             if output.json {
                 print(AccountExportJSON.array(users.map(AdminText.json)))
             } else if users.isEmpty {
@@ -49,12 +58,15 @@ struct Admin: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show a user: profile, Apple identities, emails, sessions, synced items, latest audit events.")
-        @Argument(help: "The user id.") var user: UInt64
+            abstract:
+                "Show a user: profile, Apple identities, emails, sessions, synced items, latest audit events (recorded: admin_show).")
+        @Argument(help: UserArgument.help) var user: String
         @OptionGroup var output: Output
 
         func run() throws {
-            let export = try withAdminUseCases { try $0.export(userID: user) }
+            let export = try withAdminUseCases { admin in
+                try admin.show(userID: try UserArgument.userID(user, admin), by: OperatorEnvironment.operatorName())
+            }
             guard let export else { throw CommandFailure("no user \(user)") }
             print(output.json ? AccountExportJSON.json(export) : AdminText.describe(export))
         }
@@ -63,27 +75,30 @@ struct Admin: ParsableCommand {
     struct Disable: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Disable a user: every session ends now, sign-in answers 403 user_disabled; nothing is deleted.")
-        @Argument(help: "The user id.") var user: UInt64
+        @Argument(help: UserArgument.help) var user: String
         @Option(help: "Why, kept with the user and in the audit event.") var reason: String?
 
         func run() throws {
-            guard let ended = try withAdminUseCases({ try $0.disableUser(user, reason: reason, by: OperatorEnvironment.operatorName()) })
-            else {
-                throw CommandFailure("no user \(user)")
+            let (userID, ended) = try withAdminUseCases { admin in
+                let userID = try UserArgument.userID(user, admin)
+                return (userID, try admin.disableUser(userID, reason: reason, by: OperatorEnvironment.operatorName()))
             }
-            print("disabled user \(user); \(ended.count) session(s) ended")
+            guard let ended else { throw CommandFailure("no user \(user)") }
+            print("disabled user \(userID); \(ended.count) session(s) ended")
         }
     }
 
     struct Enable: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Enable a disabled user again: they can sign in.")
-        @Argument(help: "The user id.") var user: UInt64
+        @Argument(help: UserArgument.help) var user: String
 
         func run() throws {
-            guard try withAdminUseCases({ try $0.enableUser(user, by: OperatorEnvironment.operatorName()) }) else {
-                throw CommandFailure("no user \(user)")
+            let (userID, enabled) = try withAdminUseCases { admin in
+                let userID = try UserArgument.userID(user, admin)
+                return (userID, try admin.enableUser(userID, by: OperatorEnvironment.operatorName()))
             }
-            print("enabled user \(user)")
+            guard enabled else { throw CommandFailure("no user \(user)") }
+            print("enabled user \(userID)")
         }
     }
 
@@ -106,20 +121,23 @@ struct Admin: ParsableCommand {
                 Every session ends at once; Apple's refresh tokens are queued for revocation at Apple (sent by \
                 `siwa jobs`); the app's backend gets `user.deleted` with source `operator`.
                 """)
-        @Argument(help: "The user id.") var user: UInt64
+        @Argument(help: UserArgument.help) var user: String
 
         func run() throws {
-            guard try withAdminUseCases({ try $0.deleteUser(user, by: OperatorEnvironment.operatorName()) }) else {
-                throw CommandFailure("no user \(user)")
+            let (userID, deleted) = try withAdminUseCases { admin in
+                let userID = try UserArgument.userID(user, admin)
+                return (userID, try admin.deleteUser(userID, by: OperatorEnvironment.operatorName()))
             }
-            print("deleted user \(user)")
+            guard deleted else { throw CommandFailure("no user \(user)") }
+            print("deleted user \(userID)")
         }
     }
 
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Everything stored about a user as JSON, as GET /auth/account/export gives it (no token, no hash).")
-        @Argument(help: "The user id.") var user: UInt64
+            abstract:
+                "Everything stored about a user as JSON, as GET /auth/account/export gives it (no token, no hash); recorded: admin_export.")
+        @Argument(help: UserArgument.help) var user: String
         @Option(
             name: .shortAndLong,
             help: "Write to this file (mode 0600; relative to the current directory; owned by whoever ran sudo) instead of standard output."
@@ -132,7 +150,9 @@ struct Admin: ParsableCommand {
             let file = try output.map { try OutputFile(creating: $0) }
             let found: AccountExport?
             do {
-                found = try withAdminUseCases { try $0.export(userID: user) }
+                found = try withAdminUseCases { admin in
+                    try admin.exportUser(userID: try UserArgument.userID(user, admin), by: OperatorEnvironment.operatorName())
+                }
             } catch {
                 file?.discard()
                 throw error
@@ -151,7 +171,8 @@ struct Admin: ParsableCommand {
     struct Audit: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "The latest audit events, of one user or of everyone; --follow for new ones.")
-        @Option(help: "Only this user's events.") var user: UInt64?
+        @Option(help: "Only this user's events: their id (also of a deleted user), Apple sub, or an email or relay address.")
+        var user: String?
         @Option(help: "How many of the latest events.") var limit = 20
         @Flag(help: "Keep printing new events (every second) until interrupted.") var follow = false
         @OptionGroup var output: Output
@@ -159,6 +180,8 @@ struct Admin: ParsableCommand {
         func run() throws {
             guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1...10000") }
             try withAdminUseCases { admin in
+                // A deleted user's events stay: an id is taken as it is, not looked up.
+                let user = try user.map { reference in try UInt64(reference) ?? UserArgument.userID(reference, admin) }
                 let latest = try admin.auditEvents(userID: user, limit: limit).reversed()
                 print(latest)
                 fflush(nil)
@@ -182,6 +205,25 @@ struct Admin: ParsableCommand {
                         : "\(AdminText.time(event.occurredAt))  #\(event.id)  \(event.type)  user \(event.userID.map(String.init) ?? "-")  "
                             + "session \(event.sessionID.map(String.init) ?? "-")  \(event.remoteAddress ?? "-")  \(event.detail ?? "")")
             }
+        }
+    }
+}
+
+/// The user argument of `siwa admin`'s commands: an id, an Apple `sub`, or an email or relay address.
+enum UserArgument {
+    static let help: ArgumentHelp = "The user: their id, Apple sub, or an email address of theirs (a private relay address among them)."
+
+    /// The id of the one user `reference` names.
+    /// - Throws: `CommandFailure` (exit status 1) when it names no user, or several.
+    static func userID(_ reference: String, _ admin: AdminUseCases) throws -> UInt64 {
+        switch try admin.lookUpUser(reference) {
+        case .one(let userID):
+            return userID
+        case .none:
+            throw CommandFailure("no user \(reference)")
+        case .several(let userIDs):
+            throw CommandFailure(
+                "\(reference) names \(userIDs.count) users (\(userIDs.map(String.init).joined(separator: ", "))): give the user id instead")
         }
     }
 }

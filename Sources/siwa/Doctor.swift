@@ -24,7 +24,12 @@ struct Doctor: ParsableCommand {
             """)
 
     @Option(help: "The user nginx's workers run as.") var nginxUser = "www-data"
-    @Option(help: "CA certificates trusted for the public URL (default: the system's).") var publicCAFile: String?
+    @Option(
+        help: """
+            CA certificates (PEM) trusted for the public URL's TLS, for a private or self-signed CA such as a staging \
+            host's (default: the system's).
+            """)
+    var publicCAFile: String?
     @Option(help: "Hosts that run siwa serve and siwa jobs with this configuration on this database (counted in its connections).")
     var hosts = 1
 
@@ -268,9 +273,14 @@ struct Doctor: ParsableCommand {
                 report.fail("public URL", "\(url)/health answered \(response.status)", fix: "check nginx's site and that siwa runs")
             }
         } catch {
-            report.fail(
-                "public URL", "\(url): \(error)",
-                fix: "a certificate for the domain that the system trusts (certbot --nginx), and nginx running")
+            let trust =
+                if let publicCAFile {
+                    "a certificate for the domain signed by \(publicCAFile) (--public-ca-file), or by a CA the system trusts"
+                } else {
+                    "a certificate for the domain that the system trusts (certbot --nginx); for a private or self-signed CA, "
+                        + "siwa doctor --public-ca-file CA.pem trusts that CA's certificate"
+                }
+            report.fail("public URL", "\(url): \(error)", fix: trust + "; and nginx running")
         }
     }
 

@@ -36,6 +36,8 @@ enum OperatorEnvironment {
             throw CommandFailure("cannot read \(file): \(error.localizedDescription)")
         }
         for (name, value) in EnvironmentFile.parse(text) where environment[name] == nil { setenv(name, value, 1) }
+        // Who typed the command is known only before the rights change (then every uid is siwa's).
+        _ = invokingOperator
         if droppingRoot {
             try dropToServiceUser()
         } else {
@@ -75,17 +77,32 @@ enum OperatorEnvironment {
         _ = chdir(workingDirectory)
     }
 
-    /// The person an audit event names: the one who ran sudo, or whose login this is, and the
-    /// account the command ran as when that differs.
-    static func operatorName() -> String {
-        let account = userName(geteuid()) ?? "uid \(geteuid())"
+    /// The person an audit event names, as the command was started (before `adopt` gave up root
+    /// for the service user's rights): the one who ran sudo (`SUDO_USER`), else the login session's
+    /// user (`/proc/self/loginuid`, as `getlogin` reads it), with the account the command ran as when
+    /// that differs (`alice (as root)`); with neither, that account itself (`root` in a root shell
+    /// without a login session), never the service user the command switched to.
+    static func operatorName() -> String { invokingOperator }
+
+    /// `operatorName()`, read once, the first time it is asked for: `adopt` asks before it drops root.
+    private static let invokingOperator: String = {
+        let environment = ProcessInfo.processInfo.environment
+        let login = try? String(contentsOfFile: "/proc/self/loginuid", encoding: .utf8)
+        return operatorName(
+            sudoUser: environment["SUDO_USER"], loginUID: login.flatMap { uid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) },
+            effectiveUID: geteuid(), name: OperatorEnvironment.userName)
+    }()
+
+    /// The operator's name from what the process was started with: `sudoUser` (sudo's
+    /// `SUDO_USER`), `loginUID` (the login session's user; nil or `uid_t.max` without one), the
+    /// effective uid, and a way to name a uid.
+    static func operatorName(sudoUser: String?, loginUID: uid_t?, effectiveUID: uid_t, name: (uid_t) -> String?) -> String {
+        let account = name(effectiveUID) ?? "uid \(effectiveUID)"
         let person: String? =
-            if let sudo = ProcessInfo.processInfo.environment["SUDO_USER"], !sudo.isEmpty {
-                sudo
-            } else if let login = try? String(contentsOfFile: "/proc/self/loginuid", encoding: .utf8),
-                let uid = uid_t(login.trimmingCharacters(in: .whitespacesAndNewlines)), uid != uid_t.max
-            {
-                userName(uid)
+            if let sudoUser, !sudoUser.isEmpty {
+                sudoUser
+            } else if let loginUID, loginUID != uid_t.max {
+                name(loginUID) ?? "uid \(loginUID)"
             } else {
                 nil
             }

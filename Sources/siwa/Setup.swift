@@ -17,7 +17,9 @@ struct Setup: ParsableCommand {
             Run as root after installing the package. Values come from the options, or are asked for \
             when standard input is a terminal. What exists already (a key, the password, siwa.env, the \
             database) is kept as it is, so running it twice changes nothing. Without --db-admin-socket \
-            the SQL that creates the database and its user is printed instead of run.
+            the SQL that creates the database and its user is printed instead of run. On a host set up \
+            already, --domain-association FILE alone adds or replaces Apple's domain-association file and \
+            keeps everything else (then: systemctl restart siwa).
             """)
 
     @Option(help: "The configuration directory.") var configDir = "/etc/siwa"
@@ -39,21 +41,34 @@ struct Setup: ParsableCommand {
     @Option(
         help: """
             Apple's apple-developer-domain-association.txt, only if Apple's registration of the Services ID asks for one: \
-            copied into the configuration directory and served at /.well-known/.
+            copied into the configuration directory and served at /.well-known/. Alone, on a host set up already: \
+            adds or replaces only that file.
             """)
     var domainAssociation: String?
     @Option(help: "The migrations directory.") var migrationsDir = "/usr/share/siwa/sql"
     @Option(help: "The FastCGI socket nginx connects to.") var socketPath = "/run/siwa/siwa.sock"
 
     func run() throws {
+        if let domainAssociation, isDomainAssociationOnly {
+            return try addDomainAssociation(domainAssociation)
+        }
         var values = self
         try values.askForMissing()
-        let problems = values.shapeProblems()
+        var problems = values.shapeProblems()
+        // As given (before any answer on a terminal): --domain-association and nothing else.
+        let onlyDomainAssociation = [publicURL, teamID, keyID, p8, bundleIDs, servicesID].allSatisfy { $0 == nil }
+        if domainAssociation != nil, onlyDomainAssociation, !FileManager.default.fileExists(atPath: configDir + "/siwa.env") {
+            problems.append(
+                "--domain-association alone adds the file to a host set up already; \(configDir)/siwa.env does not exist: "
+                    + "give the other values too")
+        }
         guard problems.isEmpty else {
             throw ValidationError("refused, nothing written:\n" + problems.map { "  - \($0)" }.joined(separator: "\n"))
         }
         let owner = try ServiceOwner(name: serviceUser)
         let files = SetupFiles(directory: configDir, owner: owner)
+        let firstSetup = !FileManager.default.fileExists(atPath: files.path("siwa.env"))
+        let before = files.fingerprint()
         try files.makeDirectory()
         let password = try files.secret("db_password") { hexString(try SecureRandom.bytes(count: 24)) }
         try files.secret("data_keys") { "k1 " + Data(try SecureRandom.bytes(count: 32)).base64EncodedString() }
@@ -69,6 +84,51 @@ struct Setup: ParsableCommand {
         try values.createDatabase(password: password)
         try values.migrate(password: password)
         values.printAppleValues()
+        if firstSetup {
+            print("Then: systemctl enable --now siwa siwa-jobs; siwa doctor")
+        } else if files.fingerprint() != before {
+            print("Then: systemctl restart siwa siwa-jobs (they read the configuration and its files when they start); siwa doctor")
+        } else {
+            print("Nothing in \(configDir) changed; siwa doctor checks the server.")
+        }
+    }
+
+    /// Only `--domain-association` of the values siwa.env holds, on a host whose siwa.env exists:
+    /// the file alone is added or replaced.
+    var isDomainAssociationOnly: Bool {
+        [publicURL, teamID, keyID, p8, bundleIDs, servicesID, appleBaseURL, appleCAFile].allSatisfy { $0 == nil }
+            && FileManager.default.fileExists(atPath: configDir + "/siwa.env")
+    }
+
+    /// Adds or replaces Apple's domain-association file of a configured host, checked as a whole
+    /// setup checks it, and names it in siwa.env if it does not yet; nothing else is touched.
+    func addDomainAssociation(_ source: String) throws {
+        let size = FileManager.default.contents(atPath: source)?.count ?? 0
+        guard size > 0, size <= DomainAssociation.maximumBytes else {
+            throw ValidationError(
+                "refused, nothing written:\n  - --domain-association: \(source) is missing, empty or over 64 KiB; expected the file Apple gave"
+            )
+        }
+        let files = SetupFiles(directory: configDir, owner: try ServiceOwner(name: serviceUser))
+        let name = "apple-developer-domain-association.txt"
+        let environment = try String(contentsOfFile: files.path("siwa.env"), encoding: .utf8)
+        let key = "SIWA_DOMAIN_ASSOCIATION_FILE"
+        if let named = EnvironmentFile.parse(environment).last(where: { $0.name == key })?.value, named != files.path(name) {
+            throw ValidationError(
+                """
+                refused, nothing written:
+                  - \(files.path("siwa.env")) sets \(key)=\(named): replace that file, or remove the line to have setup keep \
+                the file in \(configDir)
+                """)
+        }
+        let before = files.fingerprint()
+        try files.replace(name, with: try Data(contentsOf: URL(fileURLWithPath: source)), from: source)
+        try files.addKey(key, files.path(name), to: "siwa.env")
+        if files.fingerprint() == before {
+            print("Nothing changed (the file and siwa.env were so already); siwa doctor checks it is served.")
+        } else {
+            print("Then: systemctl restart siwa (it reads the file when it starts); siwa doctor checks it is served.")
+        }
     }
 
     /// Asks for what is missing, when a person is there to answer.
@@ -188,7 +248,6 @@ struct Setup: ParsableCommand {
             At Apple (Certificates, Identifiers & Profiles):
               Services ID \(servicesID ?? "(none)"): domain \(host), return URL \(origin)/auth/callback
               server-to-server notification endpoint: \(origin)/webhook/apple
-            Then: systemctl enable --now siwa siwa-jobs; siwa doctor
             """)
     }
 }
@@ -245,6 +304,16 @@ struct SetupFiles {
         guard !text.split(separator: "\n").contains(where: { $0.hasPrefix(key + "=") }) else { return }
         try write(text + (text.hasSuffix("\n") || text.isEmpty ? "" : "\n") + "\(key)=\(value)\n", to: file, mode: 0o640)
         print("\(file): \(key) added")
+    }
+
+    /// Each file under the directory with its size and modification time: what a run changed.
+    func fingerprint() -> [String: String] {
+        var files: [String: String] = [:]
+        for name in FileManager.default.subpaths(atPath: directory) ?? [] {
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path(name)) else { continue }
+            files[name] = "\(attributes[.size] ?? 0) \(attributes[.modificationDate] ?? 0)"
+        }
+        return files
     }
 
     func makeDirectory() throws {

@@ -78,7 +78,7 @@ mkdir -p "$ANY/bin" "$ANY/nginx/temp"
 chmod 755 "$ANY"
 ln -sf "$E2E_BIN" "$ANY/bin/siwa"
 ln -sf "$(dirname "$E2E_BIN")/appleid-emulator" "$ANY/bin/appleid-emulator"
-ANY_PORT=$(free_port)
+ANY_PORT=$(free_port) ANY_SITE_PORT=$(free_port)
 python3 - "$(dirname "$0")/../../docs/EMULATOR.md" "$ANY" "$ANY_PORT" <<'PY' || fail "docs/EMULATOR.md lacks its three blocks"
 import re, sys
 doc, out, port = sys.argv[1:]
@@ -113,11 +113,19 @@ http {
     uwsgi_temp_path $ANY/nginx/temp/uwsgi;
     scgi_temp_path $ANY/nginx/temp/scgi;
     include $ANY/emulator-site.conf;
+    # siwa as set up below, for the domain-association file it serves.
+    server {
+        listen 127.0.0.1:$ANY_SITE_PORT;
+        location / {
+            include /etc/nginx/fastcgi_params;
+            fastcgi_pass unix:$ANY/siwa.sock;
+        }
+    }
 }
 CONF
 clean_env bash "$ANY/start.sh" >>"$ANY/emulator.log" 2>&1 &
 echo $! >"$ANY/emulator.pid"
-trap 'stop_nginx "$ANY/nginx"; stop_pidfile "$ANY/emulator.pid" 10' EXIT
+trap 'stop_nginx "$ANY/nginx"; stop_pidfile "$ANY/siwa.pid" 30; stop_pidfile "$ANY/emulator.pid" 10' EXIT
 wait_for_socket "$ANY/emulator/emulator.sock" "$ANY/emulator.pid" "$ANY/emulator.log" appleid-emulator
 [ "$(stat -c '%U' "$ANY/emulator/emulator.sock")" = www-data ] || fail "the emulator does not run as www-data"
 nginx -t -q -p "$ANY/nginx" -c "$ANY/nginx/nginx.conf" -e "$ANY/nginx/error.log" || fail "the documented site: $(cat "$ANY/nginx/error.log")"
@@ -140,6 +148,9 @@ report=$(clean_env bash -c 'set -a; . "$0"; set +a; exec siwa doctor' "$ANY/etc/
 for line in "^ok    apple keys:" "^ok    client secret: com.example.app: accepted" "^ok    client secret: com.example.app.web: accepted" "^ok    clock:"; do
     grep -q "$line" <<<"$report" || fail "siwa doctor against the documented emulator lacks '$line': $report"
 done
+# Nothing answers at the public URL here: the fix names certbot, and --public-ca-file for a private CA.
+grep -A1 "^FAIL  public URL:" <<<"$report" | grep -q "fix: .*certbot.*private or self-signed CA, siwa doctor --public-ca-file CA.pem" \
+    || fail "siwa doctor's public URL fix does not name --public-ca-file: $report"
 grep -q "^ok    database connections: siwa serve 13[0-9], siwa jobs [0-9]*, commands 2: 1[0-9][0-9] of MariaDB's max_connections" <<<"$report" \
     || fail "siwa doctor's connections at the default 64 threads: $report"
 # 300 threads on one host, or the default on four, need more than the test server's max_connections (500).
@@ -149,4 +160,47 @@ for run in "SIWA_WORKER_THREADS=300 siwa doctor" "siwa doctor --hosts 4"; do
     grep -q "^FAIL  database connections: .*max_connections" <<<"$report" && grep -q "fix: raise max_connections in MariaDB's configuration to at least" <<<"$report" \
         || fail "siwa doctor's failed connections check ($run) with its fix: $report"
 done
+# Apple's domain-association file added to the host set up above, by --domain-association alone:
+# nothing else is asked for or changed, and the closing line says what to restart; siwa, started
+# with that configuration, serves it through nginx; again with a new file it is replaced, and served
+# after the restart; with the same file nothing changes, and a bad one is refused.
+domain_served() { # domain_served FILE: what siwa serves at Apple's path is FILE
+    local status
+    status=$(curl -s -o "$ANY/served.txt" -w '%{http_code}' "http://127.0.0.1:$ANY_SITE_PORT/.well-known/apple-developer-domain-association.txt")
+    [ "$status" = 200 ] && cmp -s "$1" "$ANY/served.txt" || fail "siwa does not serve $1: $status $(cat "$ANY/served.txt")"
+}
+restart_any_siwa() {
+    stop_pidfile "$ANY/siwa.pid" 30
+    rm -f "$ANY/siwa.sock"
+    SIWA_WORKER_THREADS=2 start_siwa "$E2E_BIN" "$ANY/etc/siwa.env" "$ANY/siwa.log" "$ANY/siwa.pid"
+}
+setup_files() { find "$ANY/etc" -type f ! -name siwa.env ! -name apple-developer-domain-association.txt -exec md5sum {} + | sort; }
+FILES_BEFORE=$(setup_files) ENV_BEFORE=$(cat "$ANY/etc/siwa.env")
+domain_setup() { clean_env siwa setup --config-dir "$ANY/etc" --service-user root --domain-association "$1" </dev/null 2>&1; }
+echo "first-domain-association $RANDOM" >"$ANY/domain-1.txt"
+echo "second-domain-association $RANDOM" >"$ANY/domain-2.txt"
+out=$(domain_setup "$ANY/domain-1.txt") || fail "siwa setup --domain-association alone: $out"
+grep -q "apple-developer-domain-association.txt: copied from $ANY/domain-1.txt" <<<"$out" \
+    && grep -q "SIWA_DOMAIN_ASSOCIATION_FILE added" <<<"$out" && grep -q "^Then: systemctl restart siwa " <<<"$out" \
+    || fail "siwa setup --domain-association alone said: $out"
+cmp -s "$ANY/domain-1.txt" "$ANY/etc/apple-developer-domain-association.txt" || fail "the domain file was not copied"
+[ "$(cat "$ANY/etc/siwa.env")" = "$ENV_BEFORE"$'\n'"SIWA_DOMAIN_ASSOCIATION_FILE=$ANY/etc/apple-developer-domain-association.txt" ] \
+    || fail "siwa.env after --domain-association: $(cat "$ANY/etc/siwa.env")"
+restart_any_siwa
+domain_served "$ANY/domain-1.txt"
+out=$(domain_setup "$ANY/domain-2.txt") || fail "siwa setup --domain-association with a new file: $out"
+cmp -s "$ANY/domain-2.txt" "$ANY/etc/apple-developer-domain-association.txt" && grep -q "^Then: systemctl restart siwa " <<<"$out" \
+    || fail "the new domain file did not replace the old: $out"
+restart_any_siwa
+domain_served "$ANY/domain-2.txt"
+out=$(domain_setup "$ANY/domain-2.txt") || fail "siwa setup --domain-association again: $out"
+grep -q "^Nothing changed" <<<"$out" || fail "the same domain file again: $out"
+: >"$ANY/domain-empty.txt"
+out=$(domain_setup "$ANY/domain-empty.txt") && fail "an empty domain file was accepted: $out"
+grep -q "refused, nothing written" <<<"$out" && cmp -s "$ANY/domain-2.txt" "$ANY/etc/apple-developer-domain-association.txt" \
+    || fail "the empty domain file's refusal: $out"
+[ "$(setup_files)" = "$FILES_BEFORE" ] && [ "$(grep -c . "$ANY/etc/siwa.env")" = "$(($(grep -c . <<<"$ENV_BEFORE") + 1))" ] \
+    || fail "siwa setup --domain-association changed other files"
+pass "siwa setup --domain-association alone on a set-up host: adds the file and its key (then: restart siwa; served through nginx), replaces it with a new one (served after the restart), keeps it when the same, refuses an empty one; nothing else changes; doctor's public URL fix names --public-ca-file"
+
 pass "docs/EMULATOR.md outside scripts/run, as written: make-key wrote AuthKey_KEYID00001.p8, the documented site serves the emulator (as www-data) over TLS verified by its certificate, siwa setup's documented options point siwa at it and doctor's Apple checks pass; doctor fails the database connections past max_connections (300 threads, or four hosts) and says the fix"

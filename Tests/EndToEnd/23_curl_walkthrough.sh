@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The native-flow walkthrough with curl of docs/API.md, run exactly as printed there, twice in a row
 # against this stack (its URLs and admin secret given through the variables the walkthrough reads):
-# sign-in, me, refresh, sync, sessions, logout and deletion each answer as docs/API.md says.
+# sign-in, me, refresh, sync, sessions, logout and deletion each answer as docs/API.md says. Then
+# with a client id the emulator does not know (CLIENT_ID, as for a host set up otherwise): the
+# emulator's own refusal is printed as text, never a Python traceback.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 
@@ -24,3 +26,11 @@ PY
         || fail "run $run: ${lines[*]:4}"
 done
 pass "the curl walkthrough of docs/API.md, pasted twice: sign-in (a new user each time), me, refresh, sync, sessions, logout 204 then 401, deletion 204"
+
+out=$(cd "$E2E_TMP" && SIWA=$E2E_URL APPLE=$E2E_APPLE_URL APPLE_ADMIN_SECRET_FILE=$E2E_APPLE_ADMIN_SECRET_FILE CLIENT_ID=com.example.unknown \
+    bash "$E2E_TMP/walkthrough.sh" 2>&1) || true
+grep -q 'no identityToken in the answer: {"error":"invalid_request","message":"unknown clientId com.example.unknown"}' <<<"$out" \
+    || fail "the walkthrough with an unknown client id does not show the emulator's answer: $out"
+grep -q "Traceback\|KeyError" <<<"$out" && fail "the walkthrough with an unknown client id printed a traceback: $out"
+pass "the walkthrough with CLIENT_ID the emulator does not know prints the emulator's answer (unknown clientId), no traceback"
+

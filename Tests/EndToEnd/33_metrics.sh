@@ -5,6 +5,12 @@
 # sequence did; the revocation outbox's oldest entry ages while the emulator is stopped and the
 # outbox empties (age 0) once it is back and siwa jobs ran; an accepted revocation past its retention
 # shows as the table's oldest age until siwa jobs purges it. Process metrics are present.
+# Debian's Prometheus scrapes the stack every second from the start (its own data directory, a
+# loopback port, bounded in time); after the sequence and a little more (a 5xx, a refused sync, a
+# sync from the cache), every query of the shipped Grafana dashboard (deploy/monitoring), with its
+# variables substituted, returns data through Prometheus' HTTP API: a metric renamed on either side
+# fails it; and the shipped alert rules, loaded by that Prometheus, evaluate without error, every
+# siwa metric they name having a series.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
@@ -20,7 +26,32 @@ value() { $DELTA value "$1" "$2"; }
 restart_emulator() {
     start_emulator "$(dirname "$E2E_BIN")/appleid-emulator" "$E2E_TMP/apple/emulator.json" "$E2E_TMP/emulator.log" "$E2E_TMP/emulator.pid"
 }
-trap '[ -s "$E2E_TMP/emulator.pid" ] && kill -0 "$(cat "$E2E_TMP/emulator.pid")" 2>/dev/null || restart_emulator' EXIT
+# Prometheus, started first so that it scrapes the whole sequence: the job of docs/OPERATIONS.md,
+# through nginx over TLS (the stack's certificate as the CA), every second.
+PROM=$DIR/prometheus
+PROM_URL=http://127.0.0.1:$(free_port)
+rm -rf "$PROM" && mkdir -p "$PROM/data"
+cat >"$PROM/prometheus.yml" <<YAML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $SIWA_ROOT/deploy/monitoring/siwa-alerts.yml
+scrape_configs:
+  - job_name: siwa
+    scheme: https
+    tls_config:
+      ca_file: $E2E_TMP/tls/cert.pem
+      server_name: localhost
+    static_configs:
+      - targets: ["127.0.0.1:${E2E_URL##*:}"]
+YAML
+timeout 300 prometheus --config.file="$PROM/prometheus.yml" --storage.tsdb.path="$PROM/data" \
+    --web.listen-address="${PROM_URL#http://}" --log.level=warn >"$PROM/log" 2>&1 &
+PROM_PID=$!
+stop_prometheus() { kill "$PROM_PID" 2>/dev/null && wait "$PROM_PID" 2>/dev/null || true; }
+trap 'stop_prometheus; [ -s "$E2E_TMP/emulator.pid" ] && kill -0 "$(cat "$E2E_TMP/emulator.pid")" 2>/dev/null || restart_emulator' EXIT
 
 # --- Reachable from loopback only, as Prometheus' text format. (The first scrape makes sure a
 # request was answered before the second.)
@@ -136,3 +167,32 @@ scrape "$DIR/purged"
 after=$(value "$DIR/purged" 'siwa_retention_oldest_age_seconds{table="apple_revocations"}')
 [ "$after" = 0.0 ] || fail "the table's oldest age after the purge: $after"
 pass "retention: an accepted revocation 31 days old shows as ${stale} s on /metrics, a pass of siwa jobs purges it, then 0"
+
+# --- The shipped dashboard's queries through Debian's Prometheus. A little more than the sequence
+# did, so that every panel has something to show: a 5xx (a sign-in with a code while Apple is down
+# is answered 503 apple_unavailable), a second sync of A (from the process's sync cache), and a
+# sync refused (A's session ended by a logout).
+DASHBOARD_START=$SECONDS
+new_apple_user "metrics.d@example.com" Metrics D
+apple_sign_in "$APPLE_USER" com.example.siwa nonce-metrics-d
+stop_pidfile "$E2E_TMP/emulator.pid" 10
+sign_in "{\"identityToken\":\"$TOKEN\",\"authorizationCode\":\"$CODE\",\"nonce\":\"nonce-metrics-d\"}"
+expect_status 503 "a sign-in with a code while Apple is down"
+restart_emulator
+request POST /sync -H "$(bearer "$A_ACCESS")" -H 'Content-Type: application/json' \
+    -d '{"cursor":null,"progress":[{"beliefSystemId":"stoicism","lessonId":"m2","status":"completed","score":2,"earnedXp":3,"completedAt":2000}],"achievements":[]}'
+expect_status 200 "A's second sync"
+request POST /auth/logout -H "$(bearer "$A_ACCESS")"
+expect_status 204 "A signs out"
+request POST /sync -H "$(bearer "$A_ACCESS")" -H 'Content-Type: application/json' -d '{"cursor":null,"progress":[],"achievements":[]}'
+expect_status 401 "a sync of the ended session"
+scrape "$DIR/dashboard"
+# Two successful scrapes in a row after the traffic (polling Prometheus' API, up to 60 s): every
+# series it made has two samples to rate. The queries run at the last one's time.
+QUERIES="python3 $(dirname "$0")/monitoring_check.py"
+AT=$($QUERIES wait "$PROM_URL" "$(date +%s.%N)" siwa) || { cat "$PROM/log" >&2; fail "Prometheus did not scrape the stack (above)"; }
+DASHBOARD=${E2E_DASHBOARD:-$SIWA_ROOT/deploy/monitoring/siwa-dashboard.json}
+$QUERIES check "$PROM_URL" "$DASHBOARD" siwa "$AT" >"$DIR/dashboard-queries" || { cat "$DIR/dashboard-queries" >&2; fail "a query of the dashboard returned nothing or an error (above)"; }
+$QUERIES rules "$PROM_URL" "$SIWA_ROOT/deploy/monitoring/siwa-alerts.yml" siwa "$AT" >"$DIR/rules-check" || { cat "$DIR/rules-check" >&2; fail "the alert rules in Prometheus (above)"; }
+pass "the dashboard through Debian's Prometheus scraping every second: $(tail -1 "$DIR/dashboard-queries"); the alert rules: $(tail -1 "$DIR/rules-check") ($((SECONDS - DASHBOARD_START)) s for this part)"
+stop_prometheus

@@ -30,6 +30,8 @@ kit "$IPAD" workout w1 "tempo" 4000 4 run tempo >/dev/null
 kit "$IPAD" workout w2 "intervals x8" 2400 2 >/dev/null
 kit "$PHONE" delete-workout w3 >/dev/null
 kit "$IPAD" favourite trail-9 "Coast path" >/dev/null
+kit "$PHONE" lap w1 3 >/dev/null  # SyncClient.increment: each device's own count grows
+kit "$IPAD" lap w1 4 >/dev/null
 [ "$(kit "$PHONE" sync)" = offline ] && [ "$(kit "$IPAD" sync)" = offline ] || fail "a sync while siwa is stopped did not fail as offline"
 start_siwa "$E2E_BIN" "$E2E_ENV" "$E2E_TMP/siwa.log" "$E2E_TMP/siwa.pid"
 for device in "$PHONE" "$IPAD" "$PHONE"; do [ "$(kit "$device" sync)" = synced ] || fail "a sync after siwa is back"; done
@@ -42,8 +44,9 @@ state = json.loads(sys.argv[1])
 workouts = {w["workoutId"]: w for w in state["workouts"]}
 assert sorted(workouts) == ["w1", "w2"], sorted(workouts)  # w3 deleted after its edit, w2 edited after its deletion
 w1, w2 = workouts["w1"], workouts["w2"]
-# The iPad's note came later; the larger distance; laps: 3 at first, the phone added 2, the iPad 1.
-assert (w1["note"], w1["distance"], w1["laps"], w1["tags"]) == ("tempo", 5200, 6, ["run", "tempo"]), w1
+# The iPad's note came later; the larger distance; laps: 3 at first, the phone added 2 by a save
+# and 3 by an increment, the iPad 1 and 4.
+assert (w1["note"], w1["distance"], w1["laps"], w1["tags"]) == ("tempo", 5200, 13, ["run", "tempo"]), w1
 assert (w2["note"], w2["distance"]) == ("intervals x8", 2400), w2
 assert sorted(f["itemId"] for f in state["favourites"]) == ["trail-7", "trail-9"], state["favourites"]
 PY

@@ -15,7 +15,8 @@
 #    manual pages and example configuration; siwa setup run again changes nothing and names bad
 #    values; the curl walkthrough of docs/API.md and the styled 404 through the site; `sudo siwa
 #    doctor` and `sudo siwa admin export` read /etc/siwa/siwa.env themselves, run as siwa, and the
-#    audit log names the person who ran sudo; sslyze finds the site's TLS compliant with Mozilla's
+#    audit log names the person who ran sudo (or root, from a root shell without sudo); `siwa setup
+#    --domain-association` alone replaces Apple's file, served after a restart; sslyze finds the site's TLS compliant with Mozilla's
 #    "intermediate" configuration.
 # 4. dpkg -r, then dpkg -P: nginx -t passes after each (the site is disabled, not left broken), the
 #    database is untouched, purging removes what the package made.
@@ -218,7 +219,7 @@ ldd /usr/bin/siwa | grep -i swift && fail "the packaged binary links a Swift lib
 [ "$(stat -c '%U:%G %a' /var/lib/siwa)" = "siwa:siwa 750" ] || fail "/var/lib/siwa is $(stat -c '%U:%G %a' /var/lib/siwa)"
 for file in /lib/systemd/system/siwa.service /lib/systemd/system/siwa-jobs.service /usr/share/siwa/nginx/siwa-locations.conf \
     /usr/share/siwa/nginx/siwa-protect.conf /usr/share/siwa/sql/0001_audit_events.sql /usr/share/siwa/public/app.css \
-    /usr/share/man/man1/siwa.1.gz; do
+    /usr/share/man/man1/siwa.1.gz /usr/share/siwa/monitoring/siwa-dashboard.json /usr/share/siwa/monitoring/siwa-alerts.yml; do
     [ -f "$file" ] || fail "the package lacks $file"
 done
 zcat /usr/share/man/man1/siwa.1.gz | grep -qF -- 'domain\-association' || fail "siwa(1) lacks setup's --domain-association"
@@ -280,9 +281,40 @@ grep -q l-upgrade "$E2E_TMP/operator/user.json" || fail "the export lacks the us
 out=$(as_sudo admin export "$USER_ID" -o /nonexistent/user.json 2>&1) && fail "an export to a missing directory succeeded"
 grep -q "cannot write /nonexistent/user.json: No such file or directory" <<<"$out" || fail "the failed export: $out"
 out=$(as_sudo admin disable "$USER_ID" --reason "e2e package" 2>&1) || fail "sudo siwa admin disable: $out"
-as_sudo admin audit --user "$USER_ID" --json | grep '"type":"admin_disable"' | grep -q '"operator": *"e2e-operator (as siwa)"' \
-    || fail "the audit event does not name the sudo user: $(as_sudo admin audit --user "$USER_ID" --json)"
-pass "sudo siwa doctor: $(grep -c '^ok' <<<"$report") checks pass, the domain file among them; sudo siwa admin export writes where asked (4242:4242, 0600) or names the path and cause; the audit log names the sudo user"
+audit=$(as_sudo admin audit --user "$USER_ID" --json)
+for action in admin_export admin_disable; do
+    grep "\"type\":\"$action\"" <<<"$audit" | grep -q '"operator": *"e2e-operator (as root)"' \
+        || fail "the audit event $action does not name the sudo user: $audit"
+done
+# A root shell without sudo and (here) without a login session: the export, by the user's email, is
+# recorded naming root, not the siwa user the command switched to.
+operator=root
+login=$(cat /proc/self/loginuid 2>/dev/null || echo 4294967295)
+if [ "$login" != 4294967295 ] && [ "$(id -nu "$login")" != root ]; then operator="$(id -nu "$login") (as root)"; fi
+as_root() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/siwa "$@"; }
+as_root admin export upgrade.e2e@example.com >/dev/null || fail "siwa admin export by email as root"
+as_root admin audit --user upgrade.e2e@example.com --limit 1 | grep "admin_export" | grep -qF "{\"operator\":\"$operator\"}" \
+    || fail "the export as root is not recorded naming $operator: $(as_root admin audit --user "$USER_ID" --limit 3)"
+pass "sudo siwa doctor: $(grep -c '^ok' <<<"$report") checks pass, the domain file among them; sudo siwa admin export writes where asked (4242:4242, 0600) or names the path and cause; the audit log names the sudo user for the export and the disabling, and $operator for an export from a root shell without sudo"
+
+# Apple's domain-association file replaced on this configured host by `siwa setup
+# --domain-association` alone, as DEPLOYING.md shows it; after the restart its last line names, the
+# site serves the new file.
+NEW_DOMAIN_FILE=$E2E_TMP/new-domain-association.txt
+echo "a-new-domain-association-file-from-apple $RANDOM" >"$NEW_DOMAIN_FILE"
+out=$(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/bin/siwa setup --domain-association "$NEW_DOMAIN_FILE" </dev/null 2>&1) \
+    || fail "siwa setup --domain-association alone on the installed host: $out"
+grep -q "apple-developer-domain-association.txt: copied from $NEW_DOMAIN_FILE" <<<"$out" && grep -q "^Then: systemctl restart siwa " <<<"$out" \
+    || fail "siwa setup --domain-association alone said: $out"
+[ "$(snapshot)" = "$KEYS_BEFORE" ] && [ "$(stat -c '%U:%G %a' /etc/siwa/apple-developer-domain-association.txt)" = "root:siwa 640" ] \
+    || fail "siwa setup --domain-association alone changed other files, or the file's owner: $(snapshot)"
+"$UNITS" restart siwa || fail "restarting siwa: $(tail -5 "$UNITS_STATE/siwa.log")"
+wait_for_health 100
+expect_status 200 "siwa after its restart"
+request GET /.well-known/apple-developer-domain-association.txt
+expect_status 200 "the new domain file"
+[ "$BODY" = "$(cat "$NEW_DOMAIN_FILE")" ] || fail "the site serves $BODY, not the new domain file"
+pass "siwa setup --domain-association alone on the installed host replaced the file (nothing else asked for or changed; then: restart siwa); after the restart nginx serves the new file"
 
 TOOLS=$(python_tools sslyze)
 scan=$("$TOOLS/sslyze" --mozilla_config=intermediate --certinfo_ca_file "$SITE_TLS/ca.pem" "localhost:$SITE_PORT" 2>&1) \

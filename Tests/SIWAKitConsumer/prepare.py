@@ -13,7 +13,8 @@ The snippets are the ```swift blocks of README.md, docs/*.md, the DocC catalog
   project's (deploy/debian/copyright), the version the latest release's, and every such block
   the same.
 - A block that starts with `import` is a whole source file.
-- Any other block is the body of `@MainActor func ...(client: SIWAClient) async throws` in a file
+- Any other block is the body of `func ...(client: SIWAClient) async throws` (no actor: a block that needs the main actor
+  says so, as an app's code must) in a file
   that imports Foundation and SIWAKit (and FoundationNetworking, where it exists): `client` is in
   scope, everything else the block declares.
 
@@ -162,7 +163,7 @@ def main():
                     "    import FoundationNetworking  // URLRequest and URLSession, on Linux",
                     "#endif",
                     "",
-                    f"@MainActor func snippet_{name}(client: SIWAClient) async throws {{",
+                    f"func snippet_{name}(client: SIWAClient) async throws {{",
                     *source,
                     "}",
                 ]

@@ -178,6 +178,6 @@ import Testing
 
 extension SyncState {
     static func stored(in storage: any KeyValueStorage) throws -> SyncState {
-        try JSONCoding.decoder().decode(SyncState.self, from: try #require(try storage.read("sync-state")))
+        try SyncClient.load(from: storage, key: "sync-state").state
     }
 }

@@ -6,7 +6,8 @@ import StrictJSON
 
 /// The operator's levers (`siwa admin`): find, show, disable and enable users, end their sessions,
 /// export and delete them. Every change records an audit event `admin_<action>` naming the
-/// operator, in the transaction of the change.
+/// operator, in the transaction of the change; every read of a person's data (find, show,
+/// export) records one before the data is handed back.
 package struct AdminUseCases: UseCase {
     package let context: WorkerContext
 
@@ -14,14 +15,48 @@ package struct AdminUseCases: UseCase {
 }
 
 extension AdminUseCases {
-    /// Everything stored about `userID`; nil when there is no such user.
+    /// Everything stored about `userID`; nil when there is no such user. Not recorded: the
+    /// operator's commands read through `show` and `exportUser`, which are.
     package func export(userID: UInt64) throws -> AccountExport? {
         try AccountUseCases(context: context).export(userID: userID)
     }
 
-    /// Users whose id (all digits), any email address (with `@`, exact) or Apple `sub` is `query`.
-    package func findUsers(_ query: String) throws -> [UserSummary] {
-        try UserSummary.find(query, on: database)
+    /// Everything stored about `userID`, for `siwa admin show`, recorded first as `admin_show`
+    /// naming the operator; nil when there is no such user.
+    package func show(userID: UInt64, by operatorName: String) throws -> AccountExport? {
+        try recordRead("show", userID: userID, by: operatorName) ? export(userID: userID) : nil
+    }
+
+    /// Everything stored about `userID`, for `siwa admin export`, recorded first as `admin_export`
+    /// naming the operator (not as the user's own `account_exported`, so it counts nothing against
+    /// the user's exports an hour); nil when there is no such user.
+    package func exportUser(userID: UInt64, by operatorName: String) throws -> AccountExport? {
+        try recordRead("export", userID: userID, by: operatorName) ? export(userID: userID) : nil
+    }
+
+    /// Users whose id (all digits), any email address (with `@`, exact) or Apple `sub` is `query`,
+    /// each recorded as `admin_find` naming the operator (the answer shows their name and email).
+    package func findUsers(_ query: String, by operatorName: String) throws -> [UserSummary] {
+        let users = try UserSummary.find(query, on: database)
+        guard !users.isEmpty else { return users }
+        try retryingConflicts {
+            try transaction { connection in
+                for user in users { try recordAdminAction("find", userID: user.userID, by: operatorName, on: connection) }
+            }
+        }
+        return users
+    }
+
+    /// The user `reference` names: a user id (all digits), an Apple `sub`, or an email address
+    /// (with `@`, exact, any of a user's, a private relay address among them). Read through the
+    /// same indexed lookups as `findUsers`, and not recorded: the action that follows is.
+    package func lookUpUser(_ reference: String) throws -> UserLookup {
+        let users = try UserSummary.find(reference, on: database)
+        switch users.count {
+        case 0: return .none
+        case 1: return .one(users[0].userID)
+        default: return .several(users.map(\.userID).sorted())
+        }
     }
 
     /// Disables `userID` (`reason` kept for operators) and ends every session of theirs.
@@ -78,7 +113,19 @@ extension AdminUseCases {
         try AuditLog.recent(userID: userID, afterID: afterID, limit: limit, on: database)
     }
 
-    /// The audit event `admin_<action>` of an operator's change.
+    /// Records `admin_<action>` for `userID` in a transaction of its own, before what the
+    /// operator reads is shown; false when there is no such user (nothing recorded).
+    private func recordRead(_ action: String, userID: UInt64, by operatorName: String) throws -> Bool {
+        try retryingConflicts {
+            try transaction { connection in
+                guard try UserLock.lock(userID, on: connection) else { return false }
+                try recordAdminAction(action, userID: userID, by: operatorName, on: connection)
+                return true
+            }
+        }
+    }
+
+    /// The audit event `admin_<action>` of an operator's read or change.
     private func recordAdminAction(
         _ action: String, userID: UInt64, sessionID: UInt64? = nil, by operatorName: String, reason: String? = nil,
         on connection: Connection

@@ -9,7 +9,8 @@ package import Telemetry
 /// (nginx serves the location to loopback only; docs/OPERATIONS.md). Before rendering it reads
 /// what no event counts: the outboxes' backlogs and the oldest rows of the tables that grow (a
 /// query each, every term an index's first entry or an outbox's waiting rows), how far behind the
-/// daily check of Apple's tokens is (another), and the age of Apple's keys.
+/// daily check of Apple's tokens is (another), and the age of Apple's keys; whether those reads
+/// succeeded (`siwa_database_up`) and how long they took (`siwa_database_read_seconds`).
 package struct MetricsEndpoint: Sendable {
     private let exporter: PrometheusExporter
     private let outboxDepth: MetricFamily<Gauge>
@@ -19,6 +20,8 @@ package struct MetricsEndpoint: Sendable {
     private let appleKeysAge: Gauge
     private let validationOverdue: Gauge
     private let validationsDue: Gauge
+    private let databaseUp: Gauge
+    private let databaseReadDuration: Gauge
 
     package init(exporter: PrometheusExporter) {
         self.exporter = exporter
@@ -30,12 +33,16 @@ package struct MetricsEndpoint: Sendable {
         appleKeysAge = Gauge(label: MetricNames.appleKeysAge, factory: factory)
         validationOverdue = Gauge(label: MetricNames.appleValidationOverdue, factory: factory)
         validationsDue = Gauge(label: MetricNames.appleValidationsDue, factory: factory)
+        databaseUp = Gauge(label: MetricNames.databaseUp, factory: factory)
+        databaseReadDuration = Gauge(label: MetricNames.databaseReadDuration, factory: factory)
     }
 
     /// The route, an operator's: not part of the HTTP contract (docs/openapi.yaml).
     package var route: Route { Route("GET", "/metrics", handle) }
 
     package func handle(_ request: Request, _ context: RouteContext, _ useCases: UseCases) -> Response {
+        let start = ContinuousClock.now
+        var read = true
         do {
             for backlog in try useCases.status.outboxBacklogs() {
                 outboxDepth[backlog.outbox].record(backlog.depth)
@@ -44,7 +51,8 @@ package struct MetricsEndpoint: Sendable {
             }
             for (table, age) in try useCases.status.retentionAges() { retentionOldestAge[table].record(age) }
         } catch {
-            // The scrape still answers: the database errors counter and /health tell the rest.
+            read = false
+            // The scrape still answers, with siwa_database_up 0; the database errors counter and /health tell the rest.
             useCases.context.logger.warning(
                 "metrics: the outboxes or the tables that grow could not be read", metadata: ["error": "\(error)"])
         }
@@ -53,8 +61,12 @@ package struct MetricsEndpoint: Sendable {
             validationOverdue.record(validations.overdueSeconds)
             validationsDue.record(validations.due)
         } catch {
+            read = false
             useCases.context.logger.warning("metrics: the validation backlog could not be read", metadata: ["error": "\(error)"])
         }
+        let elapsed = (ContinuousClock.now - start).components
+        databaseReadDuration.record(Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        databaseUp.record(read ? 1 : 0)
         appleKeysAge.record(useCases.status.appleKeysAge ?? -1)
         return Response(
             status: 200, contentType: PrometheusExporter.contentType, headers: [("Cache-Control", "no-store")], body: exporter.render())

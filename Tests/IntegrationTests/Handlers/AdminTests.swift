@@ -82,7 +82,7 @@ import Testing
         let audit = try admin.auditEvents(userID: alice.userID, limit: 10)
         #expect(audit.first?.type == "admin_disable")
         #expect(audit.first?.detail?.contains("alice-operator") == true)
-        #expect(try admin.findUsers(String(alice.userID)).first?.isDisabled == true)
+        #expect(try admin.findUsers(String(alice.userID), by: "alice-operator").first?.isDisabled == true)
 
         #expect(try admin.enableUser(alice.userID, by: "alice-operator"))
         let again = harness.signIn(real.token, at: real.suggested_fixed_clock)
@@ -145,10 +145,10 @@ import Testing
         let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
         let email: String = try harness.connection.query("SELECT address FROM user_emails WHERE user_id = ?", alice.userID)[0].decode(at: 0)
         for query in [String(alice.userID), email, real.sub] {
-            #expect(try admin.findUsers(query).map(\.userID) == [alice.userID], "\(query)")
+            #expect(try admin.findUsers(query, by: "bob-operator").map(\.userID) == [alice.userID], "\(query)")
         }
-        #expect(try admin.findUsers("nobody@example.com").isEmpty)
-        #expect(try admin.findUsers("42424242").isEmpty)
+        #expect(try admin.findUsers("nobody@example.com", by: "bob-operator").isEmpty)
+        #expect(try admin.findUsers("42424242", by: "bob-operator").isEmpty)
 
         let session: UInt64 = try harness.connection.query(
             "SELECT id FROM sessions WHERE user_id = ? AND device = 'Alice''s iPhone'", alice.userID)[0].decode(at: 0)
@@ -163,5 +163,51 @@ import Testing
         let deletion = try admin.auditEvents(userID: alice.userID, limit: 5).first { $0.type == "admin_delete" }
         #expect(deletion?.detail?.contains("bob-operator") == true)
         #expect(try harness.count("SELECT COUNT(*) FROM apple_revocations") == 1, "Apple's token queued for revocation")
+    }
+
+    @Test(
+        "Operators name a user by id, Apple sub or email (a relay address too); an unknown or shared one is refused; show, export and find are each recorded with the operator's name before the data is handed back"
+    )
+    func lookUpAndRecordedReads() throws {
+        let harness = try HandlerHarness()
+        let alice = try signInWithData(harness)
+        let admin = admin(harness)
+        defer { admin.context.close() }
+        let real = try AppleFixtures.token("fqauth-YuyXoY-2022-signup")
+        let email: String = try harness.connection.query("SELECT address FROM user_emails WHERE user_id = ?", alice.userID)[0].decode(at: 0)
+        for reference in [String(alice.userID), real.sub, email, " \(email) "] {
+            #expect(try admin.lookUpUser(reference) == .one(alice.userID), "\(reference)")
+        }
+        #expect(try admin.lookUpUser("nobody@privaterelay.appleid.com") == .none)
+        #expect(try admin.lookUpUser("424242") == .none)
+        #expect(try admin.lookUpUser("000000.00000000000000000000000000000000.0000") == .none)
+        // A relay address, and an address two accounts gave: one user, then both.
+        let bob = alice.userID + 1000
+        _ = try harness.connection.execute("INSERT INTO users (id) VALUES (?)", bob)
+        _ = try harness.connection.execute(
+            "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, 'abcdefghij@privaterelay.appleid.com', 1, 1)",
+            bob)
+        #expect(try admin.lookUpUser("abcdefghij@privaterelay.appleid.com") == .one(bob))
+        _ = try harness.connection.execute(
+            "INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, 0, 1)", bob, email)
+        #expect(try admin.lookUpUser(email) == .several([alice.userID, bob]))
+
+        let shown = try #require(try admin.show(userID: alice.userID, by: "carol (as root)"))
+        #expect(shown.record.userID == alice.userID)
+        #expect(shown.record.auditEvents.first?.type == "admin_show", "recorded before the data is read")
+        let exported = try #require(try admin.exportUser(userID: alice.userID, by: "root"))
+        #expect(exported.record.userID == alice.userID)
+        #expect(try admin.show(userID: 999_999, by: "root") == nil)
+        #expect(try admin.exportUser(userID: 999_999, by: "root") == nil)
+        _ = try admin.findUsers(email, by: "dave")
+        let events = try admin.auditEvents(userID: nil, limit: 10)
+        let recorded = events.compactMap { event in event.detail.map { "\(event.type) \(event.userID ?? 0) \($0)" } }
+        #expect(recorded.contains(#"admin_show \#(alice.userID) {"operator":"carol (as root)"}"#), "\(recorded)")
+        #expect(recorded.contains(#"admin_export \#(alice.userID) {"operator":"root"}"#), "\(recorded)")
+        #expect(recorded.contains(#"admin_find \#(alice.userID) {"operator":"dave"}"#), "\(recorded)")
+        #expect(recorded.contains(#"admin_find \#(bob) {"operator":"dave"}"#), "\(recorded)")
+        #expect(!events.contains { $0.userID == 999_999 }, "nothing recorded for a user that does not exist")
+        // The operator's export is not the user's own: it takes none of their five an hour.
+        #expect(try harness.count("SELECT COUNT(*) FROM audit_events WHERE event_type = 'account_exported'") == 0)
     }
 }

@@ -89,6 +89,20 @@ import Testing
         #expect((value("process_resident_memory_bytes", in: scrape) ?? 0) > 1_000_000)
         #expect((value("process_open_fds", in: scrape) ?? 0) > 2)
         #expect(!scrape.contains(refresh) && !scrape.contains(real.token))
+        #expect(value("siwa_database_up", in: scrape) == 1)
+        #expect((value("siwa_database_read_seconds", in: scrape) ?? -1) >= 0)
+    }
+
+    @Test("A scrape whose database reads fail still answers, with siwa_database_up 0; 1 again once they succeed")
+    func databaseUnavailable() throws {
+        let harness = try HandlerHarness(metrics: PrometheusExporter())
+        // The outbox's table gone: its read fails as a database that does not answer would.
+        _ = try harness.connection.execute("RENAME TABLE apple_revocations TO apple_revocations_away")
+        let failed = harness.send("GET", "/metrics")
+        _ = try harness.connection.execute("RENAME TABLE apple_revocations_away TO apple_revocations")
+        #expect(failed.status == 200)
+        #expect(value("siwa_database_up", in: failed.text) == 0)
+        #expect(value("siwa_database_up", in: harness.send("GET", "/metrics").text) == 1)
     }
 
     @Test("Without metrics, GET /metrics is not a route")

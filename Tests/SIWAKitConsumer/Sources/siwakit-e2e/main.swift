@@ -9,6 +9,7 @@
 //   siwakit-e2e DIR profile XP LEVEL STREAK DATE  record a change (no network)
 //   siwakit-e2e DIR workout ID NOTE DISTANCE LAPS TAG...  save a workout (examples/sync), no network
 //   siwakit-e2e DIR delete-workout ID             delete a workout, no network
+//   siwakit-e2e DIR lap ID N                      add N to a workout's laps (increment), no network
 //   siwakit-e2e DIR favourite ID LABEL            save a favourite, no network
 //   siwakit-e2e DIR records                       the local workouts and favourites as JSON
 //   siwakit-e2e DIR server-records                the server's, by a full sync of a new device
@@ -212,6 +213,8 @@ do {
             Workout(workoutId: rest[0], note: rest[1], distance: Int64(rest[2])!, laps: Int64(rest[3])!, tags: Array(rest.dropFirst(4))))
     case "delete-workout":
         try await sync.delete(Workout(workoutId: rest[0], laps: 0, tags: []))
+    case "lap":
+        try await sync.increment("laps", of: Workout(workoutId: rest[0], laps: 0, tags: []), by: Int64(rest[1])!)
     case "favourite":
         try await sync.save(Favourite(itemId: rest[0], label: rest[1]))
     case "records":
