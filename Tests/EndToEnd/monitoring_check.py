@@ -88,10 +88,7 @@ def check(base, path, job, at):
                 failures.append(f"{panel['title']} [{target['refId']}]: {answer.get('error')}: {query}")
             elif not result:
                 failures.append(f"{panel['title']} [{target['refId']}] returned nothing: {query}")
-    for failure in failures:
-        print(f"FAILED: {failure}", file=sys.stderr)
-    print(f"{count - len(failures)} of {count} queries of {len(panels)} panels returned data")
-    return 1 if failures else 0
+    return reported(failures, f"{count - len(failures)} of {count} queries of {len(panels)} panels returned data")
 
 
 def rules(base, path, job, at):
@@ -113,9 +110,14 @@ def rules(base, path, job, at):
         result = api(base, "query", query=f'count({{__name__="{name}", job="{job}"}})', time=at).get("data", {}).get("result", [])
         if not result:
             failures.append(f"{name}: no series")
+    return reported(failures, f"{len(alerts)} alerts loaded and evaluated, {len(names)} metrics they name, {len(failures)} problems")
+
+
+def reported(failures, summary):
+    """Prints each failure to standard error, then the summary; the exit status: 1 on a failure."""
     for failure in failures:
         print(f"FAILED: {failure}", file=sys.stderr)
-    print(f"{len(alerts)} alerts loaded and evaluated, {len(names)} metrics they name, {len(failures)} problems")
+    print(summary)
     return 1 if failures else 0
 
 
