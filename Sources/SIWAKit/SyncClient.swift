@@ -22,8 +22,10 @@ public actor SyncClient {
     private let client: SIWAClient
     private let storage: any KeyValueStorage
     private let storageKey: String
-    /// The key of the state's log: `storageKey` and `.log`.
-    private let logKey: String
+    /// The key of the state's log, `storageKey` and `.log`: nil for a storage that cannot append,
+    /// or a `storageKey` too long for the log's name to be a `FileStorage` key too (over 124
+    /// characters), whose state is stored whole at each change.
+    private let logKey: String?
     private var state: SyncState
     /// The bytes of the state as last stored whole, and of the log written since.
     private var snapshotBytes = 0
@@ -98,9 +100,9 @@ public actor SyncClient {
         self.client = client
         self.storage = storage
         self.storageKey = storageKey
-        self.logKey = storageKey + ".log"
+        self.logKey = storage is any AppendingStorage && storageKey.count <= 124 ? storageKey + ".log" : nil
         self.maximumRequestBytes = max(1_024, maximumRequestBytes)
-        let stored = try Self.load(from: storage, key: storageKey)
+        let stored = try Self.load(from: storage, key: storageKey, log: logKey)
         (state, snapshotBytes, logBytes, needsCompaction) = (stored.state, stored.snapshotBytes, stored.logBytes, stored.needsCompaction)
     }
 
@@ -113,9 +115,9 @@ public actor SyncClient {
         var needsCompaction = false
     }
 
-    /// The state stored under `key` in `storage`, with its log (`key` and `.log`) replayed.
+    /// The state stored under `key` in `storage`, with its log (under `log`, when there is one) replayed.
     /// - Throws: `SIWAError.storage` when the state exists but cannot be read.
-    static func load(from storage: any KeyValueStorage, key: String) throws -> Stored {
+    static func load(from storage: any KeyValueStorage, key: String, log logKey: String?) throws -> Stored {
         var stored = Stored()
         if let data = try storage.read(key) {
             do {
@@ -125,7 +127,7 @@ public actor SyncClient {
             }
             stored.snapshotBytes = data.count
         }
-        guard let log = try storage.read(key + ".log") else { return stored }
+        guard let logKey, let log = try storage.read(logKey) else { return stored }
         let (entries, torn) = SyncLog.entries(in: log)
         stored.logBytes = log.count
         stored.needsCompaction = torn
@@ -333,7 +335,9 @@ public actor SyncClient {
         let changes = state.takeJournal()
         guard !changes.isEmpty else { return }
         do {
-            if let appending = storage as? any AppendingStorage, !needsCompaction {
+            // Appended once the state was stored whole: the first change stores it (with the
+            // device's id, which no entry of the log holds).
+            if let logKey, let appending = storage as? any AppendingStorage, !needsCompaction, snapshotBytes > 0 {
                 let entry = try SyncLog.frame(SyncLog.Entry(generation: state.logGeneration, changes: changes))
                 do {
                     try appending.append(entry, to: logKey)
@@ -348,7 +352,7 @@ public actor SyncClient {
                 try compact()
             }
         } catch {
-            if let stored = try? Self.load(from: storage, key: storageKey) {
+            if let stored = try? Self.load(from: storage, key: storageKey, log: logKey) {
                 (state, snapshotBytes, logBytes) = (stored.state, stored.snapshotBytes, stored.logBytes)
                 needsCompaction = true
                 for observer in observers.values { observer.yield(state.view) }
@@ -368,7 +372,7 @@ public actor SyncClient {
         snapshotBytes = data.count
         logBytes = 0
         do {
-            try storage.delete(logKey)
+            if let logKey { try storage.delete(logKey) }
             needsCompaction = false
         } catch {
             // The log's entries are of an older generation now, and skipped; it is emptied next time.

@@ -172,7 +172,8 @@ import Testing
         let before = await device.snapshot
         let log = directory.appendingPathComponent("sync-state.log")
         let whole = try Data(contentsOf: log)
-        #expect(whole.count > 0 && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("sync-state").path))
+        // The first change stored the state whole (with the device's id); the others were appended.
+        #expect(whole.count > 0 && FileManager.default.fileExists(atPath: directory.appendingPathComponent("sync-state").path))
 
         // A crash in the middle of the next append: a part of an entry at the end.
         try await device.record(lesson(20))
@@ -200,13 +201,34 @@ import Testing
         #expect(await again.hasPendingChanges)
     }
 
+    @Test("The device's id is stored with the first change and kept by a restart; a key of 128 characters keeps no log")
+    func deviceKept() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-log-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = FileStorage(directory: directory)
+        let harness = try ClientHarness { _ in .connectionReset }
+        let lesson = LessonProgress(beliefSystemID: "b", lessonID: "l1", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil)
+        for key in ["sync-state", String(repeating: "k", count: 128)] {
+            let device = try SyncClient(client: harness.client, storage: storage, storageKey: key, collections: Self.schema)
+            try await device.record(lesson)
+            try await device.increment("laps", of: Workout(workoutId: "w1", laps: 0), by: 2)
+            let restarted = try SyncClient(client: harness.client, storage: storage, storageKey: key, collections: Self.schema)
+            #expect(await restarted.deviceID == device.deviceID, "\(key.count)")
+            #expect(try await restarted.records(Workout.self) == [Workout(workoutId: "w1", laps: 2)])
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent(String(repeating: "k", count: 128) + ".log").path))
+    }
+
     @Test("Entries an interrupted compaction left behind (of the generation before) are skipped")
     func staleEntries() async throws {
         let storage = MemoryStorage()
         let harness = try ClientHarness { _ in .connectionReset }
         let device = try SyncClient(client: harness.client, storage: storage)
-        try await device.record(
-            LessonProgress(beliefSystemID: "b", lessonID: "l1", status: .inProgress, score: 1, earnedXP: 1, completedAt: nil))
+        // The first change stores the state whole, the second is appended.
+        for id in ["l0", "l1"] {
+            try await device.record(
+                LessonProgress(beliefSystemID: "b", lessonID: id, status: .inProgress, score: 1, earnedXP: 1, completedAt: nil))
+        }
         let staleLog = try #require(try storage.read("sync-state.log"))
         // Compacted (reset stores the state whole), then the old log put back as if its deletion was lost.
         try await device.reset()

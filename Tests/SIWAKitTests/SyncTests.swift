@@ -178,6 +178,6 @@ import Testing
 
 extension SyncState {
     static func stored(in storage: any KeyValueStorage) throws -> SyncState {
-        try SyncClient.load(from: storage, key: "sync-state").state
+        try SyncClient.load(from: storage, key: "sync-state", log: "sync-state.log").state
     }
 }
