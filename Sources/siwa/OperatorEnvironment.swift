@@ -95,11 +95,15 @@ enum OperatorEnvironment {
 
     /// The operator's name from what the process was started with: `sudoUser` (sudo's
     /// `SUDO_USER`), `loginUID` (the login session's user; nil or `uid_t.max` without one), the
-    /// effective uid, and a way to name a uid.
+    /// effective uid, and a way to name a uid. `SUDO_USER` is only an environment variable: one
+    /// that is not a user name (1 to 32 of `[A-Za-z0-9._-]`, not starting with `-`) is passed over,
+    /// so that no control character or long text reaches the audit log through it. (Whoever may
+    /// run `siwa admin` can set it: the audit names the account too, and that account can change
+    /// the database anyway.)
     static func operatorName(sudoUser: String?, loginUID: uid_t?, effectiveUID: uid_t, name: (uid_t) -> String?) -> String {
         let account = name(effectiveUID) ?? "uid \(effectiveUID)"
         let person: String? =
-            if let sudoUser, !sudoUser.isEmpty {
+            if let sudoUser, isUserName(sudoUser) {
                 sudoUser
             } else if let loginUID, loginUID != uid_t.max {
                 name(loginUID) ?? "uid \(loginUID)"
@@ -108,6 +112,15 @@ enum OperatorEnvironment {
             }
         guard let person, person != account else { return account }
         return "\(person) (as \(account))"
+    }
+
+    /// Whether `text` has the shape of a user name: 1 to 32 of `[A-Za-z0-9._-]`, not starting with `-`.
+    static func isUserName(_ text: String) -> Bool {
+        (1...32).contains(text.utf8.count) && !text.hasPrefix("-")
+            && text.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E
+                    || byte == 0x5F || byte == 0x2D
+            }
     }
 
     private static func userName(_ uid: uid_t) -> String? {

@@ -52,16 +52,17 @@ struct Setup: ParsableCommand {
         if let domainAssociation, isDomainAssociationOnly {
             return try addDomainAssociation(domainAssociation)
         }
-        var values = self
-        try values.askForMissing()
-        var problems = values.shapeProblems()
-        // As given (before any answer on a terminal): --domain-association and nothing else.
+        // As given, and before a terminal is asked for the rest (which would be refused after):
+        // --domain-association and nothing else, on a host not set up.
         let onlyDomainAssociation = [publicURL, teamID, keyID, p8, bundleIDs, servicesID].allSatisfy { $0 == nil }
         if domainAssociation != nil, onlyDomainAssociation, !FileManager.default.fileExists(atPath: configDir + "/siwa.env") {
-            problems.append(
-                "--domain-association alone adds the file to a host set up already; \(configDir)/siwa.env does not exist: "
-                    + "give the other values too")
+            throw ValidationError(
+                "refused, nothing written:\n  - --domain-association alone adds the file to a host set up already; "
+                    + "\(configDir)/siwa.env does not exist: give the other values too")
         }
+        var values = self
+        try values.askForMissing()
+        let problems = values.shapeProblems()
         guard problems.isEmpty else {
             throw ValidationError("refused, nothing written:\n" + problems.map { "  - \($0)" }.joined(separator: "\n"))
         }

@@ -110,11 +110,14 @@ if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
     if [ "$login" != 4294967295 ] && [ "$(id -nu "$login")" != root ]; then root_operator="$(id -nu "$login") (as root)"; fi
     in_ns "$E2E_BIN" admin export root.shell@example.com >/dev/null || fail "siwa admin export from a root shell"
     in_ns SUDO_USER=alice "$E2E_BIN" admin show 7 >/dev/null || fail "sudo siwa admin show"
+    # SUDO_USER is only an environment variable: one that is not a user name is passed over.
+    in_ns SUDO_USER="$(printf 'mallory\033[2K%0100d' 0)" "$E2E_BIN" admin show 7 >/dev/null || fail "siwa admin show, odd SUDO_USER"
     audit=$(in_ns "$E2E_BIN" admin audit --user root.shell@example.com --limit 5 2>&1) || fail "siwa admin audit from a root shell: $audit"
     grep "admin_export" <<<"$audit" | grep -qF "{\"operator\":\"$root_operator\"}" \
         && grep "admin_show" <<<"$audit" | grep -qF '{"operator":"alice (as root)"}' \
-        || fail "the audit events of a root shell's export and sudo's show: $audit"
-    pass "siwa admin run as root reads /etc/siwa/siwa.env and runs as siwa (in a mount namespace with a copy of /etc): the export from a root shell without sudo is recorded naming $root_operator, sudo's show naming alice (as root), never siwa"
+        && [ "$(grep -c "admin_show.*{\"operator\":\"$root_operator\"}" <<<"$audit")" = 1 ] && ! grep -q mallory <<<"$audit" \
+        || fail "the audit events of a root shell's export, sudo's show and a show with an odd SUDO_USER: $audit"
+    pass "siwa admin run as root reads /etc/siwa/siwa.env and runs as siwa (in a mount namespace with a copy of /etc): the export from a root shell without sudo is recorded naming $root_operator, sudo's show naming alice (as root), never siwa; a SUDO_USER that is no user name is passed over"
 else
     echo "  skipped: siwa admin as root on an installed host needs root and unshare"
 fi
