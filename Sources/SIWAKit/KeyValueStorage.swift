@@ -164,10 +164,13 @@ public struct FileStorage: KeyValueStorage, AppendingStorage {
         syncDirectory()
     }
 
+    /// The most characters of a key.
+    static let maximumKeyLength = 128
+
     /// The file of `key`; keys are names, never paths.
     private func path(_ key: String) throws -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-        guard !key.isEmpty, !key.hasPrefix("."), key.count <= 128, key.allSatisfy(allowed.contains) else {
+        guard !key.isEmpty, !key.hasPrefix("."), key.count <= Self.maximumKeyLength, key.allSatisfy(allowed.contains) else {
             throw SIWAError.storage("not a storage key: \(key)")
         }
         return directory.appendingPathComponent(key).path

@@ -23,8 +23,8 @@ public actor SyncClient {
     private let storage: any KeyValueStorage
     private let storageKey: String
     /// The key of the state's log, `storageKey` and `.log`: nil for a storage that cannot append,
-    /// or a `storageKey` too long for the log's name to be a `FileStorage` key too (over 124
-    /// characters), whose state is stored whole at each change.
+    /// or a `storageKey` too long for the log's name to be a `FileStorage` key too, whose state is
+    /// stored whole at each change.
     private let logKey: String?
     private var state: SyncState
     /// The bytes of the state as last stored whole, and of the log written since.
@@ -100,9 +100,10 @@ public actor SyncClient {
         self.client = client
         self.storage = storage
         self.storageKey = storageKey
-        self.logKey = storage is any AppendingStorage && storageKey.count <= 124 ? storageKey + ".log" : nil
+        let logName = storageKey + ".log"
+        self.logKey = storage is any AppendingStorage && logName.count <= FileStorage.maximumKeyLength ? logName : nil
         self.maximumRequestBytes = max(1_024, maximumRequestBytes)
-        let stored = try Self.load(from: storage, key: storageKey, log: logKey)
+        let stored = try Self.load(from: storage, key: storageKey, log: self.logKey)
         (state, snapshotBytes, logBytes, needsCompaction) = (stored.state, stored.snapshotBytes, stored.logBytes, stored.needsCompaction)
     }
 
