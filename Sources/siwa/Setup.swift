@@ -307,12 +307,14 @@ struct SetupFiles {
         print("\(file): \(key) added")
     }
 
-    /// Each file under the directory with its size and modification time: what a run changed.
-    func fingerprint() -> [String: String] {
-        var files: [String: String] = [:]
+    /// Each file under the directory with its contents (a few small files): what a run changed. A
+    /// size and modification time missed a file replaced by one of the same size within the
+    /// file system's timestamp tick.
+    func fingerprint() -> [String: Data] {
+        var files: [String: Data] = [:]
         for name in FileManager.default.subpaths(atPath: directory) ?? [] {
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path(name)) else { continue }
-            files[name] = "\(attributes[.size] ?? 0) \(attributes[.modificationDate] ?? 0)"
+            guard let contents = FileManager.default.contents(atPath: path(name)) else { continue }
+            files[name] = contents
         }
         return files
     }

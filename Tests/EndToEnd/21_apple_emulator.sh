@@ -177,8 +177,10 @@ restart_any_siwa() {
 setup_files() { find "$ANY/etc" -type f ! -name siwa.env ! -name apple-developer-domain-association.txt -exec md5sum {} + | sort; }
 FILES_BEFORE=$(setup_files) ENV_BEFORE=$(cat "$ANY/etc/siwa.env")
 domain_setup() { clean_env siwa setup --config-dir "$ANY/etc" --service-user root --domain-association "$1" </dev/null 2>&1; }
-echo "first-domain-association $RANDOM" >"$ANY/domain-1.txt"
-echo "second-domain-association $RANDOM" >"$ANY/domain-2.txt"
+# Files of the same size, so that a replacement within the file system's timestamp tick is seen
+# only by its contents.
+printf 'domain-association-1 %05d\n' "$RANDOM" >"$ANY/domain-1.txt"
+printf 'domain-association-2 %05d\n' "$RANDOM" >"$ANY/domain-2.txt"
 out=$(domain_setup "$ANY/domain-1.txt") || fail "siwa setup --domain-association alone: $out"
 grep -q "apple-developer-domain-association.txt: copied from $ANY/domain-1.txt" <<<"$out" \
     && grep -q "SIWA_DOMAIN_ASSOCIATION_FILE added" <<<"$out" && grep -q "^Then: systemctl restart siwa " <<<"$out" \
