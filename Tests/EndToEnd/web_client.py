@@ -1,0 +1,173 @@
+"""siwa.js (public/siwa.js) in a real headless Chromium against the local stack and the emulator,
+through the example page (examples/spa) with the tokens in IndexedDB: sign in through Sign in with
+Apple JS's popup; a second tab of the origin finds the session; both tabs refresh at once and
+exactly one POST /auth/refresh reaches the server (counted in nginx's access log); signing out in
+one tab signs the other out (an event with its reason); a new sign-in reaches the other tab, which
+deletes the account, and the first tab is signed out with reason accountDeleted; then the app flow
+with PKCE in a popup (GET /auth/app/start, POST /auth/token).
+
+WEB_CLIENT_CROSS_TAB=off loads the pages with the tabs' coordination off (?crossTab=off): the
+one-refresh check must then fail."""
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from browser import Browser, BrowserError  # noqa: E402
+from spa_sign_in import new_user  # noqa: E402
+from web_sign_in import BASE, consent, fail, http, ok  # noqa: E402
+
+CROSS_TAB = os.environ.get("WEB_CLIENT_CROSS_TAB", "on")
+PAGE = BASE + "/example/spa/?storage=indexedDB" + ("&crossTab=off" if CROSS_TAB == "off" else "")
+ACCESS_LOG = os.path.join(os.environ["E2E_TMP"], "nginx", "access.log")
+STATUS = "document.getElementById('status').textContent"
+EVENT = "document.getElementById('event').textContent"
+
+
+def refreshes():
+    """The POST /auth/refresh requests nginx has logged so far."""
+    with open(ACCESS_LOG) as log:
+        return sum('"POST /auth/refresh ' in line for line in log)
+
+
+def open_tab(browser, url):
+    """A new tab at `url`; its DevTools session (browser.session is left as it was)."""
+    target = browser.send("Target.createTarget", {"url": url})["targetId"]
+    session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    current, browser.session = browser.session, session
+    browser.send("Page.enable", session=True)
+    browser.send("Runtime.enable", session=True)
+    browser.session = current
+    return session
+
+
+def on(browser, session):
+    browser.session = session
+    browser.opener_session = session
+
+
+def wait_status(browser, *wanted):
+    condition = " || ".join(f"s === {json.dumps(w)}" for w in wanted)
+    return browser.wait_for(f"(() => {{ const s = {STATUS}; return ({condition}) ? s : null }})()", f"the page's status {wanted}")
+
+
+def sign_in_with_popup(browser, email):
+    browser.evaluate("document.getElementById('sign-in').click()", gesture=True)
+    browser.popup()
+    consent(browser, email)
+    browser.back()
+    status = browser.wait_for(f"(() => {{ const s = {STATUS}; return s === 'signed-in' || s.startsWith('refused') ? s : null }})()",
+                              "the page's outcome")
+    if status != "signed-in":
+        fail(f"the popup sign-in: {status}")
+
+
+def main():
+    started = time.monotonic()
+    new_user("web.client.e2e@example.com", "Web", "Client")
+    with Browser() as browser:
+        browser.watch_popups()
+        tab_a = browser.session
+        browser.opener_session = tab_a
+        browser.navigate(PAGE)
+        wait_status(browser, "ready")
+        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        shown = browser.evaluate("document.getElementById('user').textContent")
+        if not shown.startswith("Signed in as Web"):
+            fail(f"the user after the sign-in: {shown}")
+        user_id = browser.evaluate("siwaClient.user.id")
+        ok(f"siwa.js signs in through Sign in with Apple JS's popup (POST /auth/apple), user {user_id}; the token session is in IndexedDB")
+
+        tab_b = open_tab(browser, PAGE)
+        on(browser, tab_b)
+        wait_status(browser, "signed-in")
+        if browser.evaluate("siwaClient.user.id") != user_id:
+            fail("the second tab's user")
+        ok("a second tab of the origin finds the session (signedIn, restored)")
+
+        # Both tabs refresh at once: while the test holds the tabs' refresh lock, both ask for a
+        # refresh with the same refresh token; then the lock is let go.
+        on(browser, tab_a)
+        browser.evaluate("window.held = new Promise((held) => navigator.locks.request('siwa:siwa:refresh',"
+                         " () => { held(); return new Promise((release) => { window.releaseLock = release; }); }))")
+        browser.evaluate("window.held")
+        before = refreshes()
+        tokens_before = browser.evaluate("siwaClient.accessToken()")
+        for tab in (tab_a, tab_b):
+            on(browser, tab)
+            browser.evaluate("window.refreshed = siwaClient.refresh().then(() => 'ok', (e) => e.code || String(e)); true")
+        if CROSS_TAB != "off":
+            on(browser, tab_a)
+            browser.wait_for("navigator.locks.query().then((s) => s.pending.filter((l) => l.name === 'siwa:siwa:refresh').length === 2)",
+                             "both tabs' refreshes waiting for the lock")
+        on(browser, tab_a)
+        browser.evaluate("window.releaseLock(); true")
+        outcomes = []
+        for tab in (tab_a, tab_b):
+            on(browser, tab)
+            outcomes.append(browser.evaluate("window.refreshed"))
+        if outcomes != ["ok", "ok"]:
+            fail(f"the refreshes: {outcomes}")
+        sent = refreshes() - before
+        if sent != 1:
+            fail(f"two tabs refreshing at once sent {sent} POST /auth/refresh, not 1")
+        tokens = []
+        for tab in (tab_a, tab_b):
+            on(browser, tab)
+            tokens.append(browser.evaluate("siwaClient.accessToken()"))
+            me = browser.evaluate("siwaClient.json('/auth/me').then((me) => me.user.id, (e) => e.code)")
+            if me != user_id:
+                fail(f"/auth/me after the refresh: {me}")
+        if tokens[0] != tokens[1] or tokens[0] == tokens_before:
+            fail("the tabs do not share the new access token")
+        ok("two tabs refreshing at once send one POST /auth/refresh (nginx's access log); both use the new token")
+
+        # Signing out in one tab signs the other out, with the reason.
+        on(browser, tab_b)
+        browser.evaluate("document.getElementById('sign-out').click()")
+        wait_status(browser, "signed-out")
+        on(browser, tab_a)
+        event = browser.wait_for(f"{EVENT}.startsWith('signedOut') && {EVENT}", "the other tab's sign-out")
+        if event != "signedOut: signedOut" or browser.evaluate("siwaClient.user") is not None:
+            fail(f"the other tab after a sign-out: {event}")
+        status, _ = http("GET", BASE + "/auth/me", headers={"Authorization": "Bearer " + tokens[0]})
+        if status != 401:
+            fail(f"the token after the sign-out: {status}")
+        ok("signing out in one tab ends the session at the server (401) and signs the other tab out (signedOut: signedOut)")
+
+        # A new sign-in in one tab reaches the other; deleting the account there signs the first out.
+        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        token = browser.evaluate("siwaClient.accessToken()")
+        on(browser, tab_b)
+        browser.wait_for(f"{EVENT} === 'signedIn' && siwaClient.user !== null", "the sign-in in the other tab")
+        result = browser.evaluate("siwaClient.deleteAccount().then(() => 'deleted', (e) => e.code)")
+        if result != "deleted":
+            fail(f"the account's deletion: {result}")
+        on(browser, tab_a)
+        event = browser.wait_for(f"{EVENT}.startsWith('signedOut') && {EVENT}", "the other tab after the deletion")
+        if event != "signedOut: accountDeleted":
+            fail(f"the other tab after the deletion: {event}")
+        status, body = http("GET", BASE + "/auth/me", headers={"Authorization": "Bearer " + token})
+        if status != 401:
+            fail(f"the token after the deletion: {status} {body}")
+        ok("a sign-in reaches the other tab; deleting the account there signs this tab out (signedOut: accountDeleted); "
+           "the token is refused (401)")
+
+        # The app flow with PKCE, in a popup: GET /auth/app/start, the emulator, POST /auth/token.
+        browser.navigate(BASE + "/example/spa/?flow=pkce")
+        wait_status(browser, "ready")
+        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        sessions = browser.evaluate("siwaClient.sessions().then((s) => s.filter((x) => x.current).length)")
+        if sessions != 1:
+            fail(f"the sessions list after the app flow: {sessions}")
+        ok("the app flow in a popup (GET /auth/app/start, the emulator, POST /auth/token with the PKCE verifier) signs in")
+    print(f"  web client checks: {time.monotonic() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BrowserError as error:
+        fail(str(error))
