@@ -350,7 +350,10 @@ export function createClient(options = {}) {
     const url = destination(path);
     await ready;
     if (cookieSession) {
-      return request(url, { credentials: "include", ...init });
+      const response = await request(url, { credentials: "include", ...init });
+      // The cookie's session ended (signed out elsewhere, revoked, expired, the account gone).
+      if (response.status === 401 && session && new URL(url).origin === server) { await end("sessionEnded"); }
+      return response;
     }
     if (!session) { throw new SiwaError("signed_out", "Nobody is signed in"); }
     const held = session;

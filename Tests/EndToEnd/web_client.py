@@ -20,7 +20,13 @@ from spa_sign_in import new_user  # noqa: E402
 from web_sign_in import BASE, consent, fail, http, ok  # noqa: E402
 
 CROSS_TAB = os.environ.get("WEB_CLIENT_CROSS_TAB", "on")
-PAGE = BASE + "/example/spa/?storage=indexedDB" + ("&crossTab=off" if CROSS_TAB == "off" else "")
+
+
+def page(storage):
+    return BASE + f"/example/spa/?storage={storage}" + ("&crossTab=off" if CROSS_TAB == "off" else "")
+
+
+PAGE = page("indexedDB")
 ACCESS_LOG = os.path.join(os.environ["E2E_TMP"], "nginx", "access.log")
 STATUS = "document.getElementById('status').textContent"
 EVENT = "document.getElementById('event').textContent"
@@ -64,6 +70,46 @@ def sign_in_with_popup(browser, email):
         fail(f"the popup sign-in: {status}")
 
 
+def refresh_at_once(browser, tab_a, tab_b, user_id):
+    """Both tabs refresh at once: while the test holds the tabs' refresh lock, both ask for a
+    refresh with the same refresh token; then the lock is let go. Exactly one POST /auth/refresh
+    reaches nginx, and both tabs use its tokens. Returns the tabs' access tokens."""
+    on(browser, tab_a)
+    browser.evaluate("window.held = new Promise((held) => navigator.locks.request('siwa:siwa:refresh',"
+                     " () => { held(); return new Promise((release) => { window.releaseLock = release; }); }))")
+    browser.evaluate("window.held")
+    before = refreshes()
+    tokens_before = browser.evaluate("siwaClient.accessToken()")
+    for tab in (tab_a, tab_b):
+        on(browser, tab)
+        browser.evaluate("window.refreshed = siwaClient.refresh().then(() => 'ok', (e) => e.code || String(e)); true")
+    if CROSS_TAB != "off":
+        on(browser, tab_a)
+        browser.wait_for("navigator.locks.query().then((s) => s.pending.filter((l) => l.name === 'siwa:siwa:refresh').length === 2)",
+                         "both tabs' refreshes waiting for the lock")
+    on(browser, tab_a)
+    browser.evaluate("window.releaseLock(); true")
+    outcomes = []
+    for tab in (tab_a, tab_b):
+        on(browser, tab)
+        outcomes.append(browser.evaluate("window.refreshed"))
+    if outcomes != ["ok", "ok"]:
+        fail(f"the refreshes: {outcomes}")
+    sent = refreshes() - before
+    if sent != 1:
+        fail(f"two tabs refreshing at once sent {sent} POST /auth/refresh, not 1")
+    tokens = []
+    for tab in (tab_a, tab_b):
+        on(browser, tab)
+        tokens.append(browser.evaluate("siwaClient.accessToken()"))
+        me = browser.evaluate("siwaClient.json('/auth/me').then((me) => me.user.id, (e) => e.code)")
+        if me != user_id:
+            fail(f"/auth/me after the refresh: {me}")
+    if tokens[0] != tokens[1] or tokens[0] == tokens_before:
+        fail("the tabs do not share the new access token")
+    return tokens
+
+
 def main():
     started = time.monotonic()
     new_user("web.client.e2e@example.com", "Web", "Client")
@@ -87,41 +133,7 @@ def main():
             fail("the second tab's user")
         ok("a second tab of the origin finds the session (signedIn, restored)")
 
-        # Both tabs refresh at once: while the test holds the tabs' refresh lock, both ask for a
-        # refresh with the same refresh token; then the lock is let go.
-        on(browser, tab_a)
-        browser.evaluate("window.held = new Promise((held) => navigator.locks.request('siwa:siwa:refresh',"
-                         " () => { held(); return new Promise((release) => { window.releaseLock = release; }); }))")
-        browser.evaluate("window.held")
-        before = refreshes()
-        tokens_before = browser.evaluate("siwaClient.accessToken()")
-        for tab in (tab_a, tab_b):
-            on(browser, tab)
-            browser.evaluate("window.refreshed = siwaClient.refresh().then(() => 'ok', (e) => e.code || String(e)); true")
-        if CROSS_TAB != "off":
-            on(browser, tab_a)
-            browser.wait_for("navigator.locks.query().then((s) => s.pending.filter((l) => l.name === 'siwa:siwa:refresh').length === 2)",
-                             "both tabs' refreshes waiting for the lock")
-        on(browser, tab_a)
-        browser.evaluate("window.releaseLock(); true")
-        outcomes = []
-        for tab in (tab_a, tab_b):
-            on(browser, tab)
-            outcomes.append(browser.evaluate("window.refreshed"))
-        if outcomes != ["ok", "ok"]:
-            fail(f"the refreshes: {outcomes}")
-        sent = refreshes() - before
-        if sent != 1:
-            fail(f"two tabs refreshing at once sent {sent} POST /auth/refresh, not 1")
-        tokens = []
-        for tab in (tab_a, tab_b):
-            on(browser, tab)
-            tokens.append(browser.evaluate("siwaClient.accessToken()"))
-            me = browser.evaluate("siwaClient.json('/auth/me').then((me) => me.user.id, (e) => e.code)")
-            if me != user_id:
-                fail(f"/auth/me after the refresh: {me}")
-        if tokens[0] != tokens[1] or tokens[0] == tokens_before:
-            fail("the tabs do not share the new access token")
+        tokens = refresh_at_once(browser, tab_a, tab_b, user_id)
         ok("two tabs refreshing at once send one POST /auth/refresh (nginx's access log); both use the new token")
 
         # Signing out in one tab signs the other out, with the reason.
@@ -162,7 +174,39 @@ def main():
         sessions = browser.evaluate("siwaClient.sessions().then((s) => s.filter((x) => x.current).length)")
         if sessions != 1:
             fail(f"the sessions list after the app flow: {sessions}")
-        ok("the app flow in a popup (GET /auth/app/start, the emulator, POST /auth/token with the PKCE verifier) signs in")
+        session_id = browser.evaluate("siwaClient.sessionId")
+        browser.evaluate(f"siwaClient.revokeSession({json.dumps(session_id)})")
+        wait_status(browser, "signed-out")
+        if browser.evaluate(EVENT) != "signedOut: signedOut":
+            fail(f"ending this session from the list: {browser.evaluate(EVENT)}")
+        ok("the app flow in a popup (GET /auth/app/start, the emulator, POST /auth/token with the PKCE verifier) signs in; "
+           "the sessions list marks this one current; ending it signs out (signedOut: signedOut)")
+
+        browser.navigate(BASE + "/example/spa/?flow=pkce&mode=redirect")
+        wait_status(browser, "ready")
+        browser.evaluate("document.getElementById('sign-in').click()", gesture=True)
+        consent(browser, "web.client.e2e@example.com")
+        wait_status(browser, "signed-in")
+        if "code=" in browser.url() or "state=" in browser.url():
+            fail(f"the code is left in the address: {browser.url()}")
+        ok("the app flow by redirect: the page comes back with the code, handleRedirect() exchanges it and clears the address")
+
+        # The same with the tokens in localStorage, in two more tabs (the first two left: they
+        # share the channel and the lock, which are the origin's).
+        on(browser, tab_b)
+        browser.navigate("about:blank")
+        tab_c = open_tab(browser, page("localStorage"))
+        on(browser, tab_c)
+        wait_status(browser, "ready")
+        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        tab_d = open_tab(browser, page("localStorage"))
+        on(browser, tab_d)
+        wait_status(browser, "signed-in")
+        refresh_at_once(browser, tab_c, tab_d, browser.evaluate("siwaClient.user.id"))
+        browser.evaluate("siwaClient.signOut()")
+        on(browser, tab_c)
+        browser.wait_for(f"{EVENT} === 'signedOut: signedOut'", "the sign-out in the other localStorage tab")
+        ok("the same with the tokens in localStorage: one POST /auth/refresh for two tabs; the sign-out reaches the other tab")
     print(f"  web client checks: {time.monotonic() - started:.1f} s")
 
 

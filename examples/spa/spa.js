@@ -75,7 +75,7 @@ client.subscribe((event) => {
 document.getElementById("sign-in").addEventListener("click", async () => {
   say("Signing in…");
   try {
-    await client.signIn({ flow: query.get("flow") === "pkce" ? "pkce" : "apple" });
+    await client.signIn({ flow: query.get("flow") === "pkce" ? "pkce" : "apple", mode: query.get("mode") === "redirect" ? "redirect" : "popup" });
     await client.me();
     say("signed-in");
   } catch (error) {
