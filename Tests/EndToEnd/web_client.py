@@ -30,6 +30,8 @@ PAGE = page("indexedDB")
 ACCESS_LOG = os.path.join(os.environ["E2E_TMP"], "nginx", "access.log")
 STATUS = "document.getElementById('status').textContent"
 EVENT = "document.getElementById('event').textContent"
+# A new person at each run: Apple gives the name on the first authorization only.
+EMAIL = f"web.client.{os.getpid()}@example.com"
 
 
 def refreshes():
@@ -112,14 +114,14 @@ def refresh_at_once(browser, tab_a, tab_b, user_id):
 
 def main():
     started = time.monotonic()
-    new_user("web.client.e2e@example.com", "Web", "Client")
+    new_user(EMAIL, "Web", "Client")
     with Browser() as browser:
         browser.watch_popups()
         tab_a = browser.session
         browser.opener_session = tab_a
         browser.navigate(PAGE)
         wait_status(browser, "ready")
-        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        sign_in_with_popup(browser, EMAIL)
         shown = browser.evaluate("document.getElementById('user').textContent")
         if not shown.startswith("Signed in as Web"):
             fail(f"the user after the sign-in: {shown}")
@@ -150,7 +152,7 @@ def main():
         ok("signing out in one tab ends the session at the server (401) and signs the other tab out (signedOut: signedOut)")
 
         # A new sign-in in one tab reaches the other; deleting the account there signs the first out.
-        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        sign_in_with_popup(browser, EMAIL)
         token = browser.evaluate("siwaClient.accessToken()")
         on(browser, tab_b)
         browser.wait_for(f"{EVENT} === 'signedIn' && siwaClient.user !== null", "the sign-in in the other tab")
@@ -170,7 +172,7 @@ def main():
         # The app flow with PKCE, in a popup: GET /auth/app/start, the emulator, POST /auth/token.
         browser.navigate(BASE + "/example/spa/?flow=pkce")
         wait_status(browser, "ready")
-        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        sign_in_with_popup(browser, EMAIL)
         sessions = browser.evaluate("siwaClient.sessions().then((s) => s.filter((x) => x.current).length)")
         if sessions != 1:
             fail(f"the sessions list after the app flow: {sessions}")
@@ -185,7 +187,7 @@ def main():
         browser.navigate(BASE + "/example/spa/?flow=pkce&mode=redirect")
         wait_status(browser, "ready")
         browser.evaluate("document.getElementById('sign-in').click()", gesture=True)
-        consent(browser, "web.client.e2e@example.com")
+        consent(browser, EMAIL)
         wait_status(browser, "signed-in")
         if "code=" in browser.url() or "state=" in browser.url():
             fail(f"the code is left in the address: {browser.url()}")
@@ -198,7 +200,7 @@ def main():
         tab_c = open_tab(browser, page("localStorage"))
         on(browser, tab_c)
         wait_status(browser, "ready")
-        sign_in_with_popup(browser, "web.client.e2e@example.com")
+        sign_in_with_popup(browser, EMAIL)
         tab_d = open_tab(browser, page("localStorage"))
         on(browser, tab_d)
         wait_status(browser, "signed-in")
