@@ -249,6 +249,27 @@ def main():
         on(browser, tab_c)
         browser.wait_for(f"{EVENT} === 'signedOut: signedOut'", "the sign-out in the other localStorage tab")
         ok("the same with the tokens in localStorage: one POST /auth/refresh for two tabs; the sign-out reaches the other tab")
+
+        # The cookie session (POST /auth/web/apple): a second tab finds it (GET /auth/me); a
+        # sign-out in one tab signs the other out.
+        for tab in (tab_c, tab_d):
+            on(browser, tab)
+            browser.navigate("about:blank")
+        tab_e = open_tab(browser, BASE + "/example/spa/?session=cookie")
+        on(browser, tab_e)
+        wait_status(browser, "ready")
+        sign_in_with_popup(browser, EMAIL)
+        tab_f = open_tab(browser, BASE + "/example/spa/?session=cookie")
+        on(browser, tab_f)
+        wait_status(browser, "signed-in")
+        if browser.evaluate("siwaClient.sessionId") is not None or not browser.evaluate("siwaClient.signedIn"):
+            fail("the cookie session in the second tab")
+        browser.evaluate("siwaClient.signOut()")
+        on(browser, tab_e)
+        browser.wait_for(f"{EVENT} === 'signedOut: signedOut'", "the sign-out in the other cookie tab")
+        if any(cookie["name"] == "__Host-siwa_session" for cookie in browser.cookies()):
+            fail("the session cookie after the sign-out")
+        ok("the cookie session: a second tab finds it; signing out in one tab clears the cookie and signs the other out")
     print(f"  web client checks: {time.monotonic() - started:.1f} s")
 
 
