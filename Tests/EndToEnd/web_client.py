@@ -138,6 +138,37 @@ def main():
         tokens = refresh_at_once(browser, tab_a, tab_b, user_id)
         ok("two tabs refreshing at once send one POST /auth/refresh (nginx's access log); both use the new token")
 
+        # A refused access token (spoilt in the store, the page reloaded): one refresh, the call sent again.
+        on(browser, tab_a)
+        browser.evaluate("""new Promise((done, failed) => { const open = indexedDB.open('siwa', 1); open.onsuccess = () => {
+            const transaction = open.result.transaction('session', 'readwrite'); const store = transaction.objectStore('session');
+            const get = store.get('siwa'); transaction.oncomplete = () => done(true); transaction.onerror = failed;
+            get.onsuccess = () => { const session = JSON.parse(get.result); session.accessToken = 'not.a.token';
+              store.put(JSON.stringify(session), 'siwa'); }; };
+            open.onerror = failed; })""")
+        browser.evaluate("window.before = true")
+        before = refreshes()
+        # The page lists the sessions as it loads (twice: at the start and at the signedIn event):
+        # both refused, one refresh between them.
+        browser.navigate(PAGE)
+        browser.wait_for(f"!window.before && {STATUS} === 'signed-in'", "the page again, signed in")
+        me = browser.evaluate("siwaClient.json('/auth/me').then((me) => me.user.id, (e) => e.code)")
+        if me != user_id or refreshes() - before != 1:
+            fail(f"a refused access token: /auth/me {me}, {refreshes() - before} refreshes")
+        tokens = [browser.evaluate("siwaClient.accessToken()")]
+        ok("client.fetch refreshes once after a 401 (a spoilt access token; two calls refused at once, one refresh) and sends the call again")
+
+        # Offline: SiwaError offline, the session kept.
+        browser.send("Network.enable", session=True)
+        browser.send("Network.emulateNetworkConditions", {"offline": True, "latency": 0, "downloadThroughput": -1,
+                                                          "uploadThroughput": -1}, session=True)
+        offline = browser.evaluate("siwaClient.fetch('/auth/me').then(() => 'answered', (e) => e.code)")
+        browser.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1,
+                                                          "uploadThroughput": -1}, session=True)
+        if offline != "offline" or browser.evaluate("siwaClient.user && siwaClient.user.id") != user_id:
+            fail(f"offline: {offline}, user {browser.evaluate('siwaClient.user')}")
+        ok("offline, client.fetch rejects with SiwaError offline and the session is kept")
+
         # Signing out in one tab signs the other out, with the reason.
         on(browser, tab_b)
         browser.evaluate("document.getElementById('sign-out').click()")
@@ -184,6 +215,15 @@ def main():
         ok("the app flow in a popup (GET /auth/app/start, the emulator, POST /auth/token with the PKCE verifier) signs in; "
            "the sessions list marks this one current; ending it signs out (signedOut: signedOut)")
 
+        # An address with another sign-in's state: refused before anything is exchanged.
+        tokens_before = sum('"POST /auth/token ' in line for line in open(ACCESS_LOG))
+        refused = browser.evaluate("""(sessionStorage.setItem('siwa:pending', JSON.stringify({verifier: 'v'.repeat(43),
+            state: 'this sign-in', redirectUri: location.origin + location.pathname})),
+            siwaClient.handleRedirect(location.origin + location.pathname + '?code=c&state=another').then(() => 'accepted', (e) => e.code))""")
+        if refused != "state_mismatch" or sum('"POST /auth/token ' in line for line in open(ACCESS_LOG)) != tokens_before:
+            fail(f"the app flow's answer with another state: {refused}")
+        ok("the app flow: an answer with another sign-in's state is refused (state_mismatch), no POST /auth/token sent")
+
         browser.navigate(BASE + "/example/spa/?flow=pkce&mode=redirect")
         wait_status(browser, "ready")
         browser.evaluate("document.getElementById('sign-in').click()", gesture=True)
@@ -209,6 +249,27 @@ def main():
         on(browser, tab_c)
         browser.wait_for(f"{EVENT} === 'signedOut: signedOut'", "the sign-out in the other localStorage tab")
         ok("the same with the tokens in localStorage: one POST /auth/refresh for two tabs; the sign-out reaches the other tab")
+
+        # The cookie session (POST /auth/web/apple): a second tab finds it (GET /auth/me); a
+        # sign-out in one tab signs the other out.
+        for tab in (tab_c, tab_d):
+            on(browser, tab)
+            browser.navigate("about:blank")
+        tab_e = open_tab(browser, BASE + "/example/spa/?session=cookie")
+        on(browser, tab_e)
+        wait_status(browser, "ready")
+        sign_in_with_popup(browser, EMAIL)
+        tab_f = open_tab(browser, BASE + "/example/spa/?session=cookie")
+        on(browser, tab_f)
+        wait_status(browser, "signed-in")
+        if browser.evaluate("siwaClient.sessionId") is not None or not browser.evaluate("siwaClient.signedIn"):
+            fail("the cookie session in the second tab")
+        browser.evaluate("siwaClient.signOut()")
+        on(browser, tab_e)
+        browser.wait_for(f"{EVENT} === 'signedOut: signedOut'", "the sign-out in the other cookie tab")
+        if any(cookie["name"] == "__Host-siwa_session" for cookie in browser.cookies()):
+            fail("the session cookie after the sign-out")
+        ok("the cookie session: a second tab finds it; signing out in one tab clears the cookie and signs the other out")
     print(f"  web client checks: {time.monotonic() - started:.1f} s")
 
 
