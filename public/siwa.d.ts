@@ -49,12 +49,23 @@ export interface SyncView {
   collections: Record<string, SyncRecord[]>;
 }
 
-/** Where the state is kept: IndexedDB (the default in a browser), memory only, or your own. */
+/** Where the state is kept: IndexedDB (the default in a browser), memory only, or your own. `write`
+ * applies a change's operations in order, in one transaction, merging records with `mergeText` into
+ * what is stored, and resolves to the stored text of every record it touched. */
 export interface SyncStorage {
   load(): Promise<{ meta: Record<string, unknown>; slots: { part: string; collection: string; key: string; text: string }[] }>;
-  write(changes: object[]): Promise<void>;
+  write(
+    ops: object[],
+    mergeText: (collection: string, stored: string, change: string) => string,
+  ): Promise<{ slots: { part: string; collection: string; key: string; text: string | null }[]; meta: Record<string, unknown> }>;
+  /** Called when another tab changed the stored state. */
+  onChange?(listener: () => void): void;
   close(): void;
 }
+
+/** A storage in memory only (tests, Node, a page that must store nothing); several syncs given the
+ * same one share it as tabs share IndexedDB. */
+export function createMemoryStorage(): SyncStorage;
 
 export interface SyncOptions {
   /** The app's declaration: the JSON of the server's SIWA_SYNC_COLLECTIONS file (object or text). */

@@ -652,26 +652,68 @@ function syncNewDeviceId() {
   return "d-" + [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Where the state is kept in memory only (tests, or a page that must not store anything). */
+/** The id of a slot: a record of one part (view, pending, refused) of one collection. */
+function syncSlotId(part, collection, key) {
+  return JSON.stringify([part, collection, key]);
+}
+
+/** Applies `ops` to `get`/`put`/`remove` of slots, in order: a record merged into a slot (with
+ * `mergeText`, so that what another tab wrote meanwhile is kept), removed when the slot still holds
+ * what was sent, a part cleared, a member of `meta` set. Returns the final text of every slot it
+ * touched and the final meta values. */
+async function syncApplyOps(ops, mergeText, store) {
+  const slots = new Map();
+  const meta = {};
+  for (const op of ops) {
+    if (op.op === "meta") {
+      const current = await store.getMeta(op.name);
+      const value = op.ifAbsent && current !== undefined ? current : op.value;
+      if (value !== current) await store.putMeta(op.name, value);
+      meta[op.name] = value;
+    } else if (op.op === "clear") {
+      await store.clear(op.part);
+      for (const [id, slot] of slots) if (slot.part === op.part) slot.text = null;
+    } else {
+      const current = (await store.get(op.part, op.collection, op.key)) ?? null;
+      let next = current;
+      if (op.op === "merge") next = current === null ? op.text : mergeText(op.collection, current, op.text);
+      else if (op.op === "remove" && current === op.text) next = null;
+      if (next !== current) await (next === null ? store.remove(op.part, op.collection, op.key) : store.put(op.part, op.collection, op.key, next));
+      slots.set(syncSlotId(op.part, op.collection, op.key), { part: op.part, collection: op.collection, key: op.key, text: next });
+    }
+  }
+  return { slots: [...slots.values()], meta };
+}
+
+/** A storage in memory only (tests, Node, or a page that must not store anything): pass it as
+ * `storage` to several syncs to have them share it as tabs share IndexedDB. */
+export function createMemoryStorage() {
+  return syncMemoryStorage();
+}
+
 function syncMemoryStorage() {
   const slots = new Map();
   const meta = new Map();
+  const store = {
+    getMeta: (name) => meta.get(name),
+    putMeta: (name, value) => meta.set(name, value),
+    clear: (part) => {
+      for (const [id, slot] of slots) if (slot.part === part) slots.delete(id);
+    },
+    get: (part, collection, key) => slots.get(syncSlotId(part, collection, key))?.text,
+    put: (part, collection, key, text) => slots.set(syncSlotId(part, collection, key), { part, collection, key, text }),
+    remove: (part, collection, key) => slots.delete(syncSlotId(part, collection, key)),
+  };
+  let queue = Promise.resolve();
   return {
     async load() {
       return { meta: Object.fromEntries(meta), slots: [...slots.values()] };
     },
-    async write(changes) {
-      for (const change of changes) {
-        if (change.meta) {
-          meta.set(change.meta, change.value);
-        } else if (change.clear) {
-          for (const [id, slot] of slots) if (slot.part === change.clear) slots.delete(id);
-        } else {
-          const id = JSON.stringify([change.part, change.collection, change.key]);
-          if (change.text === null) slots.delete(id);
-          else slots.set(id, { part: change.part, collection: change.collection, key: change.key, text: change.text });
-        }
-      }
+    write(ops, mergeText) {
+      // One write at a time, as IndexedDB's transactions of one store run.
+      const done = queue.then(() => syncApplyOps(ops, mergeText, store));
+      queue = done.catch(() => {});
+      return done;
     },
     close() {},
   };
@@ -686,7 +728,9 @@ function syncRequest(request) {
 
 /** The state in IndexedDB: the database `name`, a store of slots (each record of the view, the
  * queue and the set-aside changes, keyed by part, collection and key) and one of the device's id and
- * the cursor. Each change is one transaction that writes only the slots it changed. */
+ * the cursor. A change is one transaction that reads and writes only the slots it changes, merging
+ * into what is stored (another tab's changes are kept). Other tabs hear of it on a BroadcastChannel
+ * of the same name and read the state again. */
 function syncIndexedDBStorage(name) {
   let opened = null;
   const open = () => {
@@ -701,6 +745,7 @@ function syncIndexedDBStorage(name) {
     });
     return opened;
   };
+  const channel = typeof globalThis.BroadcastChannel === "function" ? new globalThis.BroadcastChannel("siwa-sync:" + name) : null;
   return {
     async load() {
       const db = await open();
@@ -712,24 +757,44 @@ function syncIndexedDBStorage(name) {
       ]);
       return { meta: Object.fromEntries(keys.map((key, i) => [key, values[i]])), slots };
     },
-    async write(changes) {
+    async write(ops, mergeText) {
       const db = await open();
       const transaction = db.transaction(["slots", "meta"], "readwrite");
       const slots = transaction.objectStore("slots");
       const meta = transaction.objectStore("meta");
-      for (const change of changes) {
-        if (change.meta) meta.put(change.value, change.meta);
-        else if (change.clear) slots.delete(IDBKeyRange.bound([change.clear], [change.clear, []]));
-        else if (change.text === null) slots.delete([change.part, change.collection, change.key]);
-        else slots.put({ part: change.part, collection: change.collection, key: change.key, text: change.text });
-      }
-      await new Promise((resolve, reject) => {
+      const committed = new Promise((resolve, reject) => {
         transaction.oncomplete = resolve;
         transaction.onerror = () => reject(transaction.error);
         transaction.onabort = () => reject(transaction.error ?? new Error("the transaction was aborted"));
       });
+      let result;
+      try {
+        // Each request is made as the one before it succeeds: the transaction stays active.
+        result = await syncApplyOps(ops, mergeText, {
+          getMeta: (key) => syncRequest(meta.get(key)),
+          putMeta: (key, value) => syncRequest(meta.put(value, key)),
+          clear: (part) => syncRequest(slots.delete(IDBKeyRange.bound([part], [part, []]))),
+          get: async (part, collection, key) => (await syncRequest(slots.get([part, collection, key])))?.text,
+          put: (part, collection, key, text) => syncRequest(slots.put({ part, collection, key, text })),
+          remove: (part, collection, key) => syncRequest(slots.delete([part, collection, key])),
+        });
+      } catch (error) {
+        try {
+          transaction.abort();
+        } catch {
+          // Already finished.
+        }
+        throw error;
+      }
+      await committed;
+      channel?.postMessage("changed");
+      return result;
+    },
+    onChange(listener) {
+      if (channel) channel.onmessage = () => listener();
     },
     close() {
+      channel?.close();
       opened?.then((db) => db.close());
     },
   };
@@ -800,50 +865,97 @@ export function createSync(client, options = {}) {
     if (!map) parts[part].set(collection, (map = new Map()));
     return map;
   };
-  const set = (part, collection, key, text) => {
-    const map = slot(part, collection);
-    if (text === null) map.delete(key);
-    else map.set(key, text);
-    journal.push({ part, collection, key, text });
-  };
   const recordOf = (collection, text) => syncReadRecord(collection, text, { checked: false });
+  // Each change is made in memory at once and queued in `journal` as an operation for the storage,
+  // which applies it to what is stored: a merge (so what another tab stored meanwhile is kept), a
+  // removal of what was sent (unless it changed since), a part cleared, the cursor.
   const merge = (record, part, collection) => {
-    const current = slot(part, collection.name).get(record.key);
-    const merged = syncWriteRecord(collection, current === undefined ? record : syncMergeRecords(collection, recordOf(collection, current), record));
-    if (merged !== current) set(part, collection.name, record.key, merged);
+    const map = slot(part, collection.name);
+    const current = map.get(record.key);
+    const text = syncWriteRecord(collection, record);
+    const merged = current === undefined ? text : syncWriteRecord(collection, syncMergeRecords(collection, recordOf(collection, current), record));
+    if (merged === current) return;
+    map.set(record.key, merged);
+    journal.push({ op: "merge", part, collection: collection.name, key: record.key, text });
+  };
+  const remove = (part, collection, key, text) => {
+    const map = slot(part, collection);
+    if (map.get(key) !== text) return;
+    map.delete(key);
+    journal.push({ op: "remove", part, collection, key, text });
+  };
+  const clear = (part) => {
+    for (const map of parts[part].values()) map.clear();
+    journal.push({ op: "clear", part });
+  };
+  const mergeText = (name, stored, change) => {
+    const collection = byName.get(name);
+    if (!collection) return change;
+    return syncWriteRecord(collection, syncMergeRecords(collection, recordOf(collection, stored), recordOf(collection, change)));
+  };
+  const replaceState = (stored) => {
+    for (const part of SYNC_PARTS) parts[part].clear();
+    for (const { part, collection, key, text } of stored.slots) if (parts[part]) slot(part, collection).set(key, text);
+    cursor = stored.meta.cursor ?? null;
+  };
+  const notify = () => {
+    if (listeners.size === 0) return;
+    const snapshot = view();
+    for (const listener of listeners) {
+      try {
+        listener(snapshot);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   };
 
   const ready = (async () => {
     const stored = await storage.load();
-    for (const { part, collection, key, text } of stored.slots) if (parts[part]) slot(part, collection).set(key, text);
-    cursor = stored.meta.cursor ?? null;
+    replaceState(stored);
     deviceId = stored.meta.deviceId;
     if (!deviceId) {
-      deviceId = syncNewDeviceId();
-      await storage.write([{ meta: "deviceId", value: deviceId }]);
+      // Made once: a tab that made one at the same time keeps the one stored first.
+      const written = await storage.write([{ op: "meta", name: "deviceId", value: syncNewDeviceId(), ifAbsent: true }], mergeText);
+      deviceId = written.meta.deviceId;
     }
+    // Another tab changed the stored state: read it again (one read at a time, the last one after
+    // the last change).
+    let reading = null;
+    let again = false;
+    storage.onChange?.(() => {
+      if (reading) return void (again = true);
+      reading = (async () => {
+        do {
+          again = false;
+          replaceState(await storage.load());
+          notify();
+        } while (again);
+      })().finally(() => (reading = null));
+    });
   })();
 
-  /** Writes what changed since the last call, in one transaction, and tells the listeners. */
-  const persist = () => {
-    const changes = journal;
+  /** Writes what changed since the last call, in one transaction, and tells the listeners. Memory
+   * then takes what is stored (with another tab's changes merged in). */
+  const persist = async () => {
+    const ops = journal;
     journal = [];
-    if (changes.length === 0) return writes;
-    writes = writes.then(() => storage.write(changes));
-    const viewChanged = changes.some((change) => change.part === "view" || change.clear === "view");
-    if (viewChanged) {
-      const snapshot = view();
-      for (const listener of listeners) {
-        try {
-          listener(snapshot);
-        } catch (error) {
-          queueMicrotask(() => {
-            throw error;
-          });
-        }
-      }
+    if (ops.length === 0) return;
+    if (ops.some((op) => op.part === "view")) notify();
+    const written = writes.catch(() => {}).then(() => storage.write(ops, mergeText));
+    writes = written;
+    const result = await written;
+    let viewChanged = false;
+    for (const stored of result.slots) {
+      const map = slot(stored.part, stored.collection);
+      if ((map.get(stored.key) ?? null) === stored.text) continue;
+      if (stored.text === null) map.delete(stored.key);
+      else map.set(stored.key, stored.text);
+      viewChanged ||= stored.part === "view";
     }
-    return writes;
+    if (viewChanged) notify();
   };
 
   const collectionNamed = (name) => {
@@ -1003,12 +1115,14 @@ export function createSync(client, options = {}) {
    * changes not yet sent. */
   const apply = (answer, request) => {
     for (const [name, taken] of request.sent) {
-      for (const [key, text] of taken) if (slot("pending", name).get(key) === text) set("pending", name, key, null);
+      for (const [key, text] of taken) remove("pending", name, key, text);
     }
     if (answer.resync === true) {
-      for (const map of parts.view.values()) map.clear();
-      journal.push({ clear: "view" });
-      for (const [name, pending] of parts.pending) for (const [key, text] of pending) set("view", name, key, text);
+      clear("view");
+      for (const [name, pending] of parts.pending) {
+        const collection = byName.get(name);
+        if (collection) for (const text of pending.values()) merge(recordOf(collection, text), "view", collection);
+      }
     }
     const take = (collection, json) => {
       let record;
@@ -1025,7 +1139,7 @@ export function createSync(client, options = {}) {
     for (const collection of declared.collections) for (const json of answer.collections?.[collection.name] ?? []) take(collection, json);
     if (answer.cursor !== cursor) {
       cursor = answer.cursor;
-      journal.push({ meta: "cursor", value: cursor });
+      journal.push({ op: "meta", name: "cursor", value: cursor });
     }
   };
 
@@ -1035,7 +1149,7 @@ export function createSync(client, options = {}) {
       const collection = byName.get(name);
       for (const [key, text] of taken) {
         if (slot("pending", name).get(key) !== text) continue;
-        set("pending", name, key, null);
+        remove("pending", name, key, text);
         merge(recordOf(collection, text), "refused", collection);
       }
     }
@@ -1166,9 +1280,9 @@ export function createSync(client, options = {}) {
       for (const [name, refused] of parts.refused) {
         const collection = byName.get(name);
         if (!collection) continue;
-        for (const [key, text] of refused) {
+        for (const [key, text] of [...refused]) {
           merge(recordOf(collection, text), "pending", collection);
-          set("refused", name, key, null);
+          remove("refused", name, key, text);
         }
       }
       await persist();
@@ -1227,12 +1341,9 @@ export function createSync(client, options = {}) {
      * keeps its id. */
     async reset() {
       await ready;
-      for (const part of SYNC_PARTS) {
-        for (const map of parts[part].values()) map.clear();
-        journal.push({ clear: part });
-      }
+      for (const part of SYNC_PARTS) clear(part);
       cursor = null;
-      journal.push({ meta: "cursor", value: null });
+      journal.push({ op: "meta", name: "cursor", value: null });
       await persist();
     },
     /** Stops the loop and closes the storage. */

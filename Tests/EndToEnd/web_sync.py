@@ -121,6 +121,21 @@ def main():
             fail(f"the browser's lesson is not on the server: {lessons}")
         ok("back online, one sync sends them: the server holds b1 (laps 2) and not b2, the favourite and the lesson")
 
+        # --- A second tab of the same page: its change is merged into the stored state, and the first
+        # tab hears of it (BroadcastChannel) and shows it.
+        first = browser.session
+        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        browser.session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        browser.send("Runtime.enable", session=True)
+        if open_page(browser) != device:
+            fail("the second tab's device id")
+        browser.evaluate("sync.save('workouts', {workoutId: 't2', note: 'second tab', distance: 1})")
+        browser.session = first
+        browser.wait_for("sync.record('workouts', {workoutId: 't2'})?.note === 'second tab'", "the second tab's record in the first tab")
+        if sync_outcome(browser) != "synced" or "t2" not in [w["workoutId"] for w in json.loads(kit("server-records"))["workouts"]]:
+            fail("the second tab's record, synced by the first")
+        ok("a second tab's save reaches the first tab (BroadcastChannel, the state read again) and its sync")
+
         # --- The same records edited offline on both sides: the SIWAKit device first, the browser later.
         kit("workout", "w1", "start", "1000", "1", "run")
         kit("workout", "w2", "two", "2000", "0")
@@ -151,7 +166,7 @@ def main():
         workouts = {w["workoutId"]: w for w in server["workouts"]}
         w1 = workouts.get("w1")
         expected = {"workoutId": "w1", "note": "browser note", "distance": 5000, "laps": 7, "tags": ["evening", "run"]}
-        if w1 != expected or sorted(workouts) != ["b1", "w1", "w2"] or workouts["w2"].get("note") != "browser edit":
+        if w1 != expected or sorted(workouts) != ["b1", "t2", "w1", "w2"] or workouts["w2"].get("note") != "browser edit":
             fail(f"the merged records: {server['workouts']}")
         if sorted(f["itemId"] for f in server["favourites"]) != ["f-b", "f-k"]:
             fail(f"the favourites: {server['favourites']}")

@@ -5,7 +5,7 @@
 // queue, a 400 sets the batch aside and the rest syncs, two devices converge.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createSync, syncRules } from "../../public/siwa.js";
+import { createMemoryStorage, createSync, syncRules } from "../../public/siwa.js";
 
 const declaration = {
   collections: {
@@ -161,4 +161,24 @@ test("subscribe hears every change of the view; a bad record is refused before i
   await assert.rejects(sync.save("workouts", { workoutId: "d", distance: -1 }), (e) => e.code === "invalid_change" && /distance/.test(e.message));
   await assert.rejects(sync.save("workouts", { workoutId: "not an id" }), (e) => e.code === "invalid_change");
   assert.equal(sync.records("workouts").length, 3);
+});
+
+test("two tabs over one stored state: each change merges into what is stored, none is lost", async () => {
+  const { client, stored } = server();
+  // One storage for both, as two tabs open one IndexedDB database.
+  const storage = createMemoryStorage();
+  const tabA = createSync(client, { declaration, storage });
+  const tabB = createSync(client, { declaration, storage });
+  await Promise.all([tabA.ready, tabB.ready]);
+  assert.equal(tabA.deviceId, tabB.deviceId, "one device id for the browser");
+  await tabA.save("workouts", { workoutId: "w1", note: "from A", tags: ["a"] });
+  await tabB.save("workouts", { workoutId: "w1", distance: 42, tags: ["b"] });
+  const tabC = createSync(client, { declaration, storage });
+  await tabC.ready;
+  assert.deepEqual(tabC.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: "from A", distance: 42, laps: 0, tags: ["a", "b"] });
+  await tabA.sync();
+  const onServer = [...stored.values()].find((s) => s.collection.name === "workouts");
+  const json = JSON.parse(syncRules.writeRecord(onServer.collection, onServer.record));
+  assert.deepEqual([json.note.value, json.distance, json.tags], ["from A", 42, ["a", "b"]], "the server got both tabs' changes");
+  assert.equal(tabA.record("workouts", { workoutId: "w1" }).distance, 42, "tab A's view took what tab B stored");
 });
