@@ -602,10 +602,15 @@ function syncReadRecord(collection, json, { checked = true, path = collection.na
   let deleted = null;
   const rawDeleted = object.deleted;
   if (rawDeleted !== null && rawDeleted !== undefined) {
-    if (collection.tombstoneDays === null) {
-      throw new SyncRecordProblem(at("deleted"), `is not allowed: records of ${collection.name} cannot be deleted`);
+    try {
+      if (collection.tombstoneDays === null) {
+        throw new SyncRecordProblem(at("deleted"), `is not allowed: records of ${collection.name} cannot be deleted`);
+      }
+      deleted = syncReadStamped(rawDeleted, { name: "boolean" }, at("deleted"), true);
+    } catch (error) {
+      // As a stored field that is not what it should be: no value, when not checked.
+      if (checked || !(error instanceof SyncRecordProblem)) throw error;
     }
-    deleted = syncReadStamped(rawDeleted, { name: "boolean" }, at("deleted"), true);
   }
   const key = syncKey(keys);
   if (syncUtf8Length(key) > 1024) throw new SyncRecordProblem(at(collection.keys[0].name), "and the other key fields make a key of more than 1024 bytes");
