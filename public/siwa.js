@@ -640,14 +640,10 @@ const SYNC_DEFAULT_MAXIMUM_REQUEST_BYTES = 1048576;
 const SYNC_BATCH_LIMIT = 500;
 const SYNC_PARTS = ["view", "pending", "refused"];
 
+/** The module's one error type, SiwaError (of the sign-in part): `code`, `message`, `status`. */
 function syncError(code, status, message) {
-  // The module's one error type (SiwaError, of the sign-in part) when present.
-  const Base = typeof SiwaError === "function" ? SiwaError : Error;
-  const error = new Base(message);
-  error.code = code;
-  error.status = status;
-  error.message = message;
-  return error;
+  if (typeof SiwaError === "function") return new SiwaError(code, message, { status });
+  return Object.assign(new Error(message), { name: "SiwaError", code, status });
 }
 
 function syncNewDeviceId() {
