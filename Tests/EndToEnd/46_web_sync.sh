@@ -16,4 +16,4 @@ kit "$KIT_DIR" sign-in "$APPLE_USER" "kit-phone" >/dev/null
 apple_sign_in "$APPLE_USER" com.example.siwa nonce-web-sync
 sign_in "{\"identityToken\":\"$TOKEN\",\"nonce\":\"nonce-web-sync\",\"device\":\"browser\"}"
 expect_status 200 "the browser's session"
-E2E_KIT=$KIT python3 "$(dirname "$0")/web_sync.py" "$ACCESS" "$KIT_DIR" || fail "siwa.js's sync in the browser"
+python3 "$(dirname "$0")/web_sync.py" "$BODY" "$KIT_DIR" || fail "siwa.js's sync in the browser"

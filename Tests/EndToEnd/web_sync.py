@@ -1,10 +1,12 @@
 """siwa.js's sync in a real headless Chromium against the local stack, with the example declaration
 (examples/sync/collections.json), converging with a SIWAKit device (the Linux test app siwakit-e2e).
 
-    web_sync.py ACCESS_TOKEN KIT_DIR
+    web_sync.py SIGN_IN_ANSWER KIT_DIR
 
-The page is the stack's own (same origin as /sync); it imports /siwa.js and makes a sync with a
-client of the session's access token (the contract's three members). Offline is the DevTools
+The page is the stack's own (same origin as /sync); it imports /siwa.js and makes a sync with
+createClient's client of the session POST /auth/apple gave (kept where createClient reads it), or,
+in a tree whose siwa.js has no createClient, with a client of its access token that has the
+contract's three members. Offline is the DevTools
 protocol's Network.emulateNetworkConditions; the state lives in the page's IndexedDB."""
 
 import json
@@ -17,7 +19,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from browser import Browser, BrowserError  # noqa: E402
 from web_sign_in import BASE, fail, ok  # noqa: E402
 
-ACCESS, KIT_DIR = sys.argv[1:3]
+SIGNED_IN, KIT_DIR = json.loads(sys.argv[1]), sys.argv[2]
 DECLARATION = open(os.environ["E2E_SYNC_COLLECTIONS"]).read()
 SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"
 
@@ -36,30 +38,44 @@ def kit(*arguments):
 SETUP = """
 (async () => {
   const siwa = await import("/siwa.js");
-  const token = %s;
-  // The contract's client (createClient's fetch, user, subscribe), with this session's token.
-  const client = {
-    user: null,
-    subscribe: () => () => {},
-    async fetch(path, init = {}) {
-      try {
-        return await fetch(path, { ...init, headers: { ...(init.headers ?? {}), Authorization: "Bearer " + token } });
-      } catch (error) {
-        throw Object.assign(new Error("offline: " + error.message), { code: "offline" });
-      }
-    },
-  };
+  const grant = %s;
+  let client;
+  if (siwa.createClient) {
+    // The session as createClient keeps it, in a storage of its own.
+    const stored = JSON.stringify({accessToken: grant.accessToken, refreshToken: grant.refreshToken, sessionId: String(grant.sessionId),
+                                   expiresAt: Date.now() + grant.expiresIn * 1000, user: grant.user});
+    client = siwa.createClient({storage: {get: () => stored, set: () => {}, remove: () => {}}, crossTab: false});
+    await client.ready;
+  } else {
+    client = {
+      user: grant.user,
+      subscribe: () => () => {},
+      async fetch(path, init = {}) {
+        try {
+          return await fetch(path, { ...init, headers: { ...(init.headers ?? {}), Authorization: "Bearer " + grant.accessToken } });
+        } catch (error) {
+          throw Object.assign(new Error("offline: " + error.message), { code: "offline" });
+        }
+      },
+    };
+  }
   window.sync = siwa.createSync(client, { declaration: %s, name: "siwa-sync-e2e" });
   await window.sync.ready;
-  return window.sync.deviceId;
+  return [window.sync.deviceId, siwa.createClient ? "createClient" : "a client of the access token"];
 })()
-""" % (json.dumps(ACCESS), DECLARATION)
+""" % (json.dumps(SIGNED_IN), DECLARATION)
+
+
+CLIENT = []
 
 
 def open_page(browser):
+    """Opens the stack's page and makes its sync; this device's id."""
     browser.navigate(BASE + "/")
     browser.wait_for("document.readyState === 'complete'", "the stack's page")
-    return browser.evaluate(SETUP)
+    device, client = browser.evaluate(SETUP)
+    CLIENT[:] = [client]
+    return device
 
 
 def offline(browser, on):
@@ -174,7 +190,7 @@ def main():
            "w1's note is the later (the browser's), its distance the larger (5000), its laps each device's count summed "
            "(1 + 2 + 4 = 7), its tags joined; w2 deleted on SIWAKit and edited later in the browser is back; w3 edited on "
            "SIWAKit and deleted later in the browser is gone")
-    print(f"  ({time.monotonic() - started:.1f} s in the browser's part)")
+    print(f"  (through {CLIENT[0]}; {time.monotonic() - started:.1f} s in the browser's part)")
 
 
 if __name__ == "__main__":
