@@ -41,7 +41,10 @@ function server({ pageSize = 1000 } = {}) {
     }
   };
   const fetch = async (path, init) => {
-    if (state.offline) throw Object.assign(new Error("offline"), { code: "offline" });
+    if (state.offline) {
+      state.onOffline?.();
+      throw Object.assign(new Error("offline"), { code: "offline" });
+    }
     const body = JSON.parse(init.body);
     state.requests.push({ bytes: init.body.length, body });
     const refused = (body.collections?.workouts ?? []).some((w) => w.note?.value === state.refuse);
@@ -181,4 +184,37 @@ test("two tabs over one stored state: each change merges into what is stored, no
   const json = JSON.parse(syncRules.writeRecord(onServer.collection, onServer.record));
   assert.deepEqual([json.note.value, json.distance, json.tags], ["from A", 42, ["a", "b"]], "the server got both tabs' changes");
   assert.equal(tabA.record("workouts", { workoutId: "w1" }).distance, 42, "tab A's view took what tab B stored");
+});
+
+test("start(): syncs after a local change, tries again after a failure, stops on sign-out", async () => {
+  const { state, client } = server();
+  let seen = null;
+  const reached = (id) => new Promise((resolve) => (seen = { id, resolve }));
+  const fetch = client.fetch;
+  let signOut = null;
+  const watched = {
+    subscribe: (listener) => ((signOut = () => listener({ type: "signedOut" })), () => (signOut = null)),
+    async fetch(path, init) {
+      const answer = await fetch(path, init);
+      if (seen && JSON.parse(init.body).collections.workouts.some((w) => w.workoutId === seen.id)) seen.resolve();
+      return answer;
+    },
+  };
+  const sync = createSync(watched, { declaration, storage: "memory" });
+  sync.start({ interval: 60000, initialDelay: 5, maximumDelay: 20 });
+  let arrived = reached("a");
+  await sync.save("workouts", { workoutId: "a" });
+  await arrived;
+  // Offline: the loop fails, waits, and sends the change once the server is back.
+  state.offline = true;
+  const refused = new Promise((resolve) => (state.onOffline = resolve));
+  arrived = reached("b");
+  await sync.save("workouts", { workoutId: "b" });
+  await refused;
+  state.offline = false;
+  await arrived;
+  assert.ok(signOut, "the loop listens to the client's events");
+  signOut();
+  assert.equal(signOut, null, "a sign-out stops the loop (it no longer listens)");
+  sync.close();
 });
