@@ -88,7 +88,10 @@ export interface Sync {
   view(): SyncView;
   records(collection: string): SyncRecord[];
   record(collection: string, keys: SyncRecord): SyncRecord | null;
+  /** Saves the whole record: a "latest wins" field left out or null is set to no value. */
   save(collection: string, record: SyncRecord): Promise<void>;
+  /** Saves the fields given only; the others stay as they are. */
+  update(collection: string, record: SyncRecord): Promise<void>;
   delete(collection: string, record: SyncRecord): Promise<void>;
   increment(collection: string, record: SyncRecord, field: string, amount?: number): Promise<void>;
   recordLesson(lesson: LessonProgress): Promise<void>;

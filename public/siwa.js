@@ -984,12 +984,14 @@ export function createSync(client, options = {}) {
   };
 
   /** The app's record as a change of the view's (`RecordConverter.change`). */
-  const changeOf = (collection, plain, current, now) => {
+  const changeOf = (collection, plain, current, now, partial = false) => {
     const members = { ...plain };
     delete members.deleted;
     collection.fields.forEach((field, index) => {
       const value = members[field.name] ?? null;
       const old = current ? current.values[index] : syncEmptyValue(field);
+      // An update leaves a field it does not name as it is.
+      if (partial && !(field.name in plain)) return void (members[field.name] = syncJSONValue(old));
       if (field.rule === "latestWins") {
         if (old !== null && old.t === "stamped" && syncSameJSON(syncJSONValue(old.v), value)) members[field.name] = { value, at: old.at, device: old.device };
         else if (value === null && old === null) members[field.name] = null;
@@ -1219,6 +1221,15 @@ export function createSync(client, options = {}) {
       const collection = collectionNamed(name);
       const key = checked(collection, { ...keyOf(collection, plain) }).key;
       await change(collection, changeOf(collection, plain, viewRecord(collection, key), stamp()));
+    },
+    /** As `save`, for the fields `plain` names only: the others stay as they are (a "latest wins"
+     * field left out of a `save` is set to no value, as SIWAKit's save of a struct whose member is
+     * nil). */
+    async update(name, plain) {
+      await ready;
+      const collection = collectionNamed(name);
+      const key = checked(collection, { ...keyOf(collection, plain) }).key;
+      await change(collection, changeOf(collection, plain, viewRecord(collection, key), stamp(), true));
     },
     /** Deletes a record of a declared collection whose declaration allows deletion (only its key
      * fields count). */

@@ -218,3 +218,13 @@ test("start(): syncs after a local change, tries again after a failure, stops on
   assert.equal(signOut, null, "a sign-out stops the loop (it no longer listens)");
   sync.close();
 });
+
+test("save sets the whole record (a latestWins field left out is cleared, as SIWAKit's save); update only what it names", async () => {
+  const { client } = server();
+  const sync = createSync(client, { declaration, storage: "memory" });
+  await sync.save("workouts", { workoutId: "w1", note: "first", distance: 10, tags: ["a"] });
+  await sync.update("workouts", { workoutId: "w1", distance: 20 });
+  assert.deepEqual(sync.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: "first", distance: 20, laps: 0, tags: ["a"] });
+  await sync.save("workouts", { workoutId: "w1", distance: 5 });
+  assert.deepEqual(sync.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: null, distance: 20, laps: 0, tags: ["a"] });
+});
