@@ -126,6 +126,11 @@ export const syncRules: {
   builtInCollections(): object[];
   readRecord(collection: object, json: object | string, options?: { checked?: boolean; path?: string }): object;
   writeRecord(collection: object, record: object): string;
+  writeRequest(declaredCollections: object[], cursor: string | null, records: Record<string, string[]>): string;
+  readAnswer(
+    declaredCollections: object[],
+    answer: object | string,
+  ): { cursor: string; more: boolean; resync: boolean; items: { collection: string; record: object }[] };
   key(values: unknown[]): string;
 };
 

@@ -617,6 +617,51 @@ function syncReadRecord(collection, json, { checked = true, path = collection.na
   return { key, keys, values, deleted };
 }
 
+/** The body of a `POST /sync` request, as `SyncWire` writes it: `records` holds each collection's
+ * records as the codec writes them, by collection name (`profile`: at most one, `progress`,
+ * `achievements`, and each declared collection's), each list in the order to send. */
+function syncWriteRequest(declaredCollections, cursor, records) {
+  const texts = (name) => records[name] ?? [];
+  let body = '{"cursor":' + (cursor === null || cursor === undefined ? "null" : syncQuote(cursor));
+  const profile = texts("profile");
+  if (profile.length > 0) body += ',"profile":' + profile[profile.length - 1];
+  body += ',"progress":[' + texts("progress").join(",") + "]";
+  body += ',"achievements":[' + texts("achievements").join(",") + "]";
+  if (declaredCollections.length > 0) {
+    body += ',"collections":{' + declaredCollections.map((c) => syncQuote(c.name) + ":[" + texts(c.name).join(",") + "]").join(",") + "}";
+  }
+  return body + "}";
+}
+
+/** An answer of `POST /sync` (JSON text or parsed), read as SIWAKit reads it: every record by type
+ * only, the collections the app does not declare skipped. Returns its cursor, `more`, `resync` and
+ * its records ({collection: name, record}), the profile first, then lessons, achievements and the
+ * declared collections'. Throws a SyncRecordProblem naming what does not read. */
+function syncReadAnswer(declaredCollections, answer) {
+  const json = typeof answer === "string" ? JSON.parse(answer) : answer;
+  if (json === null || typeof json !== "object" || Array.isArray(json)) throw new SyncRecordProblem("answer", "must be an object");
+  if (typeof json.cursor !== "string") throw new SyncRecordProblem("cursor", "must be a string");
+  const [progress, achievements, profile] = syncBuiltInCollections();
+  const items = [];
+  const list = (collection, value, path) => {
+    if (value === null || value === undefined) return;
+    if (!Array.isArray(value)) throw new SyncRecordProblem(path, "must be an array of records");
+    value.forEach((element, index) => {
+      items.push({ collection: collection.name, record: syncReadRecord(collection, element, { checked: false, path: `${path}[${index}]` }) });
+    });
+  };
+  if (json.profile !== null && json.profile !== undefined) {
+    items.push({ collection: "profile", record: syncReadRecord(profile, json.profile, { checked: false, path: "profile" }) });
+  }
+  list(progress, json.progress, "progress");
+  list(achievements, json.achievements, "achievements");
+  if (json.collections !== null && json.collections !== undefined && typeof json.collections !== "object") {
+    throw new SyncRecordProblem("collections", "must be an object of each collection's records");
+  }
+  for (const collection of declaredCollections) list(collection, json.collections?.[collection.name], `collections.${collection.name}`);
+  return { cursor: json.cursor, more: json.more === true, resync: json.resync === true, items };
+}
+
 // ----- The client: createSync -----
 
 /** The pure parts of sync, for tests and tools (Node included): the merge rules, the codec, the
@@ -631,6 +676,8 @@ export const syncRules = Object.freeze({
   builtInCollections: syncBuiltInCollections,
   readRecord: syncReadRecord,
   writeRecord: syncWriteRecord,
+  writeRequest: syncWriteRequest,
+  readAnswer: syncReadAnswer,
   key: syncKey,
 });
 
@@ -1077,16 +1124,9 @@ export function createSync(client, options = {}) {
 
   /** The body of `POST /sync`, as the server's codec writes it. */
   const requestBody = (requestCursor, sent) => {
-    const texts = (name) => [...(sent.get(name)?.values() ?? [])];
-    let body = '{"cursor":' + (requestCursor === null ? "null" : syncQuote(requestCursor));
-    const profile = texts("profile");
-    if (profile.length > 0) body += ',"profile":' + profile[profile.length - 1];
-    body += ',"progress":[' + texts("progress").join(",") + ']';
-    body += ',"achievements":[' + texts("achievements").join(",") + "]";
-    if (declared.collections.length > 0) {
-      body += ',"collections":{' + declared.collections.map((c) => syncQuote(c.name) + ":[" + texts(c.name).join(",") + "]").join(",") + "}";
-    }
-    return body + "}";
+    const records = {};
+    for (const [name, taken] of sent) records[name] = [...taken.values()];
+    return syncWriteRequest(declared.collections, requestCursor, records);
   };
 
   const push = async (request) => {
@@ -1106,10 +1146,11 @@ export function createSync(client, options = {}) {
       const code = typeof json?.error === "string" ? json.error : response.status >= 500 ? "server_error" : "invalid_response";
       throw syncError(code, response.status, json?.message ?? `POST /sync: ${response.status}`);
     }
-    if (json === null || typeof json !== "object" || typeof json.cursor !== "string") {
-      throw syncError("invalid_response", response.status, "sync: an answer without a cursor");
+    try {
+      return syncReadAnswer(declared.collections, json);
+    } catch (error) {
+      throw syncError("invalid_response", response.status, `sync: ${error.message}`);
     }
-    return json;
   };
 
   /** Applies an answer (`SyncState.apply`): what the server accepted leaves the queue unless changed
@@ -1127,19 +1168,7 @@ export function createSync(client, options = {}) {
         if (collection) for (const text of pending.values()) merge(recordOf(collection, text), "view", collection);
       }
     }
-    const take = (collection, json) => {
-      let record;
-      try {
-        record = syncReadRecord(collection, json, { checked: false });
-      } catch (error) {
-        throw syncError("invalid_response", 200, `sync: ${error.message}`);
-      }
-      merge(record, "view", collection);
-    };
-    if (answer.profile !== null && answer.profile !== undefined) take(byName.get("profile"), answer.profile);
-    for (const json of answer.progress ?? []) take(byName.get("progress"), json);
-    for (const json of answer.achievements ?? []) take(byName.get("achievements"), json);
-    for (const collection of declared.collections) for (const json of answer.collections?.[collection.name] ?? []) take(collection, json);
+    for (const { collection, record } of answer.items) merge(record, "view", byName.get(collection));
     if (answer.cursor !== cursor) {
       cursor = answer.cursor;
       journal.push({ op: "meta", name: "cursor", value: cursor });
@@ -1179,7 +1208,7 @@ export function createSync(client, options = {}) {
       }
       apply(answer, request);
       await persist();
-      more = answer.more === true;
+      more = answer.more;
     } while (hasAny("pending", allNames()) || more);
     if (refusal) throw refusal;
   };

@@ -2,7 +2,8 @@
 // covering every type and rule, the built-in model, and for each of many records the changes several
 // devices made (edits, deletions, counter increments, as raw JSON a device sends: members left out,
 // sets unsorted with duplicates, counters in any order), read by the server's codec, merged in
-// several orders by `SyncRules`, and the merged record as the codec writes it.
+// several orders by `SyncRules`, and the merged record as the codec writes it; and bodies of
+// requests and answers of `POST /sync` holding such records, as `SyncWire` writes them.
 //
 //     SyncVectors OUTPUT.json [SEED]
 import Foundation
@@ -172,8 +173,9 @@ let devices = ["d-a", "d-b", "d-c", "phone-1", "d-a0"]
     return .object(members)
 }
 
-/// One record's vector: the changes of a schedule of devices' edits, deletions and increments.
-@MainActor func vector(_ collection: SyncCollection) -> String {
+/// One record's vector: the changes of a schedule of devices' edits, deletions and increments; and
+/// the merged record.
+@MainActor func vector(_ collection: SyncCollection) -> (text: String, merged: SyncRecord) {
     let codec = SyncRecordCodec(collection)
     let keyMembers = collection.keys.map { ($0.name, value($0.type, forKey: true)) }
     // What each device counted so far in each counter (a device's count only grows).
@@ -227,28 +229,64 @@ let devices = ["d-a", "d-b", "d-c", "phone-1", "d-a0"]
     twice += records.indices.shuffled(using: &random).prefix(Int.random(in: 1...records.count, using: &random))
     orders.append(twice)
     var result: String?
+    var last = records[0]
     for order in orders {
         var merged = records[order[0]]
         for index in order.dropFirst() { merged = collection.merged(merged, records[index]) }
         let text = String(decoding: codec.json(merged), as: UTF8.self)
         if let result, result != text { fatalError("two orders merged differently:\n\(result)\n\(text)") }
         result = text
+        last = merged
     }
     let orderTexts = orders.map { "[" + $0.map(String.init).joined(separator: ",") + "]" }
-    return "{\"collection\":\(JSONText.quoted(collection.name)),\"changes\":[\(changes.map(JSONText.quoted).joined(separator: ","))],"
+    let text =
+        "{\"collection\":\(JSONText.quoted(collection.name)),\"changes\":[\(changes.map(JSONText.quoted).joined(separator: ","))],"
         + "\"orders\":[\(orderTexts.joined(separator: ","))],\"result\":\(JSONText.quoted(result!))}"
+    return (text, last)
 }
 
+let wire = SyncWire(declared: declared)
 var vectors: [String] = []
+/// The merged records of each collection, by its index in `wire.schema`, then by key.
+var merged: [Int: [String: SyncRecord]] = [:]
 for collection in SyncSchema.builtIn.collections + declared.collections {
     let count = collection.keys.isEmpty ? 60 : (collection.name == "kinds" ? 400 : 150)
-    for _ in 0..<count { vectors.append(vector(collection)) }
+    for _ in 0..<count {
+        let (text, record) = vector(collection)
+        vectors.append(text)
+        merged[wire.index(of: collection.name)!, default: [:]][record.key] = record
+    }
 }
-let output = "{\"seed\":\(seed),\"declaration\":\(declaration),\"vectors\":[\n" + vectors.joined(separator: ",\n") + "]}\n"
+
+/// Bodies of `POST /sync`: a request (as SIWAKit sends it: the profile, lessons, achievements, then
+/// each declared collection, each in order of key) and an answer holding the same records.
+var bodies: [String] = []
+for _ in 0..<20 {
+    var items: [SyncWire.Item] = []
+    var texts: [(String, [String])] = []
+    for index in [wire.profile, SyncWire.progress, SyncWire.achievements] + Array(SyncWire.firstDeclared..<wire.profile) {
+        let records = merged[index] ?? [:]
+        let keys = records.keys.sorted().filter { _ in chance(index == wire.profile ? 0.5 : 0.05) }
+        items += keys.map { SyncWire.Item(collection: index, record: records[$0]!) }
+        let codec = wire.codecs[index]
+        texts.append((codec.collection.name, keys.map { String(decoding: codec.json(records[$0]!), as: UTF8.self) }))
+    }
+    let cursor: String? = chance(0.3) ? nil : "\(Int.random(in: 1...99_999))~6f1c0e9d"
+    let request = String(decoding: wire.write(cursor: cursor, items: items, profileAlways: false), as: UTF8.self)
+    let (more, resync) = (chance(0.5), chance(0.3))
+    let answer = String(decoding: wire.write(cursor: cursor ?? "1", items: items, more: more, resync: resync), as: UTF8.self)
+    let records = texts.map { "\(JSONText.quoted($0.0)):[\($0.1.map(JSONText.quoted).joined(separator: ","))]" }.joined(separator: ",")
+    bodies.append(
+        "{\"cursor\":\(cursor.map(JSONText.quoted) ?? "null"),\"records\":{\(records)},\"more\":\(more),\"resync\":\(resync),"
+            + "\"request\":\(JSONText.quoted(request)),\"answer\":\(JSONText.quoted(answer))}")
+}
+let output =
+    "{\"seed\":\(seed),\"declaration\":\(declaration),\"vectors\":[\n" + vectors.joined(separator: ",\n") + "],\n\"bodies\":[\n"
+    + bodies.joined(separator: ",\n") + "]}\n"
 do {
     try Data(output.utf8).write(to: URL(fileURLWithPath: arguments[1]))
 } catch {
     FileHandle.standardError.write(Data("cannot write \(arguments[1]): \(error)\n".utf8))
     exit(1)
 }
-print("\(vectors.count) vectors (seed \(seed)) in \(arguments[1])")
+print("\(vectors.count) records' vectors and \(bodies.count) bodies (seed \(seed)) in \(arguments[1])")

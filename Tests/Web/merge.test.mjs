@@ -42,3 +42,24 @@ test("siwa.js merges every vector as SyncRules does", { skip: !path }, () => {
   }
   console.log(`${vectors.vectors.length} vectors, ${vectors.vectors.reduce((n, v) => n + v.orders.length, 0)} orders merged as Swift did`);
 });
+
+test("siwa.js writes requests and reads answers of POST /sync as SyncWire does", { skip: !path }, () => {
+  const vectors = JSON.parse(readFileSync(path, "utf8"));
+  const declared = syncRules.parseDeclaration(vectors.declaration);
+  const collections = new Map([...syncRules.builtInCollections(), ...declared.collections].map((c) => [c.name, c]));
+  assert.ok(vectors.bodies.length > 0);
+  for (const [index, body] of vectors.bodies.entries()) {
+    // A request's records in order of key, as siwa.js orders them (the keys as SyncRecordCodec makes them).
+    for (const [name, texts] of Object.entries(body.records)) {
+      const keys = texts.map((text) => syncRules.readRecord(collections.get(name), text, { checked: false }).key);
+      assert.deepEqual([...keys].sort(syncRules.compareStrings), keys, `body ${index}: ${name}'s records in Swift's order of key`);
+    }
+    assert.equal(syncRules.writeRequest(declared.collections, body.cursor, body.records), body.request, `body ${index}: the request`);
+    const answer = syncRules.readAnswer(declared.collections, body.answer);
+    assert.deepEqual([answer.cursor, answer.more, answer.resync], [body.cursor ?? "1", body.more, body.resync], `body ${index}`);
+    const read = {};
+    for (const name of Object.keys(body.records)) read[name] = [];
+    for (const { collection, record } of answer.items) read[collection].push(syncRules.writeRecord(collections.get(collection), record));
+    assert.deepEqual(read, body.records, `body ${index}: the answer's records`);
+  }
+});
