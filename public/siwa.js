@@ -889,7 +889,6 @@ export function createSync(client, options = {}) {
   const declared = options.declaration ? parseSyncDeclaration(options.declaration) : { collections: [], limits: { bytesPerRequest: 1048576 } };
   const builtIn = syncBuiltInCollections();
   const byName = new Map([...builtIn, ...declared.collections].map((c) => [c.name, c]));
-  // The order of a request's members: profile, progress, achievements, then each declared collection.
   const maximumRequestBytes = Math.max(1024, options.maximumRequestBytes ?? SYNC_DEFAULT_MAXIMUM_REQUEST_BYTES);
   const storage =
     typeof options.storage === "object" && options.storage !== null
@@ -961,7 +960,12 @@ export function createSync(client, options = {}) {
   };
 
   const ready = (async () => {
-    const stored = await storage.load();
+    let stored;
+    try {
+      stored = await storage.load();
+    } catch (error) {
+      throw syncError("storage", 0, `the sync state could not be read: ${error?.message ?? error}`);
+    }
     replaceState(stored);
     deviceId = stored.meta.deviceId;
     if (!deviceId) {
@@ -994,7 +998,19 @@ export function createSync(client, options = {}) {
     if (ops.some((op) => op.part === "view")) notify();
     const written = writes.catch(() => {}).then(() => storage.write(ops, mergeText));
     writes = written;
-    const result = await written;
+    let result;
+    try {
+      result = await written;
+    } catch (error) {
+      // Not stored: what this sync holds is what is stored again (the change is lost, and said so).
+      try {
+        replaceState(await storage.load());
+        notify();
+      } catch {
+        // The storage cannot be read either: memory keeps the change until the page closes.
+      }
+      throw syncError("storage", 0, `the sync state could not be stored: ${error?.message ?? error}`);
+    }
     let viewChanged = false;
     for (const stored of result.slots) {
       const map = slot(stored.part, stored.collection);

@@ -228,3 +228,18 @@ test("save sets the whole record (a latestWins field left out is cleared, as SIW
   await sync.save("workouts", { workoutId: "w1", distance: 5 });
   assert.deepEqual(sync.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: null, distance: 20, laps: 0, tags: ["a"] });
 });
+
+test("a change that cannot be stored rejects with code storage, and the sync holds what is stored", async () => {
+  const { client } = server();
+  const storage = createMemoryStorage();
+  const sync = createSync(client, { declaration, storage });
+  await sync.save("workouts", { workoutId: "kept" });
+  const write = storage.write;
+  storage.write = async () => {
+    throw new Error("the disk is full");
+  };
+  await assert.rejects(sync.save("workouts", { workoutId: "lost" }), (error) => error.code === "storage");
+  storage.write = write;
+  assert.deepEqual(sync.records("workouts").map((w) => w.workoutId), ["kept"]);
+  assert.equal(sync.hasPendingChanges, true);
+});
