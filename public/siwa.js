@@ -1053,8 +1053,9 @@ export function createSync(client, options = {}) {
     collection.fields.forEach((field, index) => {
       const value = members[field.name] ?? null;
       const old = current ? current.values[index] : syncEmptyValue(field);
-      // An update leaves a field it does not name as it is.
-      if (partial && !(field.name in plain)) return void (members[field.name] = syncJSONValue(old));
+      // An update leaves a field it does not name as it is: its "latest wins" value and stamp sent
+      // again, any other left out (no value, which every rule's merge leaves to the other side).
+      if (partial && !(field.name in plain)) return void (members[field.name] = field.rule === "latestWins" ? syncJSONValue(old) : null);
       if (field.rule === "latestWins") {
         if (old !== null && old.t === "stamped" && syncSameJSON(syncJSONValue(old.v), value)) members[field.name] = { value, at: old.at, device: old.device };
         else if (value === null && old === null) members[field.name] = null;
@@ -1068,7 +1069,10 @@ export function createSync(client, options = {}) {
     if (collection.tombstoneDays === null) return checked(collection, members);
     members.deleted = { value: false, at: now.at, device: now.device };
     const record = checked(collection, members);
-    if (current && !syncIsDeleted(current) && record.values.every((value, i) => syncEqual(value, current.values[i]))) {
+    // A save that changes nothing keeps the record's deletion stamp: a no-op made offline must not
+    // undo another device's later deletion.
+    const after = partial && current ? syncMergeRecords(collection, current, { ...record, deleted: current.deleted }) : record;
+    if (current && !syncIsDeleted(current) && after.values.every((value, i) => syncEqual(value, current.values[i]))) {
       return { ...record, deleted: current.deleted };
     }
     return record;

@@ -221,12 +221,22 @@ test("start(): syncs after a local change, tries again after a failure, stops on
 
 test("save sets the whole record (a latestWins field left out is cleared, as SIWAKit's save); update only what it names", async () => {
   const { client } = server();
-  const sync = createSync(client, { declaration, storage: "memory" });
+  const storage = createMemoryStorage();
+  const sync = createSync(client, { declaration, storage });
   await sync.save("workouts", { workoutId: "w1", note: "first", distance: 10, tags: ["a"] });
   await sync.update("workouts", { workoutId: "w1", distance: 20 });
   assert.deepEqual(sync.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: "first", distance: 20, laps: 0, tags: ["a"] });
+  await sync.increment("workouts", { workoutId: "w1" }, "laps", 3);
+  await sync.update("workouts", { workoutId: "w1", tags: ["b"] });
+  assert.deepEqual(sync.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: "first", distance: 20, laps: 3, tags: ["a", "b"] });
   await sync.save("workouts", { workoutId: "w1", distance: 5 });
-  assert.deepEqual(sync.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: null, distance: 20, laps: 0, tags: ["a"] });
+  assert.deepEqual(sync.record("workouts", { workoutId: "w1" }), { workoutId: "w1", note: null, distance: 20, laps: 3, tags: ["a", "b"] });
+  // A change that changes nothing keeps the deletion stamp (it must not undo a later deletion made elsewhere).
+  const deletion = async () => JSON.parse((await storage.load()).slots.find((s) => s.part === "view" && s.key === "w1").text).deleted;
+  const before = await deletion();
+  await sync.update("workouts", { workoutId: "w1", distance: 20 });
+  await sync.save("workouts", { workoutId: "w1", distance: 20, laps: 3, tags: ["a", "b"] });
+  assert.deepEqual(await deletion(), before);
 });
 
 test("a change that cannot be stored rejects with code storage, and the sync holds what is stored", async () => {
