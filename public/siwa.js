@@ -1356,12 +1356,25 @@ export function createSync(client, options = {}) {
       if (running) return;
       const state = { stopped: false, timer: null, resolve: null };
       running = state;
+      // A wake-up while the loop syncs is kept for its next wait, which then ends at once.
+      let woken = false;
       const sleep = (ms) =>
         new Promise((resolve) => {
-          state.resolve = resolve;
-          state.timer = setTimeout(resolve, ms);
+          if (woken) {
+            woken = false;
+            return resolve();
+          }
+          state.resolve = () => {
+            state.resolve = null;
+            clearTimeout(state.timer);
+            resolve();
+          };
+          state.timer = setTimeout(state.resolve, ms);
         });
-      wake = () => state.resolve?.();
+      wake = () => {
+        if (state.resolve) state.resolve();
+        else woken = true;
+      };
       const online = () => wake?.();
       globalThis.addEventListener?.("online", online);
       const unsubscribe = client.subscribe?.((event) => {
