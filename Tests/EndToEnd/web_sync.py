@@ -152,6 +152,35 @@ def main():
             fail("the second tab's record, synced by the first")
         ok("a second tab's save reaches the first tab (BroadcastChannel, the state read again) and its sync")
 
+        # --- Resync: a cursor the server never gave (as after a restored backup) and a record in the
+        # view the server does not hold (a deletion whose tombstone it purged): the answer is the whole
+        # state with resync, the view is made of it again, and a change not yet sent is kept.
+        browser.evaluate("""(async () => {
+            const db = await new Promise((resolve, reject) => {
+                const request = indexedDB.open("siwa-sync-e2e", 1);
+                request.onsuccess = () => resolve(request.result);
+                request.onerror = () => reject(request.error);
+            });
+            const transaction = db.transaction(["slots", "meta"], "readwrite");
+            transaction.objectStore("slots").put({part: "view", collection: "workouts", key: "ghost",
+                text: '{"workoutId":"ghost","note":null,"distance":1,"laps":{},"startedAt":null,"effort":null,"tags":[],"shared":false,"deleted":null}'});
+            transaction.objectStore("meta").put("1~00000000", "cursor");
+            await new Promise((resolve) => (transaction.oncomplete = resolve));
+            db.close();
+        })()""")
+        open_page(browser)
+        browser.evaluate("sync.save('workouts', {workoutId: 'r1', note: 'not sent yet', distance: 3})")
+        if browser.evaluate("sync.records('workouts').map(w => w.workoutId).join()") != "b1,ghost,r1,t2":
+            fail("the view before the resync")
+        if sync_outcome(browser) != "synced":
+            fail("the resync")
+        server = json.loads(kit("server-records"))
+        if browser_records(browser) != server or "ghost" in [w["workoutId"] for w in server["workouts"]] \
+                or "r1" not in [w["workoutId"] for w in server["workouts"]]:
+            fail(f"after the resync: browser {browser_records(browser)}, server {server}")
+        ok("a cursor the server never gave gets the whole state with resync: the browser's view is made of it again (a record "
+           "only the view held is gone) and its unsent change is kept and sent")
+
         # --- The same records edited offline on both sides: the SIWAKit device first, the browser later.
         kit("workout", "w1", "start", "1000", "1", "run")
         kit("workout", "w2", "two", "2000", "0")
@@ -182,7 +211,7 @@ def main():
         workouts = {w["workoutId"]: w for w in server["workouts"]}
         w1 = workouts.get("w1")
         expected = {"workoutId": "w1", "note": "browser note", "distance": 5000, "laps": 7, "tags": ["evening", "run"]}
-        if w1 != expected or sorted(workouts) != ["b1", "t2", "w1", "w2"] or workouts["w2"].get("note") != "browser edit":
+        if w1 != expected or sorted(workouts) != ["b1", "r1", "t2", "w1", "w2"] or workouts["w2"].get("note") != "browser edit":
             fail(f"the merged records: {server['workouts']}")
         if sorted(f["itemId"] for f in server["favourites"]) != ["f-b", "f-k"]:
             fail(f"the favourites: {server['favourites']}")
