@@ -2,6 +2,224 @@
 
 // ===== Sign-in and session =====
 
+/** An error code of the server: the `error` of its JSON error answers (docs/openapi.yaml). */
+export type ServerErrorCode =
+  | "invalid_request" | "invalid_grant" | "invalid_redirect_uri" | "invalid_client" | "unsupported_grant_type"
+  | "invalid_token" | "token_reused" | "nonce_reused" | "user_mismatch" | "code_mismatch" | "origin_mismatch"
+  | "not_found" | "method_not_allowed" | "already_completed" | "payload_too_large" | "unsupported_media_type"
+  | "rate_limited" | "apple_error" | "apple_unavailable" | "not_configured" | "unavailable" | "internal_error"
+  | "user_disabled" | "export_limited" | "identity_in_use" | "external_user_linked" | "guest_linked"
+  | "invalid_link_token" | "link_token_expired" | "link_token_used" | "guests_disabled" | "invalid_link_secret"
+  | "not_for_browsers" | "bad_request" | "forbidden" | "uri_too_long";
+
+/** Errors of the app flow's redirect (`GET /auth/app/start`, RFC 6749 §4.1.2.1). */
+export type AppFlowErrorCode = "access_denied" | "temporarily_unavailable" | "server_error";
+
+/** Errors of Sign in with Apple JS's popup, as Apple's script rejects with them. */
+export type AppleJSErrorCode = "user_cancelled_authorize" | "popup_closed_by_user" | "popup_blocked_by_browser";
+
+/** The client's own errors. */
+export type ClientErrorCode =
+  /** The network failed: nothing was answered; the session is kept. */
+  | "offline"
+  /** Nobody is signed in, or the session just ended (see the `signedOut` event's reason). */
+  | "signed_out"
+  /** The answer of Apple or of the browser is not for this sign-in: nothing was sent or exchanged. */
+  | "state_mismatch"
+  /** The server's answer is not what the API promises. */
+  | "invalid_response"
+  /** The session could not be read or written in the chosen storage. */
+  | "storage"
+  /** `fetch` of an address whose origin is neither the server's nor one of `apiOrigins`: nothing sent. */
+  | "untrusted_host";
+
+/** Every code a `SiwaError` can carry: a closed set. */
+export type SiwaErrorCode = ServerErrorCode | AppFlowErrorCode | AppleJSErrorCode | ClientErrorCode;
+
+/** What a call of siwa.js fails with. */
+export declare class SiwaError extends Error {
+  constructor(code: SiwaErrorCode, message: string, details?: { status?: number; retryAfter?: number | null; cause?: unknown });
+  readonly name: "SiwaError";
+  /** What went wrong, as a code to act on. */
+  readonly code: SiwaErrorCode;
+  /** The HTTP status of the server's answer; 0 when there was none. */
+  readonly status: number;
+  /** `Retry-After` in seconds, on 429 and 503. */
+  readonly retryAfter: number | null;
+  /** Worth trying again later with the same input: offline, 429 or 5xx. */
+  readonly isTemporary: boolean;
+  /** Whether `code` is one of the server's codes rather than the client's own. */
+  static isServerCode(code: string): code is ServerErrorCode;
+  /** The error of an answer that is not 2xx (its JSON `error` and `message`). */
+  static from(response: Response): Promise<SiwaError>;
+}
+
+/** An email address of the user, as Apple's identity token gave it. */
+export interface UserEmail {
+  address: string;
+  isPrivateRelay: boolean;
+  forwardingEnabled: boolean;
+  verified: boolean;
+}
+
+/** The signed-in person, as `GET /auth/me` gives it. */
+export interface User {
+  /** The server's id of the user (a string of digits). */
+  id: string;
+  firstName?: string;
+  lastName?: string;
+  /** Unix seconds. */
+  createdAt: number;
+  emails: UserEmail[];
+  /** A guest account: no Apple ID yet. */
+  guest?: boolean;
+  /** The user's id in the app's older backend, set by a link token. */
+  externalId?: string;
+}
+
+/** One of the user's sessions, as `GET /auth/sessions` lists it (times in Unix seconds). */
+export interface DeviceSession {
+  id: string;
+  device?: string;
+  kind: "native" | "web";
+  /** The session this client is using. */
+  current: boolean;
+  createdAt: number;
+  lastUsedAt: number;
+  expiresAt: number;
+}
+
+/** Why the session ended in this browser (SIWAKit's `SignOutReason`). */
+export type SignOutReason =
+  /** Someone signed out, here or in another tab, or ended this session from the sessions list. */
+  | "signedOut"
+  /** The server ended the session: revoked from another device, expired, or the account is gone. */
+  | "sessionEnded"
+  /** A refresh token was presented twice: the server ended the session as possibly stolen. */
+  | "refreshTokenReused"
+  /** The account was deleted, here or in another tab. */
+  | "accountDeleted";
+
+/** A change of the session, as `subscribe` tells it: each once, when it happens (in every tab). */
+export type AuthEvent =
+  /** Signed in; `restored` when the session was found at start (kept tokens, the cookie). */
+  | { type: "signedIn"; user: User; restored?: boolean }
+  /** A new access token replaced the old one (in this tab or another): the session goes on. */
+  | { type: "refreshed"; user: User }
+  /** `me()` answered a user that differs from the one kept. */
+  | { type: "userUpdated"; user: User }
+  /** The session ended here, and why. */
+  | { type: "signedOut"; reason: SignOutReason };
+
+/** Where tokens are kept: an object with these three (each may return a promise) for a store of the app's own. */
+export interface SessionStore {
+  get(key: string): string | null | Promise<string | null>;
+  set(key: string, value: string): void | Promise<void>;
+  remove(key: string): void | Promise<void>;
+}
+
+/** The options of `createClient`. */
+export interface ClientOptions {
+  /** The siwa server's origin; the page's own by default. */
+  server?: string;
+  /**
+   * `"token"` (default): access and refresh tokens, kept in `storage`, sent as Bearer.
+   * `"cookie"`: the account pages' `__Host-siwa_session` cookie, for a page of the server's own site.
+   */
+  session?: "token" | "cookie";
+  /** Sign in with Apple JS (popup): the Services ID and the page's registered redirect URI. */
+  apple?: {
+    /** The Services ID (at Apple, and in SIWA_APPLE_REDIRECT_URIS). */
+    clientId: string;
+    /** The redirect URI registered for it; the page's address without query by default. */
+    redirectURI?: string;
+    /** `"name email"` by default. */
+    scope?: string;
+    /** Apple's script, loaded when `AppleID` is not there yet. */
+    scriptURL?: string;
+  };
+  /** The app flow with PKCE (`GET /auth/app/start`, `POST /auth/token`): a client of SIWA_APP_CLIENTS. */
+  pkce?: {
+    /** The client id (SIWA_APP_CLIENTS). */
+    clientId: string;
+    /** One of its registered redirect URIs: a page of the app (popup and redirect), or an app's URL. */
+    redirectUri: string;
+  };
+  /**
+   * Where the tokens are kept: `"memory"` (default; this tab only, gone at a reload),
+   * `"localStorage"` or `"indexedDB"` (shared by the origin's tabs, kept across reloads, readable by
+   * any script of the origin), or a store of the app's own (treated as shared).
+   */
+  storage?: "memory" | "localStorage" | "indexedDB" | SessionStore;
+  /** The key of the session in the storage, and the name of the tabs' channel and lock; `"siwa"`. */
+  storageKey?: string;
+  /** A label for the sessions list (token sessions; the cookie's session is named after the browser). */
+  device?: string;
+  /** Seconds before its expiry an access token is refreshed before use; 60. */
+  refreshMargin?: number;
+  /** Other origins of the app's own backend that verify the access tokens themselves. */
+  apiOrigins?: string[];
+  /** Coordination with the origin's other tabs (one refresh at a time, shared sign-in and sign-out); true. */
+  crossTab?: boolean;
+  /** The `fetch` requests are sent with; the global one by default. */
+  fetch?: typeof globalThis.fetch;
+}
+
+/** How `signIn` signs in. */
+export interface SignInOptions {
+  /** `"popup"` (default) or `"redirect"` (the page leaves; `handleRedirect` completes it). */
+  mode?: "popup" | "redirect";
+  /** `"apple"`: Sign in with Apple JS (default when `apple` is given); `"pkce"`: the app flow. */
+  flow?: "apple" | "pkce";
+  /** Cookie session, redirect: the path to come back to; the page's by default. */
+  returnTo?: string;
+}
+
+/** A client of a siwa server, made by `createClient`. */
+export interface Client {
+  /** The signed-in user, or null. */
+  readonly user: User | null;
+  /** The server's id of this session (token sessions), or null. */
+  readonly sessionId: string | null;
+  /** Whether someone is signed in. */
+  readonly signedIn: boolean;
+  /** Settles when the session kept from before (or the cookie's) is known. */
+  readonly ready: Promise<void>;
+  /** Signs in; resolves with the user. Call it from a click (a popup needs one). */
+  signIn(options?: SignInOptions): Promise<User>;
+  /** On the page a redirect sign-in comes back to: completes it; null when the address is not a sign-in's. */
+  handleRedirect(url?: string): Promise<User | null>;
+  /**
+   * `fetch` of a path of the server (or a URL of `apiOrigins`) with the session: the Bearer token
+   * (refreshed ahead of its expiry), or the cookie. After a 401 the token is refreshed once and the
+   * request sent once more. Rejects with SiwaError `offline` when the network fails, `signed_out`.
+   */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** `fetch` with a JSON body (`body` is serialized; the method POST unless given) and the 2xx answer's JSON; SiwaError otherwise. */
+  json<T = unknown>(path: string, init?: Omit<RequestInit, "body"> & { body?: unknown }): Promise<T>;
+  /** A valid access token (token sessions), refreshed first if needed. */
+  accessToken(): Promise<string>;
+  /** Refreshes the access token now, unless another tab already replaced this tab's one. */
+  refresh(): Promise<void>;
+  /** The user, fresh from the server (`GET /auth/me`). */
+  me(): Promise<User>;
+  /** The user's sessions, this one marked `current` (`GET /auth/sessions`). */
+  sessions(): Promise<DeviceSession[]>;
+  /** Ends one session (`DELETE /auth/sessions/{id}`); this one signs out. */
+  revokeSession(id: string): Promise<void>;
+  /** Signs out (`POST /auth/logout`, best effort) here and in the origin's other tabs. */
+  signOut(): Promise<void>;
+  /** Deletes the account (`DELETE /auth/account`), then signs out everywhere it is open. */
+  deleteAccount(): Promise<void>;
+  /** Calls `listener` with each change from now on; returns the function that stops it. */
+  subscribe(listener: (event: AuthEvent) => void): () => void;
+  /** Closes the tabs' channel and drops the listeners. */
+  close(): void;
+}
+
+/** A client of the siwa server. */
+export declare function createClient(options?: ClientOptions): Client;
+
 // ===== End of sign-in and session =====
 
 

@@ -276,7 +276,7 @@ CONF
 location = /example/spa/config.js {
     default_type application/javascript;
     add_header Cache-Control no-store always;
-    return 200 'window.SPA_CONFIG = {"appleScript": "https://localhost:$port/appleauth/static/jsapi/appleid/1/en_US/appleid.auth.js", "clientId": "com.example.siwa.app"};';
+    return 200 'window.SPA_CONFIG = {"appleScript": "https://localhost:$port/appleauth/static/jsapi/appleid/1/en_US/appleid.auth.js", "clientId": "com.example.siwa.app", "appClientId": "web"};';
 }
 location /example/spa/ {
     alias $SIWA_ROOT/examples/spa/;
@@ -294,7 +294,7 @@ SIWA_APPLE_BUNDLE_IDS=com.example.siwa
 SIWA_APPLE_SERVICES_ID=com.example.siwa.web
 SIWA_APPLE_REDIRECT_URIS=com.example.siwa.app=https://localhost:$siwa_port/example/spa/,com.example.siwa.app=https://localhost:$siwa_port/auth/app-callback/flutter,com.example.siwa.app=https://localhost:$siwa_port/auth/app-callback/links
 SIWA_APPLE_APP_CALLBACKS=flutter=intent:com.example.siwa.flutter,links=https://app.example.com/apple?from=siwa,desktop=com.example.siwa:/apple
-SIWA_APP_CLIENTS=desktop=http://127.0.0.1/callback,desktop=com.example.siwa.desktop:/apple,cli=http://[::1]/done
+SIWA_APP_CLIENTS=web=https://localhost:$siwa_port/example/spa/,desktop=http://127.0.0.1/callback,desktop=com.example.siwa.desktop:/apple,cli=http://[::1]/done
 SIWA_APPLE_BASE_URL=https://localhost:$port
 SIWA_APPLE_CA_FILE=$certs/cert.pem
 ENV

@@ -1,8 +1,9 @@
 """Sign in with Apple JS in a single-page app, in a real headless Chromium, against the emulator:
-the example page (examples/spa) loads the emulator's stand-in for Apple's script, signs in in a
-popup (response_mode=web_message), posts the credential to POST /auth/apple with its redirectUri,
-and calls /auth/me with the access token. A forged state is refused by the page, a forged nonce by
-siwa; a cancelled popup rejects signIn() with user_cancelled_authorize."""
+the example page (examples/spa, on siwa.js) loads the emulator's stand-in for Apple's script, signs
+in in a popup (response_mode=web_message), posts the credential to POST /auth/apple with its
+redirectUri, and calls /auth/me with the access token. An answer of another sign-in (a forged
+state) is refused by siwa.js, a forged nonce by siwa; a cancelled popup rejects signIn() with
+user_cancelled_authorize."""
 
 import json
 import os
@@ -30,7 +31,7 @@ def sign_in(browser, query="", email=None):
     browser.navigate(PAGE + query)
     browser.wait_for("document.getElementById('status') && document.getElementById('status').textContent === 'ready'",
                      "the page with Apple's script")
-    browser.evaluate("document.querySelector('#appleid-signin button').click()", gesture=True)
+    browser.evaluate("document.getElementById('sign-in').click()", gesture=True)
     browser.popup()
     consent(browser, email)
     browser.back()
@@ -59,15 +60,15 @@ def main():
         ok("with ?session=cookie the same credential signs the page into the account pages' cookie session "
            "(POST /auth/web/apple: an HttpOnly, Secure __Host- cookie; /auth/me with it)")
         status = sign_in(browser, "?forge=state", email="spa.e2e@example.com")
-        if status != "refused: the answer is not for this sign-in (state)":
+        if status != "refused: state_mismatch":
             fail(f"a forged state: {status}")
         status = sign_in(browser, "?forge=nonce", email="spa.e2e@example.com")
-        if status != "refused: siwa refused the sign-in: invalid_token":
+        if status != "refused: invalid_token":
             fail(f"a forged nonce: {status}")
         status = sign_in(browser, email=None)
         if status != "refused: user_cancelled_authorize":
             fail(f"a cancelled popup: {status}")
-        ok("a forged state is refused by the page, a forged nonce by siwa (invalid_token); Cancel rejects signIn() "
+        ok("an answer of another sign-in (forged state) is refused by siwa.js (state_mismatch), a forged nonce by siwa (invalid_token); Cancel rejects signIn() "
            "with user_cancelled_authorize")
 
 

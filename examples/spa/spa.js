@@ -1,73 +1,96 @@
-// A single-page app that signs in with Sign in with Apple JS in a popup and siwa's API. The page's
-// own origin hosts it; its path (with the trailing slash) is the redirect URI registered for the
-// Services ID at Apple and in SIWA_APPLE_REDIRECT_URIS. `?forge=state` or `?forge=nonce` make it
-// misbehave on purpose, for the tests: it must then be refused. With `?session=cookie` it signs in
-// to the account pages' cookie session (POST /auth/web/apple) instead of keeping tokens.
-(function () {
-  "use strict";
-  var config = window.SPA_CONFIG;
-  var redirectURI = location.origin + location.pathname;
-  var forge = new URLSearchParams(location.search).get("forge");
-  var cookieSession = new URLSearchParams(location.search).get("session") === "cookie";
-  var status = document.getElementById("status");
-  function say(text) { status.textContent = text; }
-  function random() {
-    var bytes = crypto.getRandomValues(new Uint8Array(32));
-    return btoa(String.fromCharCode.apply(null, bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  }
-  function sha256hex(text) {
-    return crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)).then(function (digest) {
-      return Array.from(new Uint8Array(digest)).map(function (b) { return b.toString(16).padStart(2, "0"); }).join("");
-    });
-  }
-  var state = random();
-  var nonce = random();
-  var session = null;  // tokens in memory only
+// A single-page app on siwa.js: Sign in with Apple JS in a popup (or the app flow with PKCE), the
+// session kept by the client, the account's devices, sign-out and account deletion. The page's own
+// origin hosts it; its path (with the trailing slash) is the redirect URI registered for the
+// Services ID at Apple and in SIWA_APPLE_REDIRECT_URIS (and for the app flow's client in
+// SIWA_APP_CLIENTS). `?forge=state` or `?forge=nonce` make it misbehave on purpose, for the tests:
+// it must then be refused.
+import { createClient } from "/siwa.js";
 
-  function signIn() {
-    say("Signing in…");
-    return AppleID.auth.signIn().then(function (response) {
-      var authorization = response.authorization;
-      var expected = forge === "state" ? random() : state;
-      if (authorization.state !== expected) { throw new Error("the answer is not for this sign-in (state)"); }
-      var name = response.user && response.user.name;
-      return fetch(cookieSession ? "/auth/web/apple" : "/auth/apple", {
-        method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({
-          identityToken: authorization.id_token, authorizationCode: authorization.code,
-          nonce: forge === "nonce" ? random() : nonce, redirectUri: redirectURI, device: "Single-page app",
-          fullName: name ? { givenName: name.firstName, familyName: name.lastName } : undefined
-        })
-      });
-    }).then(function (answer) {
-      return answer.json().then(function (body) {
-        if (!answer.ok) { throw new Error("siwa refused the sign-in: " + body.error); }
-        session = body;
-        // The cookie comes with the same-origin request by itself; tokens go in the header.
-        return fetch("/auth/me", cookieSession ? {} : { headers: { Authorization: "Bearer " + session.accessToken } });
-      });
-    }).then(function (answer) {
-      return answer.json();
-    }).then(function (me) {
-      document.getElementById("user").textContent = "Signed in as " + (me.user.firstName || "you") + " (user " + me.user.id + ")";
-      say("signed-in");
-    }).catch(function (error) {
-      say("refused: " + (error.error || error.message));
-    });
-  }
+const config = window.SPA_CONFIG;
+const query = new URLSearchParams(location.search);
+const forge = query.get("forge");
+const status = document.getElementById("status");
+const say = (text) => { status.textContent = text; };
 
-  var script = document.createElement("script");
+// Apple's script, loaded once; siwa.js would load it at the first sign-in (`apple.scriptURL`).
+const appleScript = new Promise((resolve, reject) => {
+  const script = document.createElement("script");
   script.src = config.appleScript;
-  script.onerror = function () { say("Apple's script could not be loaded"); };
-  script.onload = function () {
-    sha256hex(nonce).then(function (hashed) {
-      // Apple gets the nonce's SHA-256; siwa gets the nonce with the token.
-      AppleID.auth.init({ clientId: config.clientId, scope: "name email", redirectURI: redirectURI, state: state,
-                          nonce: hashed, usePopup: true });
-      var button = document.querySelector("#appleid-signin button");
-      button.addEventListener("click", function (event) { event.stopImmediatePropagation(); signIn(); }, true);
-      say("ready");
-    });
+  script.onload = resolve;
+  script.onerror = () => reject(new Error("Apple's script could not be loaded"));
+  document.head.append(script);
+}).then(() => {
+  // For the tests: an answer of another sign-in (state).
+  if (forge !== "state") { return; }
+  const signIn = window.AppleID.auth.signIn;
+  window.AppleID.auth.signIn = async (...args) => {
+    const answer = await signIn(...args);
+    return { ...answer, authorization: { ...answer.authorization, state: "another sign-in's state" } };
   };
-  document.head.appendChild(script);
-})();
+});
+// For the tests: a nonce Apple never saw.
+const forgedFetch = (input, init) => {
+  if (String(input).endsWith("/auth/apple") || String(input).endsWith("/auth/web/apple")) {
+    init = { ...init, body: JSON.stringify({ ...JSON.parse(init.body), nonce: "a nonce Apple never saw" }) };
+  }
+  return fetch(input, init);
+};
+
+const client = createClient({
+  session: query.get("session") === "cookie" ? "cookie" : "token",
+  apple: { clientId: config.clientId, scriptURL: config.appleScript, redirectURI: location.origin + location.pathname },
+  pkce: { clientId: config.appClientId, redirectUri: location.origin + location.pathname },
+  storage: query.get("storage") ?? "memory",
+  crossTab: query.get("crossTab") !== "off",
+  device: "Single-page app",
+  fetch: forge === "nonce" ? forgedFetch : undefined,
+});
+window.siwaClient = client;  // to try it from the console
+
+async function showAccount() {
+  const user = client.user;
+  document.getElementById("sign-in").hidden = user !== null;
+  document.getElementById("account").hidden = user === null;
+  if (!user) { document.getElementById("user").textContent = ""; return; }
+  document.getElementById("user").textContent = `Signed in as ${user.firstName || "you"} (user ${user.id})`;
+  const list = document.getElementById("sessions");
+  list.replaceChildren();
+  for (const session of await client.sessions()) {
+    const item = document.createElement("li");
+    item.textContent = `${session.device ?? "A device"}${session.current ? " (this one)" : ""}`;
+    const end = document.createElement("button");
+    end.textContent = "End";
+    end.addEventListener("click", () => client.revokeSession(session.id).then(showAccount, (error) => say(`refused: ${error.code}`)));
+    item.append(" ", end);
+    list.append(item);
+  }
+}
+
+client.subscribe((event) => {
+  document.getElementById("event").textContent = event.type === "signedOut" ? `signedOut: ${event.reason}` : event.type;
+  if (event.type === "signedOut") { say("signed-out"); }
+  showAccount().catch((error) => say(`refused: ${error.code}`));
+});
+
+document.getElementById("sign-in").addEventListener("click", async () => {
+  say("Signing in…");
+  try {
+    await client.signIn({ flow: query.get("flow") === "pkce" ? "pkce" : "apple", mode: query.get("mode") === "redirect" ? "redirect" : "popup" });
+    await client.me();
+    say("signed-in");
+  } catch (error) {
+    say(`refused: ${error.code ?? error.message}`);
+  }
+});
+document.getElementById("sign-out").addEventListener("click", () => client.signOut());
+document.getElementById("delete-account").addEventListener("click", () => {
+  if (confirm("Delete your account and everything in it?")) {
+    client.deleteAccount().catch((error) => say(`refused: ${error.code}`));
+  }
+});
+
+// The page a redirect sign-in comes back to is this one; then the session kept from before.
+client.handleRedirect()
+  .then(() => Promise.all([client.ready, appleScript]))
+  .then(() => { say(client.user ? "signed-in" : "ready"); return showAccount(); })
+  .catch((error) => say(`refused: ${error.code ?? error.message}`));
