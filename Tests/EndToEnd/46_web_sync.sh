@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# siwa.js's sync in Chromium (web_sync.py) with the example declaration: changes made offline survive
+# siwa.js's sync (createClient and createSync) in Chromium (web_sync.py) with the example declaration: changes made offline survive
 # a reload in IndexedDB and sync once back; then the browser and a SIWAKit device edit the same
 # records offline (a "latest wins" note, a maximum, a counter, a set, a deletion against an edit each
 # way) and both converge to the server's state.

@@ -4,9 +4,8 @@
     web_sync.py SIGN_IN_ANSWER KIT_DIR
 
 The page is the stack's own (same origin as /sync); it imports /siwa.js and makes a sync with
-createClient's client of the session POST /auth/apple gave (kept where createClient reads it), or,
-in a tree whose siwa.js has no createClient, with a client of its access token that has the
-contract's three members. Offline is the DevTools
+createClient's client of the session POST /auth/apple gave, kept where createClient reads it (its own
+storage object, holding the session as createClient writes it). Offline is the DevTools
 protocol's Network.emulateNetworkConditions; the state lives in the page's IndexedDB."""
 
 import json
@@ -39,43 +38,22 @@ SETUP = """
 (async () => {
   const siwa = await import("/siwa.js");
   const grant = %s;
-  let client;
-  if (siwa.createClient) {
-    // The session as createClient keeps it, in a storage of its own.
-    const stored = JSON.stringify({accessToken: grant.accessToken, refreshToken: grant.refreshToken, sessionId: String(grant.sessionId),
-                                   expiresAt: Date.now() + grant.expiresIn * 1000, user: grant.user});
-    client = siwa.createClient({storage: {get: () => stored, set: () => {}, remove: () => {}}, crossTab: false});
-    await client.ready;
-  } else {
-    client = {
-      user: grant.user,
-      subscribe: () => () => {},
-      async fetch(path, init = {}) {
-        try {
-          return await fetch(path, { ...init, headers: { ...(init.headers ?? {}), Authorization: "Bearer " + grant.accessToken } });
-        } catch (error) {
-          throw Object.assign(new Error("offline: " + error.message), { code: "offline" });
-        }
-      },
-    };
-  }
+  const stored = JSON.stringify({accessToken: grant.accessToken, refreshToken: grant.refreshToken, sessionId: String(grant.sessionId),
+                                 expiresAt: Date.now() + grant.expiresIn * 1000, user: grant.user});
+  const client = siwa.createClient({storage: {get: () => stored, set: () => {}, remove: () => {}}, crossTab: false});
+  await client.ready;
   window.sync = siwa.createSync(client, { declaration: %s, name: "siwa-sync-e2e" });
   await window.sync.ready;
-  return [window.sync.deviceId, siwa.createClient ? "createClient" : "a client of the access token"];
+  return window.sync.deviceId;
 })()
 """ % (json.dumps(SIGNED_IN), DECLARATION)
-
-
-CLIENT = []
 
 
 def open_page(browser):
     """Opens the stack's page and makes its sync; this device's id."""
     browser.navigate(BASE + "/")
     browser.wait_for("document.readyState === 'complete'", "the stack's page")
-    device, client = browser.evaluate(SETUP)
-    CLIENT[:] = [client]
-    return device
+    return browser.evaluate(SETUP)
 
 
 def offline(browser, on):
@@ -219,7 +197,7 @@ def main():
            "w1's note is the later (the browser's), its distance the larger (5000), its laps each device's count summed "
            "(1 + 2 + 4 = 7), its tags joined; w2 deleted on SIWAKit and edited later in the browser is back; w3 edited on "
            "SIWAKit and deleted later in the browser is gone")
-    print(f"  (through {CLIENT[0]}; {time.monotonic() - started:.1f} s in the browser's part)")
+    print(f"  ({time.monotonic() - started:.1f} s in the browser's part)")
 
 
 if __name__ == "__main__":
