@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# siwa.js's sync (createClient and createSync) in Chromium (web_sync.py) with the example declaration: changes made offline survive
-# a reload in IndexedDB and sync once back; then the browser and a SIWAKit device edit the same
-# records offline (a "latest wins" note, a maximum, a counter, a set, a deletion against an edit each
-# way) and both converge to the server's state.
+# siwa.js's sync (createSync over createClient) in Chromium (web_sync.py) with the example
+# declaration: changes made offline survive a reload in IndexedDB and sync once back; a second tab's
+# change reaches the first; a resync makes the view again and keeps the unsent change; then the
+# browser and a SIWAKit device edit the same records offline (a "latest wins" note, a maximum, a
+# counter, a set, a deletion against an edit each way) and both converge to the server's state.
 set -euo pipefail
 . "$(dirname "$0")/assert.sh"
 . "$(dirname "$0")/apple_helpers.sh"
