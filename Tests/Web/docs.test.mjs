@@ -1,8 +1,8 @@
-// The sync example of the docs (the fenced block that starts "// Example: sync", in docs/WEB.md or
-// docs/WEB-SYNC-SECTION.md) runs as written, against a stand-in of POST /sync and /collections.json.
+// The sync example of the docs (the fenced block of docs/WEB.md that starts "// Example: sync") runs
+// as written, against a stand-in of POST /sync and /collections.json.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, existsSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -10,8 +10,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
 function example() {
-  for (const file of ["docs/WEB.md", "docs/WEB-SYNC-SECTION.md"]) {
-    if (!existsSync(root + file)) continue;
+  for (const file of ["docs/WEB.md"]) {
     const match = /```js\n(\/\/ Example: sync[^\n]*\n[\s\S]*?)```/.exec(readFileSync(root + file, "utf8"));
     if (match) return { file, code: match[1] };
   }
@@ -20,7 +19,7 @@ function example() {
 
 test("the docs' sync example runs", async () => {
   const found = example();
-  assert.ok(found, "a ```js block starting with // Example: sync in docs/WEB.md or docs/WEB-SYNC-SECTION.md");
+  assert.ok(found, "a ```js block starting with // Example: sync in docs/WEB.md");
   const declaration = readFileSync(root + "examples/sync/collections.json", "utf8");
   const sent = [];
   globalThis.fetch = async (path) => {
