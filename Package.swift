@@ -166,6 +166,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Shared vectors of the merge rules for the JavaScript client's test (Tests/Web): not a product.
+        .executableTarget(name: "SyncVectors", dependencies: ["SyncRules", "StrictJSON"], path: "Tests/SyncVectors", swiftSettings: swiftSettings),
+
         // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
         .target(name: "SIWATestSupport", dependencies: ["AccountData", "Accounts", "Identity", "SyncRules", "Threads"], swiftSettings: swiftSettings),
         // Public test vectors (RFC, Wycheproof, real Apple tokens), copied with their provenance.

@@ -17,7 +17,7 @@ pass "docs/openapi.yaml validates as OpenAPI 3.1 and nginx serves it at /openapi
 report=$E2E_TMP/schemathesis
 status=0
 (cd "$(dirname "$0")" && SCHEMATHESIS_HOOKS=schemathesis_hooks "$TOOLS/schemathesis" --config-file schemathesis.toml run "$SIWA_ROOT/docs/openapi.yaml" \
-    --url "$E2E_URL" --tls-verify false --workers 1 --rate-limit 40/s --max-time "${SIWA_TEST_SCHEMATHESIS_SECONDS:-40}" \
+    --url "$E2E_URL" --tls-verify false --workers 1 --rate-limit 40/s --max-time "${SIWA_TEST_SCHEMATHESIS_SECONDS:-28}" \
     --phases examples,coverage,fuzzing,stateful --suppress-health-check all --no-color >"$report.txt" 2>&1) || status=$?
 sed -n '/Examples (in/,$p' "$report.txt" | grep -v '^ *$' | sed 's/^/    /'
 [ "$status" -eq 0 ] || { tail -80 "$report.txt"; fail "schemathesis found failures (report: $report.txt)"; }
