@@ -381,18 +381,20 @@ wait_for_socket() {
 
 # Writes an nginx configuration from nginx/dev.conf.template; EXTRA_CONF is included in the siwa
 # server, HTTP_EXTRA_CONF (other servers) in the http block; NGINX_LOCATIONS_FILE, when set, instead
-# of nginx/siwa-locations.conf (a benchmark's copy with other limits):
+# of nginx/siwa-locations.conf; NGINX_UNLIMITED, addresses (space-separated) that no request limit
+# counts (a benchmark's load generator):
 # render_nginx PREFIX HTTPS_PORT SOCKET CERT_DIR AUTH_RATE [EXTRA_CONF [HTTP_EXTRA_CONF]]
 render_nginx() {
     local prefix=$1 port=$2 socket=$3 certs=$4 rate=$5 extra=${6:-} http_extra=${7:-}
     mkdir -p "$prefix"
     [ -n "$extra" ] || { extra=$prefix/extra.conf; : >"$extra"; }
     [ -n "$http_extra" ] || { http_extra=$prefix/http-extra.conf; : >"$http_extra"; }
-    local user_line=""
+    local user_line="" unlimited="" address
     [ "$(id -u)" -eq 0 ] && user_line="user root;"
+    for address in ${NGINX_UNLIMITED:-}; do unlimited="$unlimited $address 1;"; done
     sed -e "s|@USER_LINE@|$user_line|" -e "s|@PREFIX@|$prefix|g" -e "s|@HTTPS_PORT@|$port|g" \
         -e "s|@SOCKET@|$socket|g" -e "s|@CERT@|$certs/cert.pem|" -e "s|@KEY@|$certs/key.pem|" \
-        -e "s|@AUTH_RATE@|$rate|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" -e "s|@DOCS@|$SIWA_ROOT/docs|" -e "s|@PROTECT@|$SIWA_ROOT/nginx/siwa-protect.conf|" \
+        -e "s|@AUTH_RATE@|$rate|" -e "s|@UNLIMITED@|$unlimited|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" -e "s|@DOCS@|$SIWA_ROOT/docs|" -e "s|@PROTECT@|$SIWA_ROOT/nginx/siwa-protect.conf|" \
         -e "s|@LOCATIONS@|${NGINX_LOCATIONS_FILE:-$SIWA_ROOT/nginx/siwa-locations.conf}|" -e "s|@EXTRA@|$extra|" -e "s|@HTTP_EXTRA@|$http_extra|" \
         "$SIWA_ROOT/nginx/dev.conf.template" >"$prefix/nginx.conf"
     nginx -t -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" || die "nginx configuration is invalid"
