@@ -202,7 +202,7 @@ package struct IdentityTokenVerifier: Sendable {
                 return "the token carries no nonce and nonce_supported is not true"
             }
             // The claim is the lowercase hex SHA-256 of the raw nonce; compared in constant time.
-            guard constantTimeEquals(Array(SHA256.hex(Array(raw.utf8)).utf8), Array(claim.utf8)) else {
+            guard SHA256.isHexDigest(claim.utf8, of: raw.utf8) else {
                 throw SignInError(.nonceMismatch, "nonce is not the SHA-256 of the nonce sent")
             }
             return "SHA-256 of the nonce sent"
@@ -212,7 +212,7 @@ package struct IdentityTokenVerifier: Sendable {
             guard let claim = try context.claims.codeHash.get() else { return "not checked: no c_hash claim" }
             // OpenID Connect Core §3.3.2.11: base64url of the left half of SHA-256 of the code.
             let expected = Base64URL.encode(SHA256.hash(Array(code.utf8)).prefix(16))
-            guard constantTimeEquals(Array(expected.utf8), Array(claim.utf8)) else {
+            guard constantTimeEquals(expected.utf8, claim.utf8) else {
                 throw SignInError(.codeHashMismatch, "c_hash does not match the authorization code")
             }
             return "matches the authorization code"
