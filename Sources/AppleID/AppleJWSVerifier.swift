@@ -159,9 +159,10 @@ extension JSONObject {
 
     /// A boolean Apple sends either as JSON `true`/`false` or as the string `"true"`/`"false"`.
     func appleBoolean(_ name: String) throws -> Bool? {
+        // A JSON boolean or an absent claim takes one lookup; only another type is looked at again.
+        if let value = try? bool(name) { return value }
         switch kind(of: name) {
         case nil: return nil
-        case .bool: return try? bool(name)
         case .string:
             switch try? string(name) {
             case "true": return true

@@ -36,10 +36,15 @@ struct IdentityClaims {
         nonceSupported = Self.read { try payload.appleBoolean("nonce_supported") }
         authTime = Self.read { try payload.numericDate("auth_time") }
         realUserStatus = Self.read {
-            guard payload.contains("real_user_status") else { return nil }
-            guard let value = try? payload.integer("real_user_status"), let status = Int(exactly: value) else {
+            // One lookup: nil when absent, a type error when not an integer.
+            let value: Int64?
+            do {
+                value = try payload.integer("real_user_status")
+            } catch {
                 throw SignInError(.invalidClaim, "real_user_status must be an integer")
             }
+            guard let value else { return nil }
+            guard let status = Int(exactly: value) else { throw SignInError(.invalidClaim, "real_user_status must be an integer") }
             return status
         }
         nonce = Self.read { try payload.stringClaim("nonce") }
@@ -69,13 +74,10 @@ struct IdentityClaims {
 
     /// `aud` as Apple sends it (a string), or an array holding exactly one string; nil otherwise.
     static func audience(of payload: JSONObject) -> String? {
-        switch payload.kind(of: "aud") {
-        case .string: return try? payload.string("aud")
-        case .array:
-            guard let values = try? payload.stringArray("aud"), values.count == 1 else { return nil }
-            return values[0]
-        default: return nil
-        }
+        // A string (Apple's form) is read with one lookup; anything else is looked at again.
+        if let audience = try? payload.string("aud") { return audience }
+        guard payload.kind(of: "aud") == .array, let values = try? payload.stringArray("aud"), values.count == 1 else { return nil }
+        return values[0]
     }
 }
 

@@ -81,7 +81,7 @@ package struct IdentityTokenVerifier: Sendable {
         let context = ClaimContext(
             claims: IdentityClaims(payload), policy: policy, now: now, nonce: nonce, code: authorizationCode, recording: false)
         for check in Self.claimChecks { _ = try check.body(context) }
-        return try Self.identity(from: context.claims, keyID: keyID)
+        return try Self.identity(from: context, keyID: keyID)
     }
 
     /// Runs every check and records each outcome. Checks of the claims run even after a failure
@@ -104,30 +104,32 @@ package struct IdentityTokenVerifier: Sendable {
                 try? runner.run(check.name) { _ in try check.body(context) }
             }
             if !runner.steps.contains(where: { $0.failed }) {
-                identity = try? Self.identity(from: context.claims, keyID: keyID)
+                identity = try? Self.identity(from: context, keyID: keyID)
             }
         }
         return VerificationReport(steps: runner.steps, identity: identity)
     }
 
     /// The identity of claims that passed every check.
-    private static func identity(from claims: IdentityClaims, keyID: String) throws -> IdentityToken {
+    private static func identity(from context: ClaimContext, keyID: String) throws -> IdentityToken {
         IdentityToken(
-            subject: try claims.subject.get() ?? "",
-            audience: claims.audience ?? "",
-            issuedAt: try claims.issuedAt.get() ?? 0,
-            expiresAt: try claims.expiresAt.get() ?? 0,
+            subject: try context.claims.subject.get() ?? "",
+            audience: context.claims.audience ?? "",
+            issuedAt: try context.claims.issuedAt.get() ?? 0,
+            expiresAt: try context.claims.expiresAt.get() ?? 0,
             keyID: keyID,
-            email: try claims.email.get(),
-            emailVerified: try claims.emailVerified.get(),
-            isPrivateEmail: try claims.isPrivateEmail.get(),
-            nonceSupported: try claims.nonceSupported.get(),
-            realUserStatus: try claims.realUserStatus.get(),
-            transferSubject: try claims.transferSubject.get(),
-            authTime: try claims.authTime.get())
+            email: try context.claims.email.get(),
+            emailVerified: try context.claims.emailVerified.get(),
+            isPrivateEmail: try context.claims.isPrivateEmail.get(),
+            nonceSupported: try context.claims.nonceSupported.get(),
+            realUserStatus: try context.claims.realUserStatus.get(),
+            transferSubject: try context.claims.transferSubject.get(),
+            authTime: try context.claims.authTime.get())
     }
 
-    struct ClaimContext {
+    /// What the claim checks read. A class: each check gets a reference, where a struct this size
+    /// (fifteen claims, each a value or its error) was copied into every check's call.
+    final class ClaimContext {
         let claims: IdentityClaims
         let policy: IdentityTokenPolicy
         let now: Double
@@ -135,6 +137,15 @@ package struct IdentityTokenVerifier: Sendable {
         let code: String?
         /// Whether the outcome text is wanted (for the report); verification skips formatting it.
         let recording: Bool
+
+        init(claims: IdentityClaims, policy: IdentityTokenPolicy, now: Double, nonce: String?, code: String?, recording: Bool) {
+            self.claims = claims
+            self.policy = policy
+            self.now = now
+            self.nonce = nonce
+            self.code = code
+            self.recording = recording
+        }
     }
 
     struct ClaimCheck: Sendable {
@@ -202,7 +213,7 @@ package struct IdentityTokenVerifier: Sendable {
                 return "the token carries no nonce and nonce_supported is not true"
             }
             // The claim is the lowercase hex SHA-256 of the raw nonce; compared in constant time.
-            guard constantTimeEquals(Array(SHA256.hex(Array(raw.utf8)).utf8), Array(claim.utf8)) else {
+            guard SHA256.isHexDigest(claim.utf8, of: raw.utf8) else {
                 throw SignInError(.nonceMismatch, "nonce is not the SHA-256 of the nonce sent")
             }
             return "SHA-256 of the nonce sent"
@@ -212,7 +223,7 @@ package struct IdentityTokenVerifier: Sendable {
             guard let claim = try context.claims.codeHash.get() else { return "not checked: no c_hash claim" }
             // OpenID Connect Core §3.3.2.11: base64url of the left half of SHA-256 of the code.
             let expected = Base64URL.encode(SHA256.hash(Array(code.utf8)).prefix(16))
-            guard constantTimeEquals(Array(expected.utf8), Array(claim.utf8)) else {
+            guard constantTimeEquals(expected.utf8, claim.utf8) else {
                 throw SignInError(.codeHashMismatch, "c_hash does not match the authorization code")
             }
             return "matches the authorization code"

@@ -1,5 +1,11 @@
 package import StrictJSON
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A JWS in compact serialization (RFC 7515 §7.1), split and checked for shape but not verified.
 ///
 /// Parsing decodes the header (it names the algorithm and key) and the signature; the payload
@@ -24,6 +30,10 @@ package struct CompactJWS: Sendable {
     /// - Throws: `JOSEError` (`.tooLarge`, `.malformed`, `.invalidJSON`) for anything that is not
     ///   three strict base64url segments with a JSON object header.
     package init(_ token: some StringProtocol, maximumLength: Int = defaultMaximumLength) throws(JOSEError) {
+        let count = token.utf8.count
+        guard count <= maximumLength else {
+            throw JOSEError(.tooLarge, reason: "token is \(count) bytes, limit \(maximumLength)")
+        }
         try self.init(bytes: Array(token.utf8), maximumLength: maximumLength)
     }
 
@@ -32,37 +42,48 @@ package struct CompactJWS: Sendable {
         guard bytes.count <= maximumLength else {
             throw JOSEError(.tooLarge, reason: "token is \(bytes.count) bytes, limit \(maximumLength)")
         }
-        var dots: [Int] = []
-        for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: ".") {
-            dots.append(index)
-            if dots.count > 2 { break }
-        }
-        guard dots.count == 2 else {
-            throw JOSEError(.malformed, reason: "a compact JWS has exactly three dot-separated parts")
-        }
-        let headerBytes = bytes[..<dots[0]]
-        let payloadBytes = bytes[(dots[0] + 1)..<dots[1]]
-        let signatureBytes = bytes[(dots[1] + 1)...]
-        guard !headerBytes.isEmpty, !payloadBytes.isEmpty else {
-            throw JOSEError(.malformed, reason: "empty header or payload")
-        }
-        guard let headerJSON = Self.decode(headerBytes) else {
-            throw JOSEError(.malformed, reason: "header is not strict base64url")
-        }
-        guard let payload = Self.decode(payloadBytes) else {
-            throw JOSEError(.malformed, reason: "payload is not strict base64url")
-        }
-        guard let signature = Self.decode(signatureBytes) else {
-            throw JOSEError(.malformed, reason: "signature is not strict base64url")
-        }
+        let parts = try bytes.withUnsafeBytes { Self.split($0) }.get()
         do {
-            header = try JSONObject(parsing: headerJSON)
+            header = try JSONObject(parsing: parts.header)
         } catch {
             throw JOSEError(.invalidJSON, reason: "header: \(error)")
         }
-        signingInput = Array(bytes[..<dots[1]])
-        self.payload = payload
-        self.signature = signature
+        signingInput = Array(bytes[..<parts.signingInputCount])
+        payload = parts.payload
+        signature = parts.signature
+    }
+
+    /// The three parts of a token, decoded.
+    private struct Parts {
+        var header: [UInt8]
+        var payload: [UInt8]
+        var signature: [UInt8]
+        /// Where the second dot is.
+        var signingInputCount: Int
+    }
+
+    /// Finds the two dots (with `memchr`, which reads the token a vector at a time, rather than a
+    /// byte at a time) and decodes the three parts.
+    private static func split(_ token: UnsafeRawBufferPointer) -> Result<Parts, JOSEError> {
+        func malformed(_ reason: String) -> Result<Parts, JOSEError> { .failure(JOSEError(.malformed, reason: reason)) }
+        let dot = Int32(UInt8(ascii: "."))
+        guard let base = token.baseAddress, let first = memchr(base, dot, token.count).map({ base.distance(to: $0) }),
+            let second = memchr(base + first + 1, dot, token.count - first - 1).map({ base.distance(to: $0) }),
+            memchr(base + second + 1, dot, token.count - second - 1) == nil
+        else {
+            return malformed("a compact JWS has exactly three dot-separated parts")
+        }
+        guard first > 0, second > first + 1 else { return malformed("empty header or payload") }
+        guard let header = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[..<first])) else {
+            return malformed("header is not strict base64url")
+        }
+        guard let payload = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[(first + 1)..<second])) else {
+            return malformed("payload is not strict base64url")
+        }
+        guard let signature = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[(second + 1)...])) else {
+            return malformed("signature is not strict base64url")
+        }
+        return .success(Parts(header: header, payload: payload, signature: signature, signingInputCount: second))
     }
 
     /// The payload parsed as a JSON object (a JWT claims set).
@@ -73,10 +94,6 @@ package struct CompactJWS: Sendable {
         } catch {
             throw JOSEError(.invalidJSON, reason: "payload: \(error)")
         }
-    }
-
-    private static func decode(_ slice: ArraySlice<UInt8>) -> [UInt8]? {
-        slice.withUnsafeBytes { Base64URL.decode($0) }
     }
 }
 

@@ -69,7 +69,31 @@ package enum SHA256 {
     package static func hex<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
         hexString(hash(bytes))
     }
+
+    /// Whether `hex` is exactly the lowercase hexadecimal SHA-256 of `bytes` (an identity token's
+    /// `nonce` claim and the nonce the client sent), compared in constant time. Nothing is
+    /// allocated: the digest and its hexadecimal stay on the stack.
+    package static func isHexDigest<Hex: Collection<UInt8>, Bytes: Collection<UInt8>>(_ hex: Hex, of bytes: Bytes) -> Bool {
+        var digest = Digest()
+        withBytes(bytes) { hash($0, into: &digest) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { expected in
+            withUnsafeBytes(of: &digest.bytes) { digest in
+                for (index, byte) in digest.enumerated() {
+                    expected[2 * index] = hexDigits[Int(byte >> 4)]
+                    expected[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
+                }
+            }
+            return withBytes(hex) { hex in
+                hex.count == 64 && CRYPTO_memcmp(hex.baseAddress, expected.baseAddress, 64) == 0
+            }
+        }
+    }
 }
+
+/// The lowercase hexadecimal digits, by value.
+private let hexDigits: InlineArray<16, UInt8> = [
+    0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66,
+]
 
 /// Lowercase hexadecimal of `bytes`.
 package func hexString(_ bytes: [UInt8]) -> String {
@@ -86,9 +110,11 @@ package func hexString(_ bytes: [UInt8]) -> String {
 /// Compares two byte strings in time that depends only on their lengths (`CRYPTO_memcmp`), for
 /// secrets such as nonce hashes and token hashes.
 package func constantTimeEquals<A: Collection<UInt8>, B: Collection<UInt8>>(_ lhs: A, _ rhs: B) -> Bool {
-    let lhs = Array(lhs)
-    let rhs = Array(rhs)
-    guard lhs.count == rhs.count else { return false }
-    if lhs.isEmpty { return true }
-    return CRYPTO_memcmp(lhs, rhs, lhs.count) == 0
+    withBytes(lhs) { lhs in
+        withBytes(rhs) { rhs in
+            guard lhs.count == rhs.count else { return false }
+            if lhs.isEmpty { return true }
+            return CRYPTO_memcmp(lhs.baseAddress, rhs.baseAddress, lhs.count) == 0
+        }
+    }
 }

@@ -466,6 +466,19 @@ struct JSONParser {
         // The scan stops where the longest string allowed would have its closing quote.
         let end = limits.stringBytes < text.count - position ? position + limits.stringBytes + 1 : text.count
         while position < end {
+            // A run of printable ASCII other than the quote and the backslash (most of any string)
+            // is passed over through a pointer, without an index check per byte.
+            let runStart = position
+            position = text.withUnsafeBufferPointer { bytes in
+                var index = runStart
+                while index < end {
+                    let byte = bytes[index]
+                    if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
+                    index += 1
+                }
+                return index
+            }
+            guard position < end else { break }
             let byte = text[position]
             if byte == UInt8(ascii: "\"") {
                 position += 1

@@ -191,6 +191,47 @@ import Testing
         #expect(try verifier(signer.keys).verify(token, nonce: "raw-nonce", now: Self.now).expiresAt == 1_700_000_600.5)
     }
 
+    // MARK: Every rule, on the fast path
+
+    @Test("Every check refuses what it must: signature, alg, exp, aud, nonce, duplicate names in the header and the claims")
+    func everyCheckRefuses() throws {
+        let signer = try TestSigner()
+        func expectRefused(_ name: String, _ code: SignInError.Code, _ token: String, nonce: String = "raw-nonce") {
+            #expect(throws: SignInError(code), "\(name)") { try verifier(signer.keys).verify(token, nonce: nonce, now: Self.now) }
+        }
+        /// The default claims with `members` (JSON text) added at the end.
+        func claims(adding members: String) -> String { String(TestSigner.claims().dropLast()) + "," + members + "}" }
+        let good = try signer.sign(claims: TestSigner.claims())
+        _ = try verifier(signer.keys).verify(good, nonce: "raw-nonce", now: Self.now)
+
+        var tampered = Array(good.utf8)
+        tampered[tampered.count - 10] = tampered[tampered.count - 10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        expectRefused("one signature byte changed", .signatureInvalid, String(decoding: tampered, as: UTF8.self))
+        for alg in ["RS512", "none", "rs256"] {
+            let header = #"{"alg":"\#(alg)","kid":"test-key-1"}"#
+            expectRefused("alg \(alg)", .unsupportedAlgorithm, try signer.sign(header: header, claims: TestSigner.claims()))
+        }
+        expectRefused("expired", .expired, try signer.sign(claims: TestSigner.claims(now: Self.now - 661)))
+        let otherApp = try signer.sign(claims: TestSigner.claims(["aud": #""com.example.other""#]))
+        expectRefused("another audience", .audienceMismatch, otherApp)
+        expectRefused("another nonce", .nonceMismatch, good, nonce: "raw-nonce2")
+        let hash = SHA256.hex(Array("raw-nonce".utf8))
+        let short = try signer.sign(claims: TestSigner.claims(["nonce": "\"\(hash.dropLast())\""]))
+        expectRefused("a nonce claim one digit short", .nonceMismatch, short)
+        let long = try signer.sign(claims: TestSigner.claims(["nonce": "\"\(hash)0\""]))
+        expectRefused("a nonce claim one digit too long", .nonceMismatch, long)
+
+        // A name twice: in the header; in the claims plainly, through an escape, inside an unknown
+        // claim's object, and among more names than are compared one by one (16).
+        let twiceAlg = #"{"alg":"RS256","kid":"test-key-1","alg":"RS256"}"#
+        expectRefused("alg twice in the header", .malformedToken, try signer.sign(header: twiceAlg, claims: TestSigner.claims()))
+        expectRefused("sub twice", .malformedClaims, try signer.sign(claims: claims(adding: #""sub":"001234.other.0002""#)))
+        expectRefused("sub twice, once escaped", .malformedClaims, try signer.sign(claims: claims(adding: #""\u0073ub":"x""#)))
+        expectRefused("a name twice in an object", .malformedClaims, try signer.sign(claims: claims(adding: #""x":{"a":1,"a":2}"#)))
+        let many = (0..<20).map { #""x\#($0)":\#($0)"# }.joined(separator: ",") + #","x19":0"#
+        expectRefused("a name twice among 32 claims", .malformedClaims, try signer.sign(claims: claims(adding: many)))
+    }
+
     // MARK: Nonce
 
     @Test("The nonce claim must be the SHA-256 hex of the raw nonce: the raw value itself does not pass")
