@@ -21,6 +21,25 @@ const serverErrorCodes = Object.freeze([
   "invalid_link_token", "link_token_expired", "link_token_used", "guests_disabled", "invalid_link_secret",
   "not_for_browsers", "bad_request", "forbidden", "uri_too_long",
 ]);
+// The codes of the app flow's redirect, of Apple's script, and the client's own (siwa.d.ts's
+// SiwaErrorCode is these and the server's: a closed set).
+const otherErrorCodes = Object.freeze([
+  "access_denied", "temporarily_unavailable", "server_error",
+  "user_cancelled_authorize", "popup_closed_by_user", "popup_blocked_by_browser", "user_trigger_new_signin_flow",
+  "offline", "signed_out", "state_mismatch", "invalid_response", "storage", "untrusted_host", "invalid_change",
+]);
+
+/** `code` when it is one of SiwaErrorCode's, else null: a code from elsewhere (an answer, Apple's
+ * script, an address) never reaches the app outside the closed set. */
+function knownErrorCode(code) {
+  return typeof code === "string" && (serverErrorCodes.includes(code) || otherErrorCodes.includes(code)) ? code : null;
+}
+
+/** An error of `code` from elsewhere: itself when it is known, else `invalid_response` naming it. */
+function foreignError(code, message, details) {
+  const known = knownErrorCode(code);
+  return known ? new SiwaError(known, message, details) : new SiwaError("invalid_response", `${String(code)}: ${message}`, details);
+}
 
 /**
  * What a call of siwa.js fails with: the server's error code and status (`code` one of the server's
@@ -62,7 +81,8 @@ export class SiwaError extends Error {
     const retry = Number.parseInt(response.headers.get("Retry-After") ?? "", 10);
     const details = { status: response.status, retryAfter: Number.isFinite(retry) ? retry : null };
     if (body && typeof body.error === "string") {
-      return new SiwaError(body.error, String(body.message ?? body.error_description ?? body.error), details);
+      // Only siwa's codes: another's (the app's own API, a proxy) is `invalid_response` naming it.
+      return foreignError(body.error, String(body.message ?? body.error_description ?? body.error), details);
     }
     return new SiwaError("invalid_response", `HTTP ${response.status} without the API's JSON error`, details);
   }
@@ -356,7 +376,6 @@ export function createClient(options = {}) {
       return response;
     }
     if (!session) { throw new SiwaError("signed_out", "Nobody is signed in"); }
-    const held = session;
     const token = await accessToken();
     const withToken = (value) => {
       const headers = new Headers(init.headers ?? {});
@@ -365,8 +384,10 @@ export function createClient(options = {}) {
     };
     const response = await request(url, withToken(token));
     if (response.status !== 401) { return response; }
-    // Refused: a new token (another tab's, or one refresh), and the request once more.
-    const renewed = session && session.accessToken !== token ? session : await refresh(session ?? held);
+    // Refused: a new token (another tab's, or one refresh), and the request once more; none when
+    // the session ended meanwhile (its refresh token is spent or revoked: never sent again).
+    if (!session) { throw new SiwaError("signed_out", "The session ended during the call", { status: 401 }); }
+    const renewed = session.accessToken !== token ? session : await refresh(session);
     return request(url, withToken(renewed.accessToken));
   }
 
@@ -392,14 +413,16 @@ export function createClient(options = {}) {
   /** The credential of Apple's JS popup, posted to POST /auth/apple (tokens) or /auth/web/apple (cookie). */
   async function signInWithAppleJS() {
     if (!apple?.clientId) { throw new SiwaError("invalid_request", "createClient's `apple.clientId` is needed for Sign in with Apple JS"); }
+    // Taken, and the next one begun, before any wait: two sign-ins at once never share a nonce.
+    const made = nextNonce ?? signInNonce();
+    prepareNonce();
     if (!globalThis.AppleID?.auth) {
       if (!apple.scriptURL) { throw new SiwaError("invalid_request", "Apple's script is not loaded (give `apple.scriptURL`)"); }
       await loadScript(apple.scriptURL);
     }
     // The nonce was made ahead, so that the popup opens within the click (a browser blocks a popup
     // opened after a wait); a new one for the next sign-in, whatever this one's outcome.
-    const nonce = await nextNonce;
-    prepareNonce();
+    const nonce = await made;
     const redirectURI = apple.redirectURI ?? location.origin + location.pathname;
     AppleID.auth.init({
       clientId: apple.clientId, scope: apple.scope ?? "name email", redirectURI, state: nonce.state,
@@ -410,7 +433,7 @@ export function createClient(options = {}) {
       answer = await AppleID.auth.signIn();
     } catch (error) {
       const code = typeof error?.error === "string" ? error.error : "popup_closed_by_user";
-      throw new SiwaError(code, `Sign in with Apple did not complete (${code})`, { cause: error });
+      throw foreignError(code, `Sign in with Apple did not complete (${code})`, { cause: error });
     }
     const authorization = answer?.authorization ?? {};
     if (authorization.state !== nonce.state) {
@@ -445,7 +468,7 @@ export function createClient(options = {}) {
     }
     if (fields.has("error")) {
       const code = fields.get("error");
-      throw new SiwaError(code, fields.get("error_description") ?? code, { status: 400 });
+      throw foreignError(code, fields.get("error_description") ?? code, { status: 400 });
     }
     const code = fields.get("code");
     if (!code) { throw new SiwaError("invalid_response", "The browser came back without a code"); }
@@ -537,7 +560,7 @@ export function createClient(options = {}) {
         here.searchParams.delete("sign_in_error");
         history.replaceState(history.state, "", here.href);
       }
-      throw new SiwaError(error, `Sign in with Apple did not complete (${error})`);
+      throw foreignError(error, `Sign in with Apple did not complete (${error})`);
     }
     if (!here.searchParams.has("state") || !(here.searchParams.has("code") || here.searchParams.has("error"))) { return null; }
     const text = globalThis.sessionStorage?.getItem(pendingKey);
@@ -1787,7 +1810,7 @@ export function createSync(client, options = {}) {
       json = null;
     }
     if (!response.ok) {
-      const code = typeof json?.error === "string" ? json.error : response.status >= 500 ? "server_error" : "invalid_response";
+      const code = knownErrorCode(json?.error) ?? "invalid_response";
       throw syncError(code, response.status, json?.message ?? `POST /sync: ${response.status}`);
     }
     try {
