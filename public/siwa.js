@@ -331,7 +331,9 @@ export function createClient(options = {}) {
       } else if (session && session.refreshToken !== held.refreshToken) {
         return session;
       }
-      const response = await postJSON("/auth/refresh", { refreshToken: held.refreshToken }, { credentials: "omit" });
+      // Bounded: the other tabs wait for this lock; a stalled answer reads as offline after 30 s.
+      const signal = typeof AbortSignal.timeout === "function" ? AbortSignal.timeout(30000) : undefined;
+      const response = await postJSON("/auth/refresh", { refreshToken: held.refreshToken }, { credentials: "omit", signal });
       if (response.status === 401) {
         const error = await SiwaError.from(response);
         await end(error.code === "token_reused" ? "refreshTokenReused" : "sessionEnded");
@@ -603,9 +605,9 @@ export function createClient(options = {}) {
         if (cookieSession) {
           await request(`${server}/auth/logout`, { method: "POST", credentials: "include" });
         } else {
-          await request(`${server}/auth/logout`, {
-            method: "POST", credentials: "omit", headers: { Authorization: `Bearer ${session.accessToken}` },
-          });
+          // With a token the server takes (refreshed first when it ran out, once more after a 401):
+          // an expired one would leave the session, and its refresh token, alive at the server.
+          await authorizedFetch("/auth/logout", { method: "POST" });
         }
       } catch { /* offline: forgotten here; the server ends it at its lifetime */ }
     }
@@ -1537,6 +1539,8 @@ export function createSync(client, options = {}) {
   const builtIn = syncBuiltInCollections();
   const byName = new Map([...builtIn, ...declared.collections].map((c) => [c.name, c]));
   const maximumRequestBytes = Math.max(1024, options.maximumRequestBytes ?? SYNC_DEFAULT_MAXIMUM_REQUEST_BYTES);
+  // Lowered for good after a 413 (the server's SIWA_MAX_BODY_BYTES below `maximumRequestBytes`).
+  let requestBytes = maximumRequestBytes;
   const storage =
     typeof options.storage === "object" && options.storage !== null
       ? options.storage
@@ -1761,7 +1765,8 @@ export function createSync(client, options = {}) {
    * achievements, and `maximumRequestBytes` (of which declared records at most half of the
    * declaration's bytesPerRequest), at least one change (`SyncState.batch`). */
   const batch = () => {
-    let total = maximumRequestBytes - (requestBody(cursor, new Map()).length + 64);
+    const empty = requestBody(cursor, new Map()).length + 64;
+    let total = requestBytes - empty;
     let recordsBudget = Math.floor(declared.limits.bytesPerRequest / 2);
     const sent = new Map();
     let hasChanges = false;
@@ -1786,7 +1791,8 @@ export function createSync(client, options = {}) {
       }
       if (taken.size > 0) sent.set(name, taken);
     }
-    return { cursor, sent, hasChanges };
+    const count = [...sent.values()].reduce((sum, taken) => sum + taken.size, 0);
+    return { cursor, sent, hasChanges, count, bytes: requestBytes - total };
   };
 
   /** The body of `POST /sync`, as the server's codec writes it. */
@@ -1865,7 +1871,12 @@ export function createSync(client, options = {}) {
       try {
         answer = await push(request);
       } catch (error) {
-        if (error?.status === 400 && error.code === "invalid_request" && request.hasChanges) {
+        if (error?.status === 413 && request.count > 1 && requestBytes > 1024) {
+          // Too large for this server: smaller requests from now on, nothing set aside.
+          requestBytes = Math.max(1024, Math.floor(request.bytes / 2));
+          continue;
+        }
+        if ((error?.status === 400 && error.code === "invalid_request") || (error?.status === 413 && request.hasChanges)) {
           setAside(request);
           await persist();
           refusal = error;

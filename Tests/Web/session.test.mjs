@@ -129,3 +129,23 @@ test("a 401 gets one refresh and one more try; the session never goes to another
   assert.equal(new Headers(sent[sent.length - 1].init.headers).get("Authorization"), "Bearer access-2", "an apiOrigins backend gets it");
   client.close();
 });
+
+test("sign-out ends the session at the server even when the access token ran out (refreshed first)", async () => {
+  appleScript();
+  const logouts = [];
+  const { sent, fetch } = stack({
+    "POST /auth/apple": () => Response.json({ accessToken: "access-old", refreshToken: "refresh-old", sessionId: "7", expiresIn: 0, user: { id: "1", createdAt: 0, emails: [] } }),
+    "POST /auth/logout": (init) => {
+      const token = new Headers(init.headers).get("Authorization");
+      logouts.push(token);
+      return token === "Bearer access-old" ? Response.json({ error: "invalid_token", message: "expired" }, { status: 401 }) : new Response(null, { status: 204 });
+    },
+  });
+  const client = createClient({ server, apple, fetch, crossTab: false });
+  await client.signIn();
+  await client.signOut();
+  assert.equal(client.signedIn, false);
+  assert.deepEqual(sent.map((r) => r.name), ["POST /auth/apple", "POST /auth/refresh", "POST /auth/logout"]);
+  assert.deepEqual(logouts, ["Bearer access-1"], "the server took the sign-out");
+  client.close();
+});
