@@ -512,6 +512,9 @@ export function createClient(options = {}) {
       location.assign(pending.url);
       return new Promise(() => {});
     }
+    // A redirect sign-in left unfinished is over: a popup starts with a copy of this tab's
+    // sessionStorage, and its page must not take the code for that one (and clear its address).
+    globalThis.sessionStorage?.removeItem(pendingKey);
     // Opened at once, within the click; its address once the challenge is made.
     const popup = window.open("about:blank", `siwa-${Date.now()}`, "width=700,height=700");
     if (!popup) { throw new SiwaError("popup_blocked_by_browser", "The browser blocked the sign-in window"); }

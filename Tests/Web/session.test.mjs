@@ -149,3 +149,32 @@ test("sign-out ends the session at the server even when the access token ran out
   assert.deepEqual(logouts, ["Bearer access-1"], "the server took the sign-out");
   client.close();
 });
+
+// (The timeout only stops a broken build from hanging the run: the other tab's event never comes.)
+test("a refresh refused as reuse signs out every tab that shares the session, with the reason", { timeout: 20000 }, async (t) => {
+  appleScript();
+  const kept = new Map();
+  const storage = { get: (key) => kept.get(key) ?? null, set: (key, value) => void kept.set(key, value), remove: (key) => void kept.delete(key) };
+  const { sent, fetch } = stack({
+    "POST /auth/refresh": () => Response.json({ error: "token_reused", message: "presented twice" }, { status: 401 }),
+  });
+  const storageKey = `reuse-${process.pid}`;
+  const tabA = createClient({ server, apple, fetch, storage, storageKey });
+  await tabA.signIn();
+  const tabB = createClient({ server, apple, fetch, storage, storageKey });
+  t.after(() => {
+    tabA.close();
+    tabB.close();
+  });
+  await tabB.ready;
+  assert.equal(tabB.user?.id, "1", "the other tab finds the session");
+  const endedInB = new Promise((resolve) => tabB.subscribe((event) => event.type === "signedOut" && resolve(event.reason)));
+  const events = [];
+  tabA.subscribe((event) => events.push(event));
+  await assert.rejects(tabA.refresh(), (e) => e.code === "signed_out" && e.cause?.code === "token_reused");
+  assert.deepEqual(events, [{ type: "signedOut", reason: "refreshTokenReused" }]);
+  assert.equal(await endedInB, "refreshTokenReused");
+  assert.equal(tabB.signedIn, false);
+  assert.equal(kept.size, 0, "nothing kept after the sign-out");
+  assert.equal(sent.filter((r) => r.name === "POST /auth/refresh").length, 1);
+});
