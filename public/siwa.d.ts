@@ -160,7 +160,9 @@ export interface ClientOptions {
     redirectURI?: string;
     /** `"name email"` by default. */
     scope?: string;
-    /** Apple's script, loaded when `AppleID` is not there yet. */
+    /** Apple's script, loaded at the first sign-in when `AppleID` is not there yet (load it ahead
+     * with a `<script>` tag instead where a popup must open at once: a browser may block one opened
+     * after the script's download). */
     scriptURL?: string;
   };
   /** The app flow with PKCE (`GET /auth/app/start`, `POST /auth/token`): a client of SIWA_APP_CLIENTS. */
