@@ -145,7 +145,11 @@ export interface SessionStore {
 
 /** The options of `createClient`. */
 export interface ClientOptions {
-  /** The siwa server's origin; the page's own by default. */
+  /**
+   * The siwa server's origin; the page's own by default. Another origin answers this page only when
+   * its `SIWA_CORS_ORIGINS` lists the page's origin, and only with the token session and the app flow
+   * (docs/WEB.md, "An app on another origin").
+   */
   server?: string;
   /**
    * `"token"` (default): access and refresh tokens, kept in `storage`, sent as Bearer.

@@ -30,7 +30,8 @@ for round in $(seq $ROUNDS_AB); do
         read -r a _ a99 _ <<<"$(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/bench_$i" 2)"; ac=$(cat "$TMP/wrk_cpu")
         rm "$TMP/bench_$i"
         python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/seed_$i" "$TMP/refresh_$i" refreshToken "bench refresh"
-        read -r r _ r99 _ <<<"$(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_$i" 2)"; rc=$(cat "$TMP/wrk_cpu")
+        read -r r _ r99 _ <<<"$(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_$i" 2 "$CONNECTIONS")"; rc=$(cat "$TMP/wrk_cpu")
+        check_runs
         awk -v a="$a" -v h="$h" -v r="$r" -v v=$variant -v hc="$hc" -v ac="$ac" -v rc="$rc" -v p="$a99" -v rp="$r99" \
             'BEGIN { printf "%-4s GET /health %6d/s (%s)  sign-in %5d/s p99 %s ms (%s) = %.3fx  refresh %5d/s p99 %s ms (%s) = %.3fx\n", v, h, hc, a, p, ac, a / h, r, rp, rc, r / h }'
     done

@@ -13,6 +13,16 @@ tail -n +2201 "$TMP/tokens" >"$TMP/bench_tokens"
 # (wrk_run syncs too, before each run).
 sync
 
+# The statements of one new user's sign-in and one refresh, in MariaDB's general log, while siwa's
+# connections are new (each prepares a statement the first time it sends it): the floor's statements
+# are checked against them.
+"$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count 1 >"$TMP/statements_token"
+general_log "$TMP/general.log"
+python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/statements_token" "$TMP/statements_refresh" refreshToken "bench statements"
+curl -ksf -H 'Content-Type: application/json' -d "{\"refreshToken\":\"$(cat "$TMP/statements_refresh")\"}" "$URL/auth/refresh" >/dev/null \
+    || die "the refresh of the statements' capture failed"
+general_log off
+
 log "warm-up"
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/sign_in.lua" "$URL" -- "$TMP/warmup_tokens" 2 >/dev/null 2>&1
 wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
@@ -20,7 +30,7 @@ wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
 echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx (TLS, 2 workers), siwa release with $THREADS threads, MariaDB with fsync per commit"
 echo "CPU per request, in microseconds, of siwa, MariaDB and nginx during each run (user + system), and statements sent to MariaDB per request (db_rt, round trips):"
-printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' target req/s p50_ms p99_ms max_ms non2xx siwa_us db_us nginx_us db_rt
+printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' target req/s p50_ms p99_ms max_ms failed siwa_us db_us nginx_us db_rt
 read -r h_rps h_p50 h_p99 h_max h_err < <(wrk_run "$URL/health")
 printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' "reference: GET /health (DB ping)" "$h_rps" "$h_p50" "$h_p99" "$h_max" "$h_err" $(cat "$TMP/wrk_cpu")
 read -r a_rps a_p50 a_p99 a_max a_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/bench_tokens" 2)
@@ -29,16 +39,35 @@ sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5 >"$TMP/sign_in_failures"
 
 # Refresh tokens to start from: sessions opened with the sign-ins' answers (100 per wrk thread).
 python3 "$SIWA_ROOT/bench/sign_in_all.py" "$URL" "$TMP/seed_tokens" "$TMP/refresh_tokens" refreshToken "bench refresh"
-read -r r_rps r_p50 r_p99 r_max r_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$TMP/refresh_tokens" 2)
+read -r r_rps r_p50 r_p99 r_max r_err < <(wrk_run "$URL" -s "${BENCH_REFRESH_SCRIPT:-$SIWA_ROOT/bench/refresh.lua}" -- "$TMP/refresh_tokens" 2 "$CONNECTIONS")
 printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' "POST /auth/refresh (rotation)" "$r_rps" "$r_p50" "$r_p99" "$r_max" "$r_err" $(cat "$TMP/wrk_cpu")
-echo
-awk -v a="$a_rps" -v ap="$a_p99" -v r="$r_rps" -v rp="$r_p99" -v h="$h_rps" -v c="$CONNECTIONS" 'BEGIN {
-    printf "sign-in: %d/s = %.3fx GET /health (target >= 0.18x), p99 %.2f ms (target <= 50 ms) at %d connections: %s\n", a, a / h, ap, c, (a / h >= 0.18 && ap <= 50) ? "met" : "NOT met"
-    printf "refresh: %d/s = %.3fx GET /health (target >= 0.23x), p99 %.2f ms (target <= 50 ms) at %d connections: %s\n", r, r / h, rp, c, (r / h >= 0.23 && rp <= 50) ? "met" : "NOT met" }'
+sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5 >"$TMP/refresh_failures"
+if [ -s "$TMP/failed_runs" ]; then
+    echo "non-2xx answers of the sign-in run (status, body start):"; cat "$TMP/sign_in_failures"
+    echo "non-2xx answers of the refresh run (status, body start):"; cat "$TMP/refresh_failures"
+fi
+check_runs
+# The floors: the same statements alone, on as many connections (bench/floor_db.c); in the siwa_us
+# column the floor's own CPU (its client library), in db_us MariaDB's.
+fa_rps=0 fr_rps=0
+if [ "$FLOORS" = 1 ]; then
+    floor=$(floor_run sign-in "$CONNECTIONS")
+    read -r fa_rps fa_client fa_db <<<"$floor"
+    printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' "floor: sign-in's statements alone" "$fa_rps" - - - - "$fa_client" "$fa_db" - 2
+    floor=$(floor_run refresh "$CONNECTIONS")
+    read -r fr_rps fr_client fr_db <<<"$floor"
+    printf '%-44s %10s %9s %9s %9s %7s %8s %8s %8s %6s\n' "floor: refresh's statements alone" "$fr_rps" - - - - "$fr_client" "$fr_db" - 2
+    echo
+    floor_statements "$TMP/general.log" 1 0 1 2 3 4 5
+    echo
+fi
+awk -v a="$a_rps" -v ap="$a_p99" -v r="$r_rps" -v rp="$r_p99" -v h="$h_rps" -v c="$CONNECTIONS" -v fa="$fa_rps" -v fr="$fr_rps" -v d="$FLOOR_DIFFERS" 'BEGIN {
+    printf "sign-in: %d/s = %.3fx GET /health (target >= 0.18x), p99 %.2f ms (target <= 50 ms) at %d connections: %s%s\n", a, a / h, ap, c, (a / h >= 0.18 && ap <= 50) ? "met" : "NOT met", (fa > 0 ? sprintf("; %.3fx its database floor (%d/s)%s", a / fa, fa, d) : "")
+    printf "refresh: %d/s = %.3fx GET /health (target >= 0.23x), p99 %.2f ms (target <= 50 ms) at %d connections: %s%s\n", r, r / h, rp, c, (r / h >= 0.23 && rp <= 50) ? "met" : "NOT met", (fr > 0 ? sprintf("; %.3fx its database floor (%d/s)%s", r / fr, fr, d) : "") }'
 echo "non-2xx answers of the sign-in run (status, body start):"
 cat "$TMP/sign_in_failures"
 echo "non-2xx answers of the refresh run (status, body start):"
-sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5
+cat "$TMP/refresh_failures"
 echo "siwa errors logged during the run:"
 { grep -E ' (error|critical) ' "$TMP/siwa.log" || true; } | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -5
 

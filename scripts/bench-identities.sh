@@ -2,14 +2,11 @@
 # the emulator, nginx, siwa release build) runs. Uses URL, TMP, BIN, BIN_DIR, DURATION, CONNECTIONS.
 #
 # 1. Guest accounts: POST /auth/guest (a user and a session per request, one transaction) against
-#    GET /health in the same run, with nginx's per-address guest limit lifted for the run.
+#    GET /health in the same run (nginx's per-address limits lifted for the load's address, as in
+#    every mode of scripts/bench).
 # 2. Team transfer: `siwa transfer prepare` and `complete` over TRANSFER_USERS identities (500 by
 #    default) at the emulator with no pacing, against the round trips of the same count of requests
 #    to the emulator on one kept-alive connection (GET /auth/keys), the floor of one call per user.
-
-sed -i 's/zone=siwa_guest:10m rate=30r\/m/zone=siwa_guest:10m rate=100000r\/s/' "$TMP/nginx/nginx.conf"
-start_nginx "$TMP/nginx"
-sleep 0.5
 
 log "warm-up"
 wrk -t2 -c"$CONNECTIONS" -d2s -s "$SIWA_ROOT/bench/guest.lua" "$URL" >/dev/null 2>&1
@@ -17,11 +14,13 @@ wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
 
 echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx (TLS, 2 workers), siwa release with $THREADS threads, MariaDB with fsync per commit"
-printf '%-44s %10s %9s %9s %9s %7s\n' target req/s p50_ms p99_ms max_ms non2xx
+printf '%-44s %10s %9s %9s %9s %7s\n' target req/s p50_ms p99_ms max_ms failed
 read -r h_rps h_p50 h_p99 h_max h_err < <(wrk_run "$URL/health")
 printf '%-44s %10s %9s %9s %9s %7s\n' "reference: GET /health (DB ping)" "$h_rps" "$h_p50" "$h_p99" "$h_max" "$h_err"
 read -r g_rps g_p50 g_p99 g_max g_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/guest.lua")
 printf '%-44s %10s %9s %9s %9s %7s\n' "POST /auth/guest (new user and session)" "$g_rps" "$g_p50" "$g_p99" "$g_max" "$g_err"
+if [ -s "$TMP/failed_runs" ]; then echo "non-2xx answers of the guest run (status, body start):"; sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5; fi
+check_runs
 awk -v g="$g_rps" -v h="$h_rps" 'BEGIN { printf "guest accounts: %d/s = %.3fx GET /health\n", g, g / h }'
 echo "non-2xx answers of the guest run (status, body start):"
 sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -5

@@ -17,7 +17,7 @@ restart_with_metrics() { # restart_with_metrics true|false
 
 echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s GET /health through nginx (TLS, 2 workers), $THREADS threads, metrics off and on in turn"
-printf '%-6s %-20s %10s %9s %9s %7s\n' round metrics req/s p50_ms p99_ms non2xx
+printf '%-6s %-20s %10s %9s %9s %7s\n' round metrics req/s p50_ms p99_ms failed
 off_total=0 on_total=0
 for round in $(seq "$ROUNDS"); do
     for setting in false true; do
@@ -27,6 +27,7 @@ for round in $(seq "$ROUNDS"); do
         if [ "$setting" = true ]; then on_total=$((on_total + rps)); else off_total=$((off_total + rps)); fi
     done
 done
+check_runs
 echo "the scrape after the last round:"
 curl -ks "$URL/metrics" | grep -E '^siwa_http_requests_total\{route="/health"|^siwa_workers|^process_resident_memory_bytes'
 awk -v on="$on_total" -v off="$off_total" -v r="$ROUNDS" 'BEGIN {

@@ -29,7 +29,7 @@ sync
 
 echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s POST /auth/apple (new users) through nginx, siwa release with $THREADS threads; $MIGRATION_ROWS audit events"
-printf '%-52s %10s %9s %9s %9s %7s\n' run req/s p50_ms p99_ms max_ms non2xx
+printf '%-52s %10s %9s %9s %9s %7s\n' run req/s p50_ms p99_ms max_ms failed
 read -r a_rps a_p50 a_p99 a_max a_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/reference_tokens" 2)
 printf '%-52s %10s %9s %9s %9s %7s\n' "reference: sign-ins, no migration" "$a_rps" "$a_p50" "$a_p99" "$a_max" "$a_err"
 sort "$TMP/wrk_failures" | uniq -c | sort -rn | head -3
@@ -49,6 +49,7 @@ read -r status seconds <"$TMP/migrate.result"
 [ "$status" = 0 ] || { cat "$TMP/migrate.log"; die "siwa migrate failed"; }
 [ "$(db "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = 'siwa' AND table_name = 'audit_events' AND index_name = 'audit_events_time'")" -gt 0 ] \
     || die "the index was not built"
+check_runs
 echo
 awk -v a="$a_p99" -v b="$b_p99" -v ra="$a_rps" -v rb="$b_rps" -v e="$b_err" -v s="$seconds" -v d="$DURATION" 'BEGIN {
     printf "sign-in p99 while migrating: %.2f ms against %.2f ms (%.2fx; target: within the noise), throughput %.2fx, %d failed (target 0)\n",

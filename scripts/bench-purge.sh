@@ -37,7 +37,7 @@ rows_before=$(db "SELECT (SELECT COUNT(*) FROM audit_events WHERE event_type = '
 
 echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s POST /auth/apple (new users) through nginx, siwa release with $THREADS threads; MariaDB with fsync per commit"
-printf '%-52s %10s %9s %9s %9s %7s %14s %12s\n' run req/s p50_ms p99_ms max_ms non2xx row_lock_waits max_wait_ms
+printf '%-52s %10s %9s %9s %9s %7s %14s %12s\n' run req/s p50_ms p99_ms max_ms failed row_lock_waits max_wait_ms
 mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot -e "FLUSH STATUS"
 waits=$(status Innodb_row_lock_waits)
 read -r a_rps a_p50 a_p99 a_max a_err < <(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$TMP/reference_tokens" 2)
@@ -72,6 +72,7 @@ left=$(remaining)
 [ "$left" = 0 ] || db "SELECT 'left: audit events', COUNT(*) FROM audit_events WHERE event_type = 'bench_old'
     UNION ALL SELECT 'sessions', COUNT(*) FROM sessions WHERE device = 'bench-ended'
     UNION ALL SELECT 'spent refresh tokens', COUNT(*) FROM refresh_tokens WHERE spent_at < UTC_TIMESTAMP(3) - INTERVAL 40 DAY"
+check_runs
 echo
 awk -v a="$a_p99" -v b="$b_p99" -v ra="$a_rps" -v rb="$b_rps" -v during=$((rows_before - rows_after)) -v d="$DURATION" \
     -v all="$rows_before" -v s="$purge_seconds" -v left="$left" -v m="$lock_max" 'BEGIN {

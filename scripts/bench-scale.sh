@@ -93,7 +93,7 @@ run_case() {
     case $case in
         new) result=$(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$dir/new" 2) ;;
         returning) result=$(wrk_run "$URL" -s "$SIWA_ROOT/bench/sign_in.lua" -- "$dir/returning" 2) ;;
-        refresh) result=$(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$dir/refresh_tokens" 2) ;;
+        refresh) result=$(wrk_run "$URL" -s "$SIWA_ROOT/bench/refresh.lua" -- "$dir/refresh_tokens" 2 "$CONNECTIONS") ;;
         check) result=$(wrk_run "$URL" -s "$SIWA_ROOT/bench/bearer.lua" -- "$dir/access_tokens" /example/whoami) ;;
         me) result=$(wrk_run "$URL" -s "$SIWA_ROOT/bench/bearer.lua" -- "$dir/access_tokens" /auth/me) ;;
         sync) result=$(wrk_run "$URL" -s "$SIWA_ROOT/bench/sync.lua" -- "$dir/sync_users" 2 zipf) ;;
@@ -121,7 +121,7 @@ echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx (TLS, 2 workers), siwa release with $THREADS threads; MariaDB with a"
 echo "${BENCH_SCALE_POOL:-1G} buffer pool and an fsync per commit; $SCALE_USERS users (large) against $SMALL_USERS (small), $SCALE_ROUNDS rounds"
 echo "hit: the sync cache's hit rate in the run (siwa_sync_cache_lookups_total); last column: CPU us per request of siwa, MariaDB, nginx, statements"
-printf '%-5s %-6s %-38s %9s %8s %8s %8s %7s %6s  %s\n' round db case req/s p50_ms p99_ms max_ms non2xx hit "cpu"
+printf '%-5s %-6s %-38s %9s %8s %8s %8s %7s %6s  %s\n' round db case req/s p50_ms p99_ms max_ms failed hit "cpu"
 for round in $(seq "$SCALE_ROUNDS"); do
     for db in small large; do
         serve "$db"
@@ -138,6 +138,7 @@ for round in $(seq "$SCALE_ROUNDS"); do
     done
 done
 
+check_runs
 echo
 echo "means over the rounds; targets: large/small req/s >= 0.9x, p99 <= 1.5x"
 printf '%-38s %10s %10s %8s %9s %9s %8s  %s\n' case small_rps large_rps ratio small_p99 large_p99 ratio verdict

@@ -14,6 +14,9 @@ if [ -n "${BENCH_BASE_BIN:-}" ]; then
     start_siwa "$BENCH_BASE_BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"
 fi
 log "signing in $USERS users and giving each 20 lessons and 5 achievements, built in and declared"
+# MariaDB's general log of the set-up, while siwa's connections are new (each prepares a statement the
+# first time it sends it): the floor's statements are checked against it.
+[ -z "${BENCH_BASE_BIN:-}" ] && general_log "$TMP/general.log"
 "$BIN_DIR/appleid-emulator" mint --config "$TMP/apple/emulator.json" --client-id com.example.siwa --count "$USERS" >"$TMP/sync_tokens"
 python3 - "$URL" "$TMP/sync_tokens" "$TMP/sync_users" <<'PY'
 import json, os, ssl, sys, urllib.request
@@ -40,6 +43,7 @@ with ThreadPoolExecutor(8) as pool:
     lines = list(pool.map(user, open(tokens).read().splitlines()))
 open(out, "w").write("\n".join(lines) + "\n")
 PY
+[ -z "${BENCH_BASE_BIN:-}" ] && general_log off
 # users_file: "<token> <sync version> <cursor tags>" from the database, so each run starts from the
 # right cursors, each with its tag: the tags of the 400 versions from there (a run of 30 s at 5,000
 # syncs a second reaches 150), so that the server answers each sync with what changed since the
@@ -69,7 +73,7 @@ if [ -n "${BENCH_BASE_BIN:-}" ]; then
     echo
     echo "A/B, $ROUNDS_AB rounds: base $BENCH_BASE_BIN, new $BIN; wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx, $USERS users,"
     echo "each POST /sync 20 progress and 5 achievement items (the built-in model) and the device's cursor"
-    printf '%-4s %-34s %10s %9s %7s %s\n' "" case req/s p99_ms non2xx "(CPU us per request: siwa MariaDB nginx, statements)"
+    printf '%-4s %-34s %10s %9s %7s %s\n' "" case req/s p99_ms failed "(CPU us per request: siwa MariaDB nginx, statements)"
     declare -A total
     for round in $(seq "$ROUNDS_AB"); do
         for variant in base new; do
@@ -87,6 +91,7 @@ if [ -n "${BENCH_BASE_BIN:-}" ]; then
             done
         done
     done
+    check_runs
     for mode in mixed unchanged; do
         awk -v b="${total[base.$mode]}" -v n="${total[new.$mode]}" -v r="$ROUNDS_AB" -v m=$mode 'BEGIN {
             printf "%s: new %.3fx the C responder, base %.3fx (means of %d rounds): new/base %.2fx\n", m, n / r, b / r, r, n / b }'
@@ -105,9 +110,9 @@ wrk -t2 -c"$CONNECTIONS" -d2s "$URL/bench/c-responder" >/dev/null
 echo
 echo "wrk -t2 -c$CONNECTIONS -d${DURATION}s through nginx (TLS, 2 workers), siwa release with $THREADS threads, MariaDB innodb_flush_log_at_trx_commit=1"
 echo "$USERS users; each POST /sync carries 20 progress and 5 achievement items and the device's cursor"
-printf '%-40s %10s %9s %9s %9s %7s %12s\n' target req/s p50_ms p99_ms max_ms non2xx "row writes"
+printf '%-40s %10s %9s %9s %9s %7s %12s  %s\n' target req/s p50_ms p99_ms max_ms failed "row writes" "CPU us per request: siwa MariaDB nginx, statements"
 read -r c_rps c_p50 c_p99 c_max c_err < <(wrk_run "$URL/bench/c-responder")
-printf '%-40s %10s %9s %9s %9s %7s %12s\n' "reference: C libfcgi responder" "$c_rps" "$c_p50" "$c_p99" "$c_max" "$c_err" "-"
+printf '%-40s %10s %9s %9s %9s %7s %12s  %s\n' "reference: C libfcgi responder" "$c_rps" "$c_p50" "$c_p99" "$c_max" "$c_err" "-" "$(cat "$TMP/wrk_cpu")"
 declare -A rps p99
 # The declared collections right after the built-in model's same load, then its reverse order (ABBA):
 # each case that writes grows the database, which slows the cases after it.
@@ -126,7 +131,7 @@ for mode in $modes; do
         declared | declared2) label="declared collections, ~5 of 25 change" ;;
         mixed2) label="POST /sync, ~5 of 25 items change" ;;
     esac
-    printf '%-40s %10s %9s %9s %9s %7s %12s\n' "$label" "$s_rps" "$s_p50" "$s_p99" "$s_max" "$s_err" "$written"
+    printf '%-40s %10s %9s %9s %9s %7s %12s  %s\n' "$label" "$s_rps" "$s_p50" "$s_p99" "$s_max" "$s_err" "$written" "$(cat "$TMP/wrk_cpu")"
     if [ "$s_err" != 0 ]; then
         # The measured run does not read answers' bodies: a short run of the same case shows them.
         users_file
@@ -134,10 +139,29 @@ for mode in $modes; do
             2>&1 >/dev/null | sort | uniq -c | sort -rn | head -3
     fi
 done
-echo
-awk -v s="${rps[mixed]}" -v p="${p99[mixed]}" -v c="$c_rps" -v n="$CONNECTIONS" 'BEGIN {
+check_runs
+# The floors: a changing sync's statements alone (bench/floor_db.c), one user per transaction on as
+# many connections as wrk's, and as siwa's sync committer batches them: its 2 connections, each
+# transaction the syncs of FLOOR_BATCH users (half the connections, so that every client waits in a
+# batch). CPU per sync: the floor's own process, MariaDB.
+f1_rps=0 fb_rps=0 FLOOR_BATCH=1
+if [ "$FLOORS" = 1 ]; then
+    while [ $((FLOOR_BATCH * 2)) -le $((CONNECTIONS / 2)) ] && [ $((FLOOR_BATCH * 2)) -le 64 ]; do FLOOR_BATCH=$((FLOOR_BATCH * 2)); done
+    floor=$(floor_run sync "$CONNECTIONS" 1)
+    read -r f1_rps f1_client f1_db <<<"$floor"
+    floor=$(floor_run sync 2 "$FLOOR_BATCH")
+    read -r fb_rps fb_client fb_db <<<"$floor"
+    printf '%-40s %10s %s\n' "floor: one user per transaction" "$f1_rps" "(CPU us per sync: floor_db $f1_client, MariaDB $f1_db; $CONNECTIONS connections)"
+    printf '%-40s %10s %s\n' "floor: $FLOOR_BATCH users per transaction" "$fb_rps" "(CPU us per sync: floor_db $fb_client, MariaDB $fb_db; 2 connections)"
+    echo
+    floor_statements "$TMP/general.log" 1 6 7 8
+    echo
+fi
+awk -v s="${rps[mixed]}" -v p="${p99[mixed]}" -v c="$c_rps" -v n="$CONNECTIONS" -v f1="$f1_rps" -v fb="$fb_rps" -v b="$FLOOR_BATCH" -v d="$FLOOR_DIFFERS" 'BEGIN {
     printf "sync (~5 changes): %.2fx the C responder (target >= 0.2x), p99 %.2f ms (target <= 30 ms) at %d connections: %s\n",
-        s / c, p, n, (s / c >= 0.2 && p <= 30) ? "met" : "NOT met" }'
+        s / c, p, n, (s / c >= 0.2 && p <= 30) ? "met" : "NOT met"
+    if (f1 > 0) printf "sync (~5 changes) against its database floor: %.3fx one user per transaction (%d/s), %.3fx %d users per transaction (%d/s)%s\n",
+        s / f1, f1, s / fb, b, fb, d }'
 [ "${BENCH_SYNC_DECLARED:-1}" = 1 ] && awk -v d="${rps[declared]}" -v e="${rps[declared2]}" -v s="${rps[mixed]}" -v t="${rps[mixed2]}" -v c="$c_rps" 'BEGIN {
     d = (d + e) / 2; s = (s + t) / 2
     printf "declared collections (~5 changes, mean of two runs each): %.2fx the built-in model (target >= 0.9x): %s; built-in %.2fx C, declared %.2fx C\n",

@@ -126,7 +126,7 @@ echo "GET /metrics after:  $metrics_after"
 echo "the metric's statement on $TOKENS tokens: $metric_ms ms"
 echo "siwa jobs: $threads threads; connections to the siwa database at the end (serve and jobs): $in_flight"
 echo "CPU during the run (of one core; $(nproc) cores): $cpu"
-python3 - "$done_checks" "$t0" "$t1" "$NEEDED" "$LANES" "$idle" "$busy" <<'PY'
+python3 - "$done_checks" "$t0" "$t1" "$NEEDED" "$LANES" "$idle" "$busy" "$FAILED_FRACTION" <<'PY'
 import json, sys
 done, t0, t1, needed, lanes = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 idle, busy = json.loads(sys.argv[6]), json.loads(sys.argv[7])
@@ -138,6 +138,12 @@ for name, run in (("siwa jobs not running", idle), ("siwa jobs validating", busy
     print(f"sign-ins with codes at {s['rate']}/s, {name}: statuses {s['statuses']}, p50 {s['p50_ms']} ms, p99 {s['p99_ms']} ms, "
           f"health p99 {run['health']['p99_ms']} ms")
 print(f"sign-in p99 during the validations against idle: {busy['signIns']['p99_ms']} ms vs {idle['signIns']['p99_ms']} ms")
+# Failed sign-ins are not measured ones: past FAILED_FRACTION of them the run fails (scripts/bench).
+failed = [(name, run["signIns"]) for name, run in (("siwa jobs not running", idle), ("siwa jobs validating", busy))
+          if sum(n for status, n in run["signIns"]["statuses"].items() if not status.startswith("2")) > float(sys.argv[8]) * run["signIns"]["count"]]
+for name, s in failed:
+    print(f"FAILED: sign-ins with codes, {name}: statuses {s['statuses']} of {s['count']}, more than {float(sys.argv[8]) * 100} % not 2xx")
+sys.exit(1 if failed else 0)
 PY
 echo "siwa jobs warnings and errors:"
 { grep -E '(warning|error|critical)' "$TMP/jobs.log" || true; } | sed -E 's/^[^ ]+ //' | sort | uniq -c | sort -rn | head -5

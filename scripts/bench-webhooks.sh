@@ -131,3 +131,8 @@ if grep -qE ' (warning|error|critical) ' "$TMP/jobs.log" "$TMP/siwa.log"; then
     echo "siwa and siwa jobs warnings and errors:"
     grep -hE ' (warning|error|critical) ' "$TMP/jobs.log" "$TMP/siwa.log" | sed -E 's/^[^ ]+ //; s/request\.id=[^ ]+ //' | sort | uniq -c | sort -rn | head -5
 fi
+# A sign-up that failed is not a sign-up: past FAILED_FRACTION of them the run fails (scripts/bench).
+if awk -v f="$signup_failures" -v n="$((signed_up + signup_failures))" -v x="$FAILED_FRACTION" 'BEGIN { exit !(f > x * n) }'; then
+    echo "FAILED: $signup_failures of $((signed_up + signup_failures)) sign-ups failed, more than $(awk -v x="$FAILED_FRACTION" 'BEGIN { print x * 100 }') %: no figure of this run stands"
+    exit 1
+fi

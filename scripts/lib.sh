@@ -233,10 +233,14 @@ make_certificate() {
 # callbacks of an example Flutter app and an App Link, and
 # com.example.other and com.example.moving, which siwa does not accept, for tests; a second team
 # TEAMID0002 to transfer clients to), notifications to /webhook/apple), an nginx server on
-# EMULATOR_PORT for it, and the SIWA_APPLE_* lines:
-# apple_emulator DIR EMULATOR_PORT SIWA_PORT CERT_DIR HTTP_EXTRA_CONF ENV_FILE
+# EMULATOR_PORT for it, and the SIWA_APPLE_* lines. With OTHER_PORT and UNLISTED_PORT, the example
+# single-page app is also served from two other origins, as a web app on another site would be:
+# https://localhost:OTHER_PORT, listed in SIWA_CORS_ORIGINS and a redirect URI of the app flow's
+# client `web`, and https://localhost:UNLISTED_PORT, listed nowhere:
+# apple_emulator DIR EMULATOR_PORT SIWA_PORT CERT_DIR HTTP_EXTRA_CONF ENV_FILE [OTHER_PORT UNLISTED_PORT]
 apple_emulator() {
-    local dir=$1 port=$2 siwa_port=$3 certs=$4 extra=$5 env_file=$6
+    local dir=$1 port=$2 siwa_port=$3 certs=$4 extra=$5 env_file=$6 other_port=${7:-} unlisted_port=${8:-}
+    local other_client="" cors_line=""
     mkdir -p "$dir"
     [ -s "$dir/apple_key.p8" ] || (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
         -out "$dir/apple_key.p8" 2>/dev/null) || die "openssl genpkey failed"
@@ -270,6 +274,32 @@ server {
     }
 }
 CONF
+    if [ -n "$other_port" ]; then
+        other_client=",web=https://localhost:$other_port/example/spa/"
+        cors_line="SIWA_CORS_ORIGINS=https://localhost:$other_port"
+        # The same page and siwa.js, with siwa at SIWA_PORT (`server`), from the other origins.
+        cat >>"$extra" <<CONF
+# The example single-page app on two other origins, calling siwa at https://localhost:$siwa_port.
+server {
+    listen 127.0.0.1:$other_port ssl;
+    listen 127.0.0.1:$unlisted_port ssl;
+    server_name localhost;
+    ssl_certificate $certs/cert.pem;
+    ssl_certificate_key $certs/key.pem;
+    add_header X-Content-Type-Options "nosniff" always;
+    add_header Referrer-Policy "no-referrer" always;
+    add_header Content-Security-Policy "default-src 'self'; script-src 'self' https://localhost:$port; connect-src 'self' https://localhost:$siwa_port; frame-ancestors 'none'; base-uri 'none'" always;
+    location = /example/spa/config.js {
+        default_type application/javascript;
+        add_header Cache-Control no-store always;
+        return 200 'window.SPA_CONFIG = {"appleScript": "https://localhost:$port/appleauth/static/jsapi/appleid/1/en_US/appleid.auth.js", "clientId": "com.example.siwa.app", "appClientId": "web", "server": "https://localhost:$siwa_port"};';
+    }
+    location = /siwa.js { alias $SIWA_ROOT/public/siwa.js; }
+    location = /app.css { alias $SIWA_ROOT/public/app.css; }
+    location /example/spa/ { alias $SIWA_ROOT/examples/spa/; }
+}
+CONF
+    fi
     # The example single-page app (examples/spa) on siwa's site, with Apple's script from the
     # emulator: its page may load scripts from there (and nothing else from anywhere else).
     cat >"$(dirname "$extra")/example-spa.conf" <<CONF
@@ -294,7 +324,8 @@ SIWA_APPLE_BUNDLE_IDS=com.example.siwa
 SIWA_APPLE_SERVICES_ID=com.example.siwa.web
 SIWA_APPLE_REDIRECT_URIS=com.example.siwa.app=https://localhost:$siwa_port/example/spa/,com.example.siwa.app=https://localhost:$siwa_port/auth/app-callback/flutter,com.example.siwa.app=https://localhost:$siwa_port/auth/app-callback/links
 SIWA_APPLE_APP_CALLBACKS=flutter=intent:com.example.siwa.flutter,links=https://app.example.com/apple?from=siwa,desktop=com.example.siwa:/apple
-SIWA_APP_CLIENTS=web=https://localhost:$siwa_port/example/spa/,desktop=http://127.0.0.1/callback,desktop=com.example.siwa.desktop:/apple,cli=http://[::1]/done
+SIWA_APP_CLIENTS=web=https://localhost:$siwa_port/example/spa/$other_client,desktop=http://127.0.0.1/callback,desktop=com.example.siwa.desktop:/apple,cli=http://[::1]/done
+$cors_line
 SIWA_APPLE_BASE_URL=https://localhost:$port
 SIWA_APPLE_CA_FILE=$certs/cert.pem
 ENV
@@ -350,18 +381,20 @@ wait_for_socket() {
 
 # Writes an nginx configuration from nginx/dev.conf.template; EXTRA_CONF is included in the siwa
 # server, HTTP_EXTRA_CONF (other servers) in the http block; NGINX_LOCATIONS_FILE, when set, instead
-# of nginx/siwa-locations.conf (a benchmark's copy with other limits):
+# of nginx/siwa-locations.conf; NGINX_UNLIMITED, addresses (space-separated) that no request limit
+# counts (a benchmark's load generator):
 # render_nginx PREFIX HTTPS_PORT SOCKET CERT_DIR AUTH_RATE [EXTRA_CONF [HTTP_EXTRA_CONF]]
 render_nginx() {
     local prefix=$1 port=$2 socket=$3 certs=$4 rate=$5 extra=${6:-} http_extra=${7:-}
     mkdir -p "$prefix"
     [ -n "$extra" ] || { extra=$prefix/extra.conf; : >"$extra"; }
     [ -n "$http_extra" ] || { http_extra=$prefix/http-extra.conf; : >"$http_extra"; }
-    local user_line=""
+    local user_line="" unlimited="" address
     [ "$(id -u)" -eq 0 ] && user_line="user root;"
+    for address in ${NGINX_UNLIMITED:-}; do unlimited="$unlimited $address 1;"; done
     sed -e "s|@USER_LINE@|$user_line|" -e "s|@PREFIX@|$prefix|g" -e "s|@HTTPS_PORT@|$port|g" \
         -e "s|@SOCKET@|$socket|g" -e "s|@CERT@|$certs/cert.pem|" -e "s|@KEY@|$certs/key.pem|" \
-        -e "s|@AUTH_RATE@|$rate|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" -e "s|@DOCS@|$SIWA_ROOT/docs|" -e "s|@PROTECT@|$SIWA_ROOT/nginx/siwa-protect.conf|" \
+        -e "s|@AUTH_RATE@|$rate|" -e "s|@UNLIMITED@|$unlimited|" -e "s|@PUBLIC@|$SIWA_ROOT/public|" -e "s|@DOCS@|$SIWA_ROOT/docs|" -e "s|@PROTECT@|$SIWA_ROOT/nginx/siwa-protect.conf|" \
         -e "s|@LOCATIONS@|${NGINX_LOCATIONS_FILE:-$SIWA_ROOT/nginx/siwa-locations.conf}|" -e "s|@EXTRA@|$extra|" -e "s|@HTTP_EXTRA@|$http_extra|" \
         "$SIWA_ROOT/nginx/dev.conf.template" >"$prefix/nginx.conf"
     nginx -t -q -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" || die "nginx configuration is invalid"

@@ -62,6 +62,9 @@ package struct AppConfig: Sendable {
     package var retention: RetentionPolicy
     /// The collections the app syncs besides the built-in model; none unless declared.
     package var syncSchema: SyncSchema = .empty
+    /// The origins of the pages of other sites (and webviews) that may call siwa's token routes from
+    /// a browser (`SIWA_CORS_ORIGINS`), exactly as a browser sends them in `Origin`; none by default.
+    package var corsOrigins: [String] = []
 
     /// One documented configuration key: a row of the table in docs/CONFIGURATION.md, which
     /// `siwa config --markdown` prints from these values.
@@ -179,6 +182,15 @@ package struct AppConfig: Sendable {
                 + "`SIWA_PUBLIC_URL/auth/app-callback/NAME`: Apple's form post there is sent on to TARGET, "
                 + "`intent:PACKAGE` (the intent the `sign_in_with_apple` Flutter plugin waits for), an App Link "
                 + "`https://...`, or a custom scheme `scheme:/path`"),
+        Key(
+            name: "SIWA_CORS_ORIGINS", type: "comma-separated `scheme://host[:port]`", defaultValue: nil, shownDefault: "none",
+            required: "no",
+            summary:
+                "the origins of web apps on other sites and of webviews (`https://app.example.com`, `capacitor://localhost`) "
+                + "whose pages may call the token routes from a browser (`POST /auth/token`, `/auth/refresh`, `/auth/me`, "
+                + "the sessions, `/auth/logout`, `DELETE /auth/account`, `POST /sync`): each exact, as the browser sends it "
+                + "(lowercase, no path, no default port; `https`, `http` only to a loopback address, or an app's own scheme); "
+                + "`*` is refused; never with credentials (see [WEB.md](WEB.md#an-app-on-another-origin))"),
         Key(
             name: "SIWA_APP_CLIENTS", type: "comma-separated `CLIENT_ID=REDIRECT_URI`", defaultValue: nil, shownDefault: "none",
             required: "no",
@@ -416,6 +428,7 @@ package struct AppConfig: Sendable {
         page = reader.pageSettings()
         domainAssociation = reader.domainAssociation()
         syncSchema = reader.syncSchema()
+        corsOrigins = reader.corsOrigins()
         retention = RetentionPolicy(
             auditEventDays: reader.integer("SIWA_AUDIT_RETENTION_DAYS", in: 1...3650),
             sessionDays: reader.integer("SIWA_SESSION_RETENTION_DAYS", in: 1...3650),
@@ -674,6 +687,65 @@ extension EnvironmentReader {
             clients[clientID, default: []].append(uri)
         }
         return clients
+    }
+
+    /// `SIWA_CORS_ORIGINS`: exact origins, each as a browser serializes it in `Origin`, so that a
+    /// comparison of strings is the comparison of origins: a scheme and a host in lowercase, a port
+    /// only when not the scheme's default, no path, query, fragment or user. `https`; `http` only to
+    /// a loopback address (a development server, an Android webview's `http://localhost`); or an
+    /// app's own scheme (`capacitor://localhost`, `ionic://localhost`). `*` and `null` are refused:
+    /// any page, or a sandboxed one of any site, would read the answers.
+    mutating func corsOrigins() -> [String] {
+        let items = (optionalString("SIWA_CORS_ORIGINS") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        var origins: [String] = []
+        for item in items {
+            guard item != "*", item.lowercased() != "null" else {
+                problem("SIWA_CORS_ORIGINS: \(item) is refused: list each origin that may call siwa from a browser, exactly")
+                continue
+            }
+            guard let origin = EnvironmentReader.exactOrigin(item) else {
+                problem(
+                    "SIWA_CORS_ORIGINS: expected scheme://host[:port] as a browser sends it (lowercase, without a path, a default "
+                        + "port or a trailing slash; https, http only to localhost, 127.0.0.1 or [::1], or an app's scheme), got \(item)")
+                continue
+            }
+            if origins.contains(origin) { problem("SIWA_CORS_ORIGINS: \(origin) is listed twice") } else { origins.append(origin) }
+        }
+        return origins
+    }
+
+    /// `text` when it is an origin exactly as a browser serializes it; else nil.
+    static func exactOrigin(_ text: String) -> String? {
+        guard let separator = text.range(of: "://") else { return nil }
+        let scheme = text[..<separator.lowerBound]
+        let authority = text[separator.upperBound...]
+        guard let first = scheme.first, first.isASCII, first.isLowercase,
+            scheme.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || "+.-".contains($0)) }), !authority.isEmpty,
+            authority.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || ".-:[]".contains($0)) })
+        else { return nil }
+        // The host, and the port after the last colon outside an IPv6 literal's brackets.
+        var host = authority
+        var port: Substring?
+        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]") {
+            host = authority[..<colon]
+            port = authority[authority.index(after: colon)...]
+        }
+        if let port {
+            guard let number = Int(port), (1...65535).contains(number), String(number) == port else { return nil }
+            let defaultPort = ["https": 443, "http": 80][String(scheme)]
+            if number == defaultPort { return nil }
+        }
+        guard !host.isEmpty, !host.hasPrefix("."), !host.hasSuffix("."), host.first != "[" || host.last == "]",
+            host.first == "[" || !host.contains(":")
+        else { return nil }
+        switch scheme {
+        case "https": break
+        case "http": guard ["localhost", "127.0.0.1", "[::1]"].contains(host) else { return nil }
+        case "file", "data", "javascript", "blob", "about", "ws", "wss", "ftp": return nil
+        default: break
+        }
+        return text
     }
 
     /// The secrets of a `*_SECRET_FILE` key: one per line, at least 32 characters each; none when

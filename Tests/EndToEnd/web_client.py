@@ -4,7 +4,10 @@ Apple JS's popup; a second tab of the origin finds the session; both tabs refres
 exactly one POST /auth/refresh reaches the server (counted in nginx's access log); signing out in
 one tab signs the other out (an event with its reason); a new sign-in reaches the other tab, which
 deletes the account, and the first tab is signed out with reason accountDeleted; then the app flow
-with PKCE in a popup (GET /auth/app/start, POST /auth/token).
+with PKCE in a popup (GET /auth/app/start, POST /auth/token). Then the same page served from another
+origin (E2E_OTHER_ORIGIN, listed in SIWA_CORS_ORIGINS) signs in with the app flow and calls
+/auth/me, refreshes and signs out across origins; a page of an origin not listed
+(E2E_UNLISTED_ORIGIN) is kept from siwa's answers by the browser.
 
 WEB_CLIENT_CROSS_TAB=off loads the pages with the tabs' coordination off (?crossTab=off): the
 one-refresh check must then fail."""
@@ -110,6 +113,52 @@ def refresh_at_once(browser, tab_a, tab_b, user_id):
     if tokens[0] != tokens[1] or tokens[0] == tokens_before:
         fail("the tabs do not share the new access token")
     return tokens
+
+
+def cross_origin(browser):
+    """The example page on another origin, with siwa's address (`server`): the app flow's popup,
+    POST /auth/token (a simple request), then /auth/me, a refresh and the sign-out (each with a
+    preflight), all answered for that origin; the same calls from an origin not listed are blocked."""
+    other, unlisted = os.environ["E2E_OTHER_ORIGIN"], os.environ["E2E_UNLISTED_ORIGIN"]
+    tab = open_tab(browser, other + "/example/spa/?flow=pkce")
+    on(browser, tab)
+    wait_status(browser, "ready")
+    sign_in_with_popup(browser, EMAIL)
+    if browser.evaluate("location.origin") != other or browser.evaluate("siwaClient.user === null"):
+        fail("the sign-in on the other origin")
+    user_id = browser.evaluate("siwaClient.user.id")
+    token = browser.evaluate("siwaClient.accessToken()")
+    before = refreshes()
+    outcome = browser.evaluate("siwaClient.refresh().then(() => siwaClient.json('/auth/me')).then((me) => me.user.id, (e) => e.code)")
+    renewed = browser.evaluate("siwaClient.accessToken()")
+    if outcome != user_id or refreshes() - before != 1 or renewed == token:
+        fail(f"the refresh from the other origin: {outcome}, {refreshes() - before} refreshes")
+    call = "fetch({url}, {{headers: {{Authorization: 'Bearer ' + {token}}}}}).then((r) => 'answered ' + r.status, () => 'blocked')"
+    me = call.format(url=json.dumps(BASE + "/auth/me"), token=json.dumps(renewed))
+    if browser.evaluate(me) != "answered 200":
+        fail("a plain fetch of /auth/me from the listed origin")
+    ok(f"a page of another origin ({other}, in SIWA_CORS_ORIGINS) signs in with the app flow (POST /auth/token across "
+       "origins), calls /auth/me and refreshes (one POST /auth/refresh), each answered for its origin")
+
+    # An origin not listed: the same page, the same calls with a valid token; the browser keeps the answers.
+    blocked = open_tab(browser, unlisted + "/example/spa/?flow=pkce")
+    on(browser, blocked)
+    wait_status(browser, "ready")
+    token_exchange = ("fetch(" + json.dumps(BASE + "/auth/token") + ", {method: 'POST', headers: {'Content-Type': "
+                      "'application/x-www-form-urlencoded'}, body: 'grant_type=authorization_code'}).then((r) => 'answered ' + r.status, () => 'blocked')")
+    outcomes = [browser.evaluate(me), browser.evaluate(token_exchange)]
+    if outcomes != ["blocked", "blocked"]:
+        fail(f"calls from an origin not listed: {outcomes}")
+    ok(f"a page of an origin not listed ({unlisted}): /auth/me with a valid token and POST /auth/token are blocked by the browser")
+
+    # The sign-out across origins ends the session at the server.
+    on(browser, tab)
+    browser.evaluate("siwaClient.signOut()")
+    wait_status(browser, "signed-out")
+    status, _ = http("GET", BASE + "/auth/me", headers={"Authorization": "Bearer " + renewed})
+    if status != 401:
+        fail(f"the token after the sign-out from the other origin: {status}")
+    ok("the sign-out from the other origin (POST /auth/logout) ends the session (401)")
 
 
 def main():
@@ -270,6 +319,13 @@ def main():
         if any(cookie["name"] == "__Host-siwa_session" for cookie in browser.cookies()):
             fail("the session cookie after the sign-out")
         ok("the cookie session: a second tab finds it; signing out in one tab clears the cookie and signs the other out")
+
+        for tab in (tab_e, tab_f):
+            on(browser, tab)
+            browser.navigate("about:blank")
+        cross_started = time.monotonic()
+        cross_origin(browser)
+        print(f"  the other origins: {time.monotonic() - cross_started:.1f} s")
     print(f"  web client checks: {time.monotonic() - started:.1f} s")
 
 

@@ -19,7 +19,8 @@ final class BrowserSignInApplication {
     let worker: Worker
     private let directory: String
 
-    init() throws {
+    /// - Parameter settings: more `SIWA_*` keys, or other values of these.
+    init(_ settings: [String: String] = [:]) throws {
         directory = NSTemporaryDirectory() + "siwa-browser-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory + "/access", withIntermediateDirectories: true)
         _ = try AccessTokenKeyFiles.add(.es256, to: directory + "/access", now: Date())
@@ -33,7 +34,7 @@ final class BrowserSignInApplication {
             "SIWA_APP_CLIENTS": "\(Self.appClient.id)=\(Self.appClient.redirectURI)",
             "SIWA_PUBLIC_URL": "https://auth.example.com", "SIWA_ACCESS_KEYS_DIR": directory + "/access",
             "SIWA_DATA_KEYS_FILE": directory + "/data_keys",
-        ]
+        ].merging(settings) { $1 }
         application = Application(config: try AppConfig(environment: environment), logger: Logger(label: "browser-tests"))
         worker = application.makeWorker(index: 0)
     }
@@ -44,9 +45,12 @@ final class BrowserSignInApplication {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// `method path?query` with `body` of `contentType` (none when nil), through the worker.
-    func respond(_ method: String, _ path: String, query: String = "", contentType: String? = nil, body: String = "") -> Response {
-        let headers = HTTPHeaders(contentType.map { [("Content-Type", $0)] } ?? [])
+    /// `method path?query` with `body` of `contentType` (none when nil) and `more` headers, through the worker.
+    func respond(
+        _ method: String, _ path: String, query: String = "", contentType: String? = nil, body: String = "",
+        headers more: [(String, String)] = []
+    ) -> Response {
+        let headers = HTTPHeaders((contentType.map { [("Content-Type", $0)] } ?? []) + more)
         return worker.respond(to: Request(method: method, path: path, query: query, headers: headers, body: Array(body.utf8)))
     }
 

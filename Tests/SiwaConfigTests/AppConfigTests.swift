@@ -361,4 +361,31 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         return path
     }
+
+    @Test("SIWA_CORS_ORIGINS: exact origins as browsers send them; `*`, paths, default ports, capitals and http elsewhere are named")
+    func corsOrigins() throws {
+        #expect(try AppConfig(environment: Self.minimal).corsOrigins.isEmpty)
+        let good = "https://app.example.com, capacitor://localhost,http://localhost:8100,https://app.example.com:8443,http://[::1]:3000"
+        let config = try AppConfig(environment: Self.minimal.merging(["SIWA_CORS_ORIGINS": good]) { $1 })
+        #expect(
+            config.corsOrigins == [
+                "https://app.example.com", "capacitor://localhost", "http://localhost:8100", "https://app.example.com:8443",
+                "http://[::1]:3000",
+            ])
+        for bad in [
+            "*", "null", "https://app.example.com/", "https://App.example.com", "https://app.example.com:443", "http://app.example.com",
+            "https://app.example.com/path", "app.example.com", "https://user@app.example.com", "https://app.example.com?x", "file://host",
+            "https://", "https://app.example.com:0", "https://app.example.com:08443", "HTTPS://app.example.com",
+            "https://app.example.com,https://app.example.com",
+        ] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                try AppConfig(environment: Self.minimal.merging(["SIWA_CORS_ORIGINS": bad]) { $1 })
+            }
+            do {
+                _ = try AppConfig(environment: Self.minimal.merging(["SIWA_CORS_ORIGINS": bad]) { $1 })
+            } catch let error as ConfigurationError {
+                #expect(error.problems.count == 1 && error.problems[0].hasPrefix("SIWA_CORS_ORIGINS: "), "\(error.problems)")
+            }
+        }
+    }
 }

@@ -37,6 +37,9 @@ const forgedFetch = (input, init) => {
 };
 
 const client = createClient({
+  // siwa's origin when the page is on another one (a web app on another site, a webview), listed in
+  // the server's SIWA_CORS_ORIGINS; by default the page's own.
+  server: config.server,
   session: query.get("session") === "cookie" ? "cookie" : "token",
   apple: { clientId: config.clientId, scriptURL: config.appleScript, redirectURI: location.origin + location.pathname },
   pkce: { clientId: config.appClientId, redirectUri: location.origin + location.pathname },

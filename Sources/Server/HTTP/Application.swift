@@ -91,7 +91,9 @@ package final class Application: Sendable {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(index)"
         let context = WorkerContext(core: core, database: config.database, logger: logger)
-        return Worker(router: router, useCases: UseCases(context: context), metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes)
+        return Worker(
+            router: router, useCases: UseCases(context: context), metrics: requestMetrics, maximumBodyBytes: config.maxBodyBytes,
+            crossOrigin: CrossOrigin(origins: config.corsOrigins))
     }
 
     /// Stops and joins the threads of the use cases' shared core (`IdentityCore.services`), which
@@ -104,19 +106,23 @@ package final class Application: Sendable {
 
 /// One worker thread's request handler: finds the request's route, applies its attributes (body
 /// limit, access, the style of its answers), maps every error to a JSON response (a page on a
-/// browser's route), and counts and logs each request (its route, status and duration).
+/// browser's route), answers and decorates for the pages of other origins (`CrossOrigin`), and
+/// counts and logs each request (its route, status and duration).
 package final class Worker: RequestHandler {
     private let router: Router
     private let useCases: UseCases
     private let metrics: RequestMetrics
     /// `SIWA_MAX_BODY_BYTES`: the limit of the route that accepts the largest bodies.
     private let maximumBodyBytes: Int
+    /// `SIWA_CORS_ORIGINS` and the routes open to them.
+    private let crossOrigin: CrossOrigin
 
-    init(router: Router, useCases: UseCases, metrics: RequestMetrics, maximumBodyBytes: Int) {
+    init(router: Router, useCases: UseCases, metrics: RequestMetrics, maximumBodyBytes: Int, crossOrigin: CrossOrigin) {
         self.router = router
         self.useCases = useCases
         self.metrics = metrics
         self.maximumBodyBytes = maximumBodyBytes
+        self.crossOrigin = crossOrigin
     }
 
     package func respond(to request: Request) -> Response {
@@ -126,6 +132,11 @@ package final class Worker: RequestHandler {
         var route = "unmatched"
         var response: Response
         let lookup = router.lookup(request)
+        // A browser's preflight (OPTIONS) of a route open to other origins: answered here, no handler.
+        if let preflight = crossOrigin.preflight(request, pattern: lookup.attributes?.pattern) {
+            answered(request, route: lookup.attributes?.pattern ?? route, status: preflight.status, since: started)
+            return preflight
+        }
         do {
             // nginx's auth_request check turns any answer but 2xx, 401 and 403 into a 500: there a
             // repeated Origin is refused by the Origin rule (403), as no Origin of ours would be.
@@ -146,6 +157,7 @@ package final class Worker: RequestHandler {
             response = lookup.attributes?.answers == .page ? WebSignInRoutes.page(showing: refusal) : refusal
         }
         if lookup.attributes?.answers == .tokenEndpoint { response = AppSignInRoutes.tokenEndpointAnswer(response) }
+        crossOrigin.decorate(&response, for: request, pattern: lookup.attributes?.pattern)
         answered(request, route: route, status: response.status, since: started)
         return response
     }
