@@ -315,6 +315,9 @@ export function createClient(options = {}) {
     if (!held) { return Promise.reject(new SiwaError("signed_out", "Nobody is signed in")); }
     if (refreshing) { return refreshing; }
     const run = async () => {
+      // Another tab's refresh, heard on the channel: localStorage reaches another tab's process
+      // later than the lock does, so the read below may still show the spent token.
+      if (session && session.refreshToken !== held.refreshToken) { return session; }
       if (crossTab) {
         // Under the lock, the storage holds what the last refresh of any tab left.
         const stored = await readStored();
@@ -328,8 +331,6 @@ export function createClient(options = {}) {
           if (adopted) { emit({ type: "refreshed", user: stored.user }); }
           return stored;
         }
-      } else if (session && session.refreshToken !== held.refreshToken) {
-        return session;
       }
       // Bounded: the other tabs wait for this lock; a stalled answer reads as offline after 30 s.
       const signal = typeof AbortSignal.timeout === "function" ? AbortSignal.timeout(30000) : undefined;
