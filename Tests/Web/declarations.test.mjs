@@ -76,3 +76,15 @@ test("siwa.d.ts declares exactly the values siwa.js exports", () => {
   assert.ok(exportedByScript.length >= 5, `siwa.js's exports: ${exportedByScript}`);
   assert.deepEqual(declared, exportedByScript, "siwa.d.ts's exported values and siwa.js's exports");
 });
+
+test("siwa.d.ts's codes besides the server's are siwa.js's (what an unknown code is checked against)", () => {
+  const union = (name) => {
+    const body = declarations.replace(/\/\*[\s\S]*?\*\//g, "").split(`export type ${name} =`)[1].split(";")[0];
+    return [...body.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]);
+  };
+  const declared = ["AppFlowErrorCode", "AppleJSErrorCode", "ClientErrorCode"].flatMap(union).sort();
+  const list = script.split("const otherErrorCodes = Object.freeze([")[1].split("]);")[0];
+  const known = [...list.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]).sort();
+  assert.ok(declared.length >= 10, `${declared}`);
+  assert.deepEqual(known, declared);
+});
