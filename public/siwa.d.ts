@@ -392,8 +392,9 @@ export interface Sync {
   subscribe(listener: (view: SyncView) => void): () => void;
   /** Sends the queue and fetches what changed, in as many requests as needed (one at a time: a call
    * while one runs gets the same promise). Rejects with SiwaError `offline` (everything stays
-   * queued), `signed_out`, the server's code and status, or, after the rest was sent, the 400
-   * `invalid_request` of a change set aside. */
+   * queued), `signed_out`, the server's code and status, or, after the rest was sent, the refusal of
+   * a change set aside (400 `invalid_request`, or 413 `payload_too_large` for a record too large to
+   * go alone; after a 413 of several records the sync sends smaller requests instead). */
   sync(): Promise<void>;
   /** Queues the changes the server refused again, for the next sync. */
   requeueRefusedChanges(): Promise<void>;

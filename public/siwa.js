@@ -1992,7 +1992,8 @@ export function createSync(client, options = {}) {
     },
     /** Pushes every queued change and pulls what changed on the server, in as many requests as
      * needed. Rejects with `code` "offline" (the queue is kept), the server's error, or, after the
-     * rest was sent, the refusal of a change set aside (400 invalid_request). */
+     * rest was sent, the refusal of a change set aside (400 invalid_request, or the 413 of a record
+     * too large to go alone; after a 413 of several records, smaller requests follow). */
     sync() {
       syncing ??= syncOnce().finally(() => (syncing = null));
       return syncing;
