@@ -15,8 +15,10 @@ export type ServerErrorCode =
 /** Errors of the app flow's redirect (`GET /auth/app/start`, RFC 6749 §4.1.2.1). */
 export type AppFlowErrorCode = "access_denied" | "temporarily_unavailable" | "server_error";
 
-/** Errors of Sign in with Apple JS's popup, as Apple's script rejects with them. */
-export type AppleJSErrorCode = "user_cancelled_authorize" | "popup_closed_by_user" | "popup_blocked_by_browser";
+/** Errors of Sign in with Apple JS's popup, as Apple's script rejects with them (another code of
+ * Apple's reads as `invalid_response`, with Apple's code in the message). */
+export type AppleJSErrorCode =
+  | "user_cancelled_authorize" | "popup_closed_by_user" | "popup_blocked_by_browser" | "user_trigger_new_signin_flow";
 
 /** The client's own errors. */
 export type ClientErrorCode =
@@ -31,14 +33,20 @@ export type ClientErrorCode =
   /** The session could not be read or written in the chosen storage. */
   | "storage"
   /** `fetch` of an address whose origin is neither the server's nor one of `apiOrigins`: nothing sent. */
-  | "untrusted_host";
+  | "untrusted_host"
+  /** Sync: a record the declaration does not allow (the message names the member); nothing recorded. */
+  | "invalid_change";
 
-/** Every code a `SiwaError` can carry: a closed set. */
+/** Every code a `SiwaError` can carry: a closed set. An answer whose `error` is none of these (your
+ * own API's codes behind `client.json`, a proxy's page) reads as `invalid_response`, with its status,
+ * and its `error` and `message` in the error's message. */
 export type SiwaErrorCode = ServerErrorCode | AppFlowErrorCode | AppleJSErrorCode | ClientErrorCode;
 
 /** What a call of siwa.js fails with. */
 export declare class SiwaError extends Error {
+  /** An error of `code` (for your own code paths and tests; siwa.js makes its own). */
   constructor(code: SiwaErrorCode, message: string, details?: { status?: number; retryAfter?: number | null; cause?: unknown });
+  /** Always `"SiwaError"`. */
   readonly name: "SiwaError";
   /** What went wrong, as a code to act on. */
   readonly code: SiwaErrorCode;
@@ -50,15 +58,20 @@ export declare class SiwaError extends Error {
   readonly isTemporary: boolean;
   /** Whether `code` is one of the server's codes rather than the client's own. */
   static isServerCode(code: string): code is ServerErrorCode;
-  /** The error of an answer that is not 2xx (its JSON `error` and `message`). */
+  /** The error of an answer that is not 2xx: its JSON `error` and `message` when `error` is one of
+   * siwa's codes, else `invalid_response` with the status. */
   static from(response: Response): Promise<SiwaError>;
 }
 
 /** An email address of the user, as Apple's identity token gave it. */
 export interface UserEmail {
+  /** The address (a private relay address when the person chose to hide theirs). */
   address: string;
+  /** An address of Apple's private relay (`@privaterelay.appleid.com`). */
   isPrivateRelay: boolean;
+  /** Whether Apple forwards mail sent to the relay address (false once the person turned it off). */
   forwardingEnabled: boolean;
+  /** Whether Apple says the address is verified. */
   verified: boolean;
 }
 
@@ -66,10 +79,13 @@ export interface UserEmail {
 export interface User {
   /** The server's id of the user (a string of digits). */
   id: string;
+  /** The given name, as Apple gave it at the first sign-in (Apple gives it once only). */
   firstName?: string;
+  /** The family name, as Apple gave it at the first sign-in. */
   lastName?: string;
-  /** Unix seconds. */
+  /** When the account was made, in Unix seconds. */
   createdAt: number;
+  /** The addresses Apple's identity tokens gave; empty for a guest. */
   emails: UserEmail[];
   /** A guest account: no Apple ID yet. */
   guest?: boolean;
@@ -79,13 +95,19 @@ export interface User {
 
 /** One of the user's sessions, as `GET /auth/sessions` lists it (times in Unix seconds). */
 export interface DeviceSession {
+  /** The session's id: pass it to `revokeSession`. */
   id: string;
+  /** The label the device gave (`createClient`'s `device`, SIWAKit's device name), if any. */
   device?: string;
+  /** `"native"`: tokens (an app, siwa.js with `session: "token"`); `"web"`: the cookie session. */
   kind: "native" | "web";
   /** The session this client is using. */
   current: boolean;
+  /** When it signed in. */
   createdAt: number;
+  /** When it last refreshed or was last used. */
   lastUsedAt: number;
+  /** When it ends unless it is used again. */
   expiresAt: number;
 }
 
@@ -113,8 +135,11 @@ export type AuthEvent =
 
 /** Where tokens are kept: an object with these three (each may return a promise) for a store of the app's own. */
 export interface SessionStore {
+  /** The text kept under `key`, or null. A throw or a rejection reads as SiwaError `storage`. */
   get(key: string): string | null | Promise<string | null>;
+  /** Keeps `value` (the session as JSON: its tokens included) under `key`. */
   set(key: string, value: string): void | Promise<void>;
+  /** Forgets `key` (at sign-out, and when the server ends the session). */
   remove(key: string): void | Promise<void>;
 }
 
@@ -139,7 +164,9 @@ export interface ClientOptions {
     redirectURI?: string;
     /** `"name email"` by default. */
     scope?: string;
-    /** Apple's script, loaded when `AppleID` is not there yet. */
+    /** Apple's script, loaded at the first sign-in when `AppleID` is not there yet (load it ahead
+     * with a `<script>` tag instead where a popup must open at once: a browser may block one opened
+     * after the script's download). */
     scriptURL?: string;
   };
   /** The app flow with PKCE (`GET /auth/app/start`, `POST /auth/token`): a client of SIWA_APP_CLIENTS. */
@@ -221,7 +248,8 @@ export interface Client {
   close(): void;
 }
 
-/** A client of the siwa server. */
+/** A client of a siwa server: nothing is sent until a call needs it (a cookie session is asked of
+ * `GET /auth/me` at once). Throws a TypeError for a `server` or `apiOrigins` entry that is not a URL. */
 export declare function createClient(options?: ClientOptions): Client;
 
 // ===== End of sign-in and session =====
@@ -236,27 +264,39 @@ export type SyncRecord = Record<string, string | number | boolean | string[] | n
 
 /** A lesson's progress (`progress` of the built-in model). */
 export interface LessonProgress {
+  /** The course (an id: 1 to 128 of A-Z a-z 0-9 . _ : -). */
   beliefSystemId: string;
+  /** The lesson (an id). */
   lessonId: string;
+  /** Merged forward: a lesson never goes back from completed. */
   status: "not_started" | "in_progress" | "completed";
+  /** 0 to 1,000,000; the highest wins (0 by default). */
   score?: number;
+  /** 0 to 1,000,000; the highest wins (0 by default). */
   earnedXp?: number;
-  /** Unix milliseconds, or null. */
+  /** When it was first completed, in Unix milliseconds, or null; the earliest wins. */
   completedAt?: number | null;
 }
 
 /** An achievement's state (`achievements` of the built-in model). */
 export interface AchievementProgress {
+  /** The achievement (an id). */
   achievementId: string;
+  /** 0 to 1,000,000; the highest wins (0 by default). */
   progress?: number;
+  /** Once true, true for good (false by default). */
   completed?: boolean;
+  /** Unix milliseconds, or null; the earliest wins. */
   completedAt?: number | null;
 }
 
 /** The profile (`profile` of the built-in model). */
 export interface SyncProfile {
+  /** 0 to 10^12; the highest wins (0 by default). */
   totalXp?: number;
+  /** 0 to 100,000; the highest wins (0 by default). */
   currentLevel?: number;
+  /** 0 to 100,000: the value of the device whose `lastActiveDate` is the latest (0 by default). */
   streakDays?: number;
   /** `YYYY-MM-DD`, or null. */
   lastActiveDate?: string | null;
@@ -264,8 +304,11 @@ export interface SyncProfile {
 
 /** The local view: the server's state as last seen, merged with this device's changes. */
 export interface SyncView {
+  /** The profile, or null before any device recorded one. */
   profile: Required<SyncProfile> | null;
+  /** The lessons' progress, in order of key. */
   lessons: Required<LessonProgress>[];
+  /** The achievements, in order of key. */
   achievements: Required<AchievementProgress>[];
   /** Each declared collection's records, deleted ones left out, in order of key. */
   collections: Record<string, SyncRecord[]>;
@@ -275,13 +318,16 @@ export interface SyncView {
  * applies a change's operations in order, in one transaction, merging records with `mergeText` into
  * what is stored, and resolves to the stored text of every record it touched. */
 export interface SyncStorage {
+  /** Everything stored: the `meta` values (`deviceId`, `cursor`) and every slot. */
   load(): Promise<{ meta: Record<string, unknown>; slots: { part: string; collection: string; key: string; text: string }[] }>;
+  /** Applies `ops` in order in one transaction (see above); rejects when nothing was stored. */
   write(
     ops: object[],
     mergeText: (collection: string, stored: string, change: string) => string,
   ): Promise<{ slots: { part: string; collection: string; key: string; text: string | null }[]; meta: Record<string, unknown> }>;
   /** Called when another tab changed the stored state. */
   onChange?(listener: () => void): void;
+  /** Lets the storage go (the database closed). */
   close(): void;
 }
 
@@ -289,6 +335,7 @@ export interface SyncStorage {
  * same one share it as tabs share IndexedDB. */
 export function createMemoryStorage(): SyncStorage;
 
+/** The options of `createSync`. */
 export interface SyncOptions {
   /** The app's declaration: the JSON of the server's SIWA_SYNC_COLLECTIONS file (object or text). */
   declaration?: object | string;
@@ -300,59 +347,113 @@ export interface SyncOptions {
   maximumRequestBytes?: number;
 }
 
+/** A sync made by `createSync`. Every call that changes a record waits for `ready`, changes the
+ * view at once and stores the change in one IndexedDB transaction before it resolves; it rejects
+ * with SiwaError `invalid_change` (a record the declaration does not allow, or a collection it does
+ * not declare: nothing recorded) or `storage` (not stored: the view is what is stored). */
 export interface Sync {
-  /** Resolves once the stored state is read. */
+  /** Resolves once the stored state is read; rejects with SiwaError `storage` when it cannot be. */
   readonly ready: Promise<void>;
-  /** This device's id in "latest wins" stamps and counters, made once and kept. */
+  /** This device's id in "latest wins" stamps and counters (`d-` and 16 hex digits), made once and
+   * kept; null until `ready`. */
   readonly deviceId: string | null;
+  /** The collections of the declaration, as parsed (internal shapes). */
+  readonly collections: object[];
+  /** Whether local changes wait for the server. */
   readonly hasPendingChanges: boolean;
+  /** Whether changes the server refused for good are set aside (see `requeueRefusedChanges`). */
   readonly hasRefusedChanges: boolean;
+  /** The whole local view, made anew at each call. */
   view(): SyncView;
+  /** A declared collection's records, deleted ones left out, in order of key. */
   records(collection: string): SyncRecord[];
+  /** One record of a declared collection by its key fields; null when unknown or deleted. */
   record(collection: string, keys: SyncRecord): SyncRecord | null;
-  /** Saves the whole record: a "latest wins" field left out or null is set to no value. */
+  /** Saves the whole record: a "latest wins" field that changed is stamped now by this device (one
+   * left out or null is set to no value), a counter given as a larger total counts the difference as
+   * this device's, a deleted record is restored. */
   save(collection: string, record: SyncRecord): Promise<void>;
-  /** Saves the fields given only; the others stay as they are. */
+  /** As `save`, for the fields given only; the others stay as they are. */
   update(collection: string, record: SyncRecord): Promise<void>;
+  /** Deletes a record (only its key fields count); `invalid_change` when the collection's
+   * declaration has no `deletion`. */
   delete(collection: string, record: SyncRecord): Promise<void>;
+  /** Adds `amount` (an integer, 1 by default, at least 1) to this device's count in the counter
+   * `field`; `invalid_change` when `field` is not a counter or `amount` is below 1. */
   increment(collection: string, record: SyncRecord, field: string, amount?: number): Promise<void>;
+  /** Records a lesson's progress (the built-in model). */
   recordLesson(lesson: LessonProgress): Promise<void>;
+  /** Records an achievement's state (the built-in model). */
   recordAchievement(achievement: AchievementProgress): Promise<void>;
+  /** Records the profile (the built-in model). */
   recordProfile(profile: SyncProfile): Promise<void>;
+  /** Calls `listener(view)` after every change of the view, local, from the server or from another
+   * tab; returns the function that unsubscribes. */
   subscribe(listener: (view: SyncView) => void): () => void;
+  /** Sends the queue and fetches what changed, in as many requests as needed (one at a time: a call
+   * while one runs gets the same promise). Rejects with SiwaError `offline` (everything stays
+   * queued), `signed_out`, the server's code and status, or, after the rest was sent, the refusal of
+   * a change set aside (400 `invalid_request`, or 413 `payload_too_large` for a record too large to
+   * go alone; after a 413 of several records the sync sends smaller requests instead). */
   sync(): Promise<void>;
+  /** Queues the changes the server refused again, for the next sync. */
   requeueRefusedChanges(): Promise<void>;
+  /** Starts the loop: a sync now, after each local change, on the browser's `online` event and every
+   * `interval` ms (60,000); after a failure it waits `initialDelay` ms (1,000), doubling up to
+   * `maximumDelay` (300,000), each with 20 % jitter. Stops at `stop()`, on a sign-out of the client,
+   * or when the server answers 401. A second call while it runs does nothing. */
   start(options?: { interval?: number; initialDelay?: number; maximumDelay?: number }): void;
+  /** Stops the loop (a sync in flight finishes). */
   stop(): void;
+  /** Forgets the view, the queue, the changes set aside and the cursor (another person signs in on
+   * this browser); the device keeps its id. */
   reset(): Promise<void>;
+  /** Stops the loop and closes the storage. */
   close(): void;
 }
 
 /** What createSync needs of the client: its authorized fetch, and its events (to stop on sign-out). */
 export interface SyncTransport {
+  /** Sends `POST /sync` with the session (a `Client`'s `fetch`). */
   fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** The client's events: a `signedOut` stops `start`'s loop. */
   subscribe?(listener: (event: { type: string }) => void): () => void;
 }
 
-/** A sync of the built-in model and the declared collections through `client.fetch`. */
+/** A sync of the built-in model and the declared collections through `client.fetch`, its state in
+ * IndexedDB. Throws an Error whose `problems` list every problem of a declaration the server would
+ * refuse too. */
 export function createSync(client: SyncTransport, options?: SyncOptions): Sync;
 
 /** The merge rules and codec as pure functions (Node too). Values and records are internal shapes. */
 export const syncRules: {
+  /** Orders two strings by their Unicode scalars, as Swift does: negative, 0 or positive. */
   compareStrings(a: string, b: string): number;
+  /** Whether value `a` comes before `b` in the total order of values (`SyncValue.precedes`). */
   precedes(a: unknown, b: unknown): boolean;
+  /** Two values of one field merged by `rule`; `order` is an enum's cases, for `forward`. */
   mergeValues(a: unknown, b: unknown, rule: string, order?: string[]): unknown;
+  /** Two states of one record of `collection` merged field by field; throws for different keys. */
   mergeRecords(collection: object, a: object, b: object): object;
+  /** Whether the latest change to a record deleted it. */
   isDeleted(record: object): boolean;
+  /** A declaration checked as the server checks it; throws an Error whose `problems` list them all. */
   parseDeclaration(declaration: object | string): { collections: object[]; limits: object };
+  /** The built-in model's collections: `progress`, `achievements`, `profile`. */
   builtInCollections(): object[];
+  /** A record from its JSON, within the declaration's bounds when `checked` (true by default), by
+   * type only otherwise; throws an Error whose `path` names the member. */
   readRecord(collection: object, json: object | string, options?: { checked?: boolean; path?: string }): object;
+  /** A record as JSON text, byte for byte as the server writes it. */
   writeRecord(collection: object, record: object): string;
+  /** The body of `POST /sync` of these records' texts, by collection name. */
   writeRequest(declaredCollections: object[], cursor: string | null, records: Record<string, string[]>): string;
+  /** An answer of `POST /sync` read as SIWAKit reads it (collections not declared are skipped). */
   readAnswer(
     declaredCollections: object[],
     answer: object | string,
   ): { cursor: string; more: boolean; resync: boolean; items: { collection: string; record: object }[] };
+  /** The key of a record (its key fields' values) as one string. */
   key(values: unknown[]): string;
 };
 

@@ -21,6 +21,25 @@ const serverErrorCodes = Object.freeze([
   "invalid_link_token", "link_token_expired", "link_token_used", "guests_disabled", "invalid_link_secret",
   "not_for_browsers", "bad_request", "forbidden", "uri_too_long",
 ]);
+// The codes of the app flow's redirect, of Apple's script, and the client's own (siwa.d.ts's
+// SiwaErrorCode is these and the server's: a closed set).
+const otherErrorCodes = Object.freeze([
+  "access_denied", "temporarily_unavailable", "server_error",
+  "user_cancelled_authorize", "popup_closed_by_user", "popup_blocked_by_browser", "user_trigger_new_signin_flow",
+  "offline", "signed_out", "state_mismatch", "invalid_response", "storage", "untrusted_host", "invalid_change",
+]);
+
+/** `code` when it is one of SiwaErrorCode's, else null: a code from elsewhere (an answer, Apple's
+ * script, an address) never reaches the app outside the closed set. */
+function knownErrorCode(code) {
+  return typeof code === "string" && (serverErrorCodes.includes(code) || otherErrorCodes.includes(code)) ? code : null;
+}
+
+/** An error of `code` from elsewhere: itself when it is known, else `invalid_response` naming it. */
+function foreignError(code, message, details) {
+  const known = knownErrorCode(code);
+  return known ? new SiwaError(known, message, details) : new SiwaError("invalid_response", `${String(code)}: ${message}`, details);
+}
 
 /**
  * What a call of siwa.js fails with: the server's error code and status (`code` one of the server's
@@ -62,7 +81,8 @@ export class SiwaError extends Error {
     const retry = Number.parseInt(response.headers.get("Retry-After") ?? "", 10);
     const details = { status: response.status, retryAfter: Number.isFinite(retry) ? retry : null };
     if (body && typeof body.error === "string") {
-      return new SiwaError(body.error, String(body.message ?? body.error_description ?? body.error), details);
+      // Only siwa's codes: another's (the app's own API, a proxy) is `invalid_response` naming it.
+      return foreignError(body.error, String(body.message ?? body.error_description ?? body.error), details);
     }
     return new SiwaError("invalid_response", `HTTP ${response.status} without the API's JSON error`, details);
   }
@@ -295,6 +315,9 @@ export function createClient(options = {}) {
     if (!held) { return Promise.reject(new SiwaError("signed_out", "Nobody is signed in")); }
     if (refreshing) { return refreshing; }
     const run = async () => {
+      // Another tab's refresh, heard on the channel: localStorage reaches another tab's process
+      // later than the lock does, so the read below may still show the spent token.
+      if (session && session.refreshToken !== held.refreshToken) { return session; }
       if (crossTab) {
         // Under the lock, the storage holds what the last refresh of any tab left.
         const stored = await readStored();
@@ -308,10 +331,10 @@ export function createClient(options = {}) {
           if (adopted) { emit({ type: "refreshed", user: stored.user }); }
           return stored;
         }
-      } else if (session && session.refreshToken !== held.refreshToken) {
-        return session;
       }
-      const response = await postJSON("/auth/refresh", { refreshToken: held.refreshToken }, { credentials: "omit" });
+      // Bounded: the other tabs wait for this lock; a stalled answer reads as offline after 30 s.
+      const signal = typeof AbortSignal.timeout === "function" ? AbortSignal.timeout(30000) : undefined;
+      const response = await postJSON("/auth/refresh", { refreshToken: held.refreshToken }, { credentials: "omit", signal });
       if (response.status === 401) {
         const error = await SiwaError.from(response);
         await end(error.code === "token_reused" ? "refreshTokenReused" : "sessionEnded");
@@ -356,7 +379,6 @@ export function createClient(options = {}) {
       return response;
     }
     if (!session) { throw new SiwaError("signed_out", "Nobody is signed in"); }
-    const held = session;
     const token = await accessToken();
     const withToken = (value) => {
       const headers = new Headers(init.headers ?? {});
@@ -365,8 +387,10 @@ export function createClient(options = {}) {
     };
     const response = await request(url, withToken(token));
     if (response.status !== 401) { return response; }
-    // Refused: a new token (another tab's, or one refresh), and the request once more.
-    const renewed = session && session.accessToken !== token ? session : await refresh(session ?? held);
+    // Refused: a new token (another tab's, or one refresh), and the request once more; none when
+    // the session ended meanwhile (its refresh token is spent or revoked: never sent again).
+    if (!session) { throw new SiwaError("signed_out", "The session ended during the call", { status: 401 }); }
+    const renewed = session.accessToken !== token ? session : await refresh(session);
     return request(url, withToken(renewed.accessToken));
   }
 
@@ -392,14 +416,16 @@ export function createClient(options = {}) {
   /** The credential of Apple's JS popup, posted to POST /auth/apple (tokens) or /auth/web/apple (cookie). */
   async function signInWithAppleJS() {
     if (!apple?.clientId) { throw new SiwaError("invalid_request", "createClient's `apple.clientId` is needed for Sign in with Apple JS"); }
+    // Taken, and the next one begun, before any wait: two sign-ins at once never share a nonce.
+    const made = nextNonce ?? signInNonce();
+    prepareNonce();
     if (!globalThis.AppleID?.auth) {
       if (!apple.scriptURL) { throw new SiwaError("invalid_request", "Apple's script is not loaded (give `apple.scriptURL`)"); }
       await loadScript(apple.scriptURL);
     }
     // The nonce was made ahead, so that the popup opens within the click (a browser blocks a popup
     // opened after a wait); a new one for the next sign-in, whatever this one's outcome.
-    const nonce = await nextNonce;
-    prepareNonce();
+    const nonce = await made;
     const redirectURI = apple.redirectURI ?? location.origin + location.pathname;
     AppleID.auth.init({
       clientId: apple.clientId, scope: apple.scope ?? "name email", redirectURI, state: nonce.state,
@@ -410,7 +436,7 @@ export function createClient(options = {}) {
       answer = await AppleID.auth.signIn();
     } catch (error) {
       const code = typeof error?.error === "string" ? error.error : "popup_closed_by_user";
-      throw new SiwaError(code, `Sign in with Apple did not complete (${code})`, { cause: error });
+      throw foreignError(code, `Sign in with Apple did not complete (${code})`, { cause: error });
     }
     const authorization = answer?.authorization ?? {};
     if (authorization.state !== nonce.state) {
@@ -445,7 +471,7 @@ export function createClient(options = {}) {
     }
     if (fields.has("error")) {
       const code = fields.get("error");
-      throw new SiwaError(code, fields.get("error_description") ?? code, { status: 400 });
+      throw foreignError(code, fields.get("error_description") ?? code, { status: 400 });
     }
     const code = fields.get("code");
     if (!code) { throw new SiwaError("invalid_response", "The browser came back without a code"); }
@@ -487,6 +513,9 @@ export function createClient(options = {}) {
       location.assign(pending.url);
       return new Promise(() => {});
     }
+    // A redirect sign-in left unfinished is over: a popup starts with a copy of this tab's
+    // sessionStorage, and its page must not take the code for that one (and clear its address).
+    globalThis.sessionStorage?.removeItem(pendingKey);
     // Opened at once, within the click; its address once the challenge is made.
     const popup = window.open("about:blank", `siwa-${Date.now()}`, "width=700,height=700");
     if (!popup) { throw new SiwaError("popup_blocked_by_browser", "The browser blocked the sign-in window"); }
@@ -537,7 +566,7 @@ export function createClient(options = {}) {
         here.searchParams.delete("sign_in_error");
         history.replaceState(history.state, "", here.href);
       }
-      throw new SiwaError(error, `Sign in with Apple did not complete (${error})`);
+      throw foreignError(error, `Sign in with Apple did not complete (${error})`);
     }
     if (!here.searchParams.has("state") || !(here.searchParams.has("code") || here.searchParams.has("error"))) { return null; }
     const text = globalThis.sessionStorage?.getItem(pendingKey);
@@ -580,9 +609,9 @@ export function createClient(options = {}) {
         if (cookieSession) {
           await request(`${server}/auth/logout`, { method: "POST", credentials: "include" });
         } else {
-          await request(`${server}/auth/logout`, {
-            method: "POST", credentials: "omit", headers: { Authorization: `Bearer ${session.accessToken}` },
-          });
+          // With a token the server takes (refreshed first when it ran out, once more after a 401):
+          // an expired one would leave the session, and its refresh token, alive at the server.
+          await authorizedFetch("/auth/logout", { method: "POST" });
         }
       } catch { /* offline: forgotten here; the server ends it at its lifetime */ }
     }
@@ -1514,6 +1543,8 @@ export function createSync(client, options = {}) {
   const builtIn = syncBuiltInCollections();
   const byName = new Map([...builtIn, ...declared.collections].map((c) => [c.name, c]));
   const maximumRequestBytes = Math.max(1024, options.maximumRequestBytes ?? SYNC_DEFAULT_MAXIMUM_REQUEST_BYTES);
+  // Lowered for good after a 413 (the server's SIWA_MAX_BODY_BYTES below `maximumRequestBytes`).
+  let requestBytes = maximumRequestBytes;
   const storage =
     typeof options.storage === "object" && options.storage !== null
       ? options.storage
@@ -1738,7 +1769,8 @@ export function createSync(client, options = {}) {
    * achievements, and `maximumRequestBytes` (of which declared records at most half of the
    * declaration's bytesPerRequest), at least one change (`SyncState.batch`). */
   const batch = () => {
-    let total = maximumRequestBytes - (requestBody(cursor, new Map()).length + 64);
+    const empty = requestBody(cursor, new Map()).length + 64;
+    let total = requestBytes - empty;
     let recordsBudget = Math.floor(declared.limits.bytesPerRequest / 2);
     const sent = new Map();
     let hasChanges = false;
@@ -1763,7 +1795,8 @@ export function createSync(client, options = {}) {
       }
       if (taken.size > 0) sent.set(name, taken);
     }
-    return { cursor, sent, hasChanges };
+    const count = [...sent.values()].reduce((sum, taken) => sum + taken.size, 0);
+    return { cursor, sent, hasChanges, count, bytes: requestBytes - total };
   };
 
   /** The body of `POST /sync`, as the server's codec writes it. */
@@ -1787,7 +1820,7 @@ export function createSync(client, options = {}) {
       json = null;
     }
     if (!response.ok) {
-      const code = typeof json?.error === "string" ? json.error : response.status >= 500 ? "server_error" : "invalid_response";
+      const code = knownErrorCode(json?.error) ?? "invalid_response";
       throw syncError(code, response.status, json?.message ?? `POST /sync: ${response.status}`);
     }
     try {
@@ -1842,7 +1875,12 @@ export function createSync(client, options = {}) {
       try {
         answer = await push(request);
       } catch (error) {
-        if (error?.status === 400 && error.code === "invalid_request" && request.hasChanges) {
+        if (error?.status === 413 && request.count > 1 && requestBytes > 1024) {
+          // Too large for this server: smaller requests from now on, nothing set aside.
+          requestBytes = Math.max(1024, Math.floor(request.bytes / 2));
+          continue;
+        }
+        if ((error?.status === 400 && error.code === "invalid_request") || (error?.status === 413 && request.hasChanges)) {
           setAside(request);
           await persist();
           refusal = error;
@@ -1954,7 +1992,8 @@ export function createSync(client, options = {}) {
     },
     /** Pushes every queued change and pulls what changed on the server, in as many requests as
      * needed. Rejects with `code` "offline" (the queue is kept), the server's error, or, after the
-     * rest was sent, the refusal of a change set aside (400 invalid_request). */
+     * rest was sent, the refusal of a change set aside (400 invalid_request, or the 413 of a record
+     * too large to go alone; after a 413 of several records, smaller requests follow). */
     sync() {
       syncing ??= syncOnce().finally(() => (syncing = null));
       return syncing;

@@ -47,6 +47,9 @@ function server({ pageSize = 1000 } = {}) {
     }
     const body = JSON.parse(init.body);
     state.requests.push({ bytes: init.body.length, body });
+    if (init.body.length > (state.maxBytes ?? Infinity)) {
+      return new Response(JSON.stringify({ error: "payload_too_large", message: "too large" }), { status: 413 });
+    }
     const refused = (body.collections?.workouts ?? []).some((w) => w.note?.value === state.refuse);
     if (refused) return new Response(JSON.stringify({ error: "invalid_request", message: "refused" }), { status: 400 });
     if (body.profile) take("profile", body.profile);
@@ -252,4 +255,21 @@ test("a change that cannot be stored rejects with code storage, and the sync hol
   storage.write = write;
   assert.deepEqual(sync.records("workouts").map((w) => w.workoutId), ["kept"]);
   assert.equal(sync.hasPendingChanges, true);
+});
+
+test("a server whose body limit is lower (413): smaller requests, nothing lost; a record too large alone is set aside", async () => {
+  const { state, client, stored } = server();
+  state.maxBytes = 1200;
+  const sync = createSync(client, { declaration, storage: "memory" });
+  for (let i = 0; i < 6; i++) await sync.save("workouts", { workoutId: `big${i}`, note: "x".repeat(450) });
+  await sync.sync();
+  assert.equal(sync.hasPendingChanges, false);
+  assert.equal(sync.hasRefusedChanges, false, "nothing set aside");
+  assert.equal([...stored.keys()].filter((id) => id.startsWith("workouts big")).length, 6, "every change reached the server");
+  state.maxBytes = 300;
+  await sync.save("workouts", { workoutId: "huge", note: "x".repeat(450) });
+  await assert.rejects(sync.sync(), (error) => error.status === 413 && error.code === "payload_too_large");
+  assert.equal(sync.hasPendingChanges, false, "the queue is not held up");
+  assert.equal(sync.hasRefusedChanges, true);
+  assert.equal(sync.record("workouts", { workoutId: "huge" }).note.length, 450, "kept in the view");
 });
