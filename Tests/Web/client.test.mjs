@@ -1,6 +1,6 @@
 // createSync (public/siwa.js) in Node, its state in memory, against a small stand-in of POST /sync
 // that merges with siwa.js's own rules (the rules themselves are checked against SyncRules by
-// merge.test.mjs; the real server by Tests/EndToEnd/46_web_sync.sh): offline changes stay queued,
+// merge.test.mjs; the real server by Tests/EndToEnd/28_web_sync.sh): offline changes stay queued,
 // pages within the request limits, `more` followed, `resync` drops the synced view but keeps the
 // queue, a 400 sets the batch aside and the rest syncs, two devices converge.
 import { test } from "node:test";
