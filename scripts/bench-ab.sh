@@ -2,7 +2,8 @@
 # alternately with the binary at BENCH_BASE_BIN ("base") and this tree's release build ("new") in the
 # same stack, BENCH_AB_ROUNDS times (3), and prints GET /health, new-user sign-ins and refreshes of
 # each, with the CPU per request of siwa, MariaDB and nginx and the statements sent to MariaDB per
-# request: a change compared within one phase of the machine.
+# request: a change compared within one phase of the machine. BENCH_AB_SQL_BASE and BENCH_AB_SQL_NEW:
+# SQL run on siwa's database before each round of the base and of this tree (a schema change in one run).
 [ -x "${BENCH_BASE_BIN:-}" ] || die "set BENCH_BASE_BIN to the siwa binary to compare with"
 ROUNDS_AB=${BENCH_AB_ROUNDS:-3}
 # Tokens are minted for each run just before it: the emulator's live ten minutes, less than all the
@@ -24,6 +25,12 @@ for round in $(seq $ROUNDS_AB); do
         rm "$TMP/tokens"
         sync
         stop_pidfile "$TMP/siwa.pid" 30
+        # A change of the schema compared in one run: statements that put the base's schema back
+        # before its rounds, and this tree's before its own (say, an index a migration drops).
+        sql_var=BENCH_AB_SQL_$(echo $variant | tr a-z A-Z)
+        if [ -n "${!sql_var:-}" ]; then
+            mariadb --no-defaults --socket="$TMP/db/mysql.sock" -uroot siwa -e "${!sql_var}" || die "$sql_var failed"
+        fi
         if [ $variant = base ]; then start_siwa "$BENCH_BASE_BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"; else start_siwa "$BIN" "$TMP/siwa.env" "$TMP/siwa.log" "$TMP/siwa.pid"; fi
         wrk -t2 -c"$CONNECTIONS" -d2s "$URL/health" >/dev/null
         read -r h _ <<<"$(wrk_run "$URL/health")"; hc=$(cat "$TMP/wrk_cpu")

@@ -195,7 +195,7 @@ package enum AppleAccounts {
     static func storeEmail(_ address: String?, isPrivateRelay: Bool, verified: Bool, of userID: UInt64, on connection: Connection) throws
         -> Profile.Email?
     {
-        guard let email = address?.trimmingCharacters(in: .whitespaces), !email.isEmpty, email.utf8.count <= 320 else { return nil }
+        guard let email = address.map({ ColumnText.trimmed($0) }), !email.isEmpty, email.utf8.count <= 320 else { return nil }
         try connection.executeWithNext(
             """
             INSERT INTO user_emails (user_id, address, is_private_relay, verified) VALUES (?, ?, ?, ?)
@@ -208,11 +208,13 @@ package enum AppleAccounts {
     /// unit of its column); nil when nothing is left.
     package static func sanitizedName(_ name: String?, maximum: Int = maximumNameLength) -> String? {
         guard let name else { return nil }
-        let cleaned = String(
-            String.UnicodeScalarView(
-                name.unicodeScalars.filter { !$0.properties.isDefaultIgnorableCodePoint && !($0.properties.generalCategory == .control) })
-        )
-        .trimmingCharacters(in: .whitespacesAndNewlines)
+        let cleaned = ColumnText.trimmed(
+            String(
+                String.UnicodeScalarView(
+                    name.unicodeScalars.filter {
+                        !$0.properties.isDefaultIgnorableCodePoint && !($0.properties.generalCategory == .control)
+                    })
+            ), newlines: true)
         guard !cleaned.isEmpty else { return nil }
         return ColumnText.fitted(cleaned, maximum: maximum)
     }

@@ -12,8 +12,10 @@ package enum NativeSignInRoutes {
         Route("POST", "/auth/web/apple", access: .ownOrigin, signInWithCookie),
     ]
 
-    struct SignInBody: Decodable {
-        struct FullName: Decodable {
+    /// The body of a sign-in, read from the strict parse of the body (`Request.jsonObject`); other
+    /// members are ignored.
+    struct SignInBody {
+        struct FullName {
             var givenName: String?
             var familyName: String?
         }
@@ -28,11 +30,30 @@ package enum NativeSignInRoutes {
         var linkToken: String?
         /// The `redirect_uri` of a Services ID's authorization (Android, Flutter, Sign in with Apple JS).
         var redirectUri: String?
+
+        init(_ body: JSONObject) throws {
+            identityToken = try requiredString(body, "identityToken")
+            authorizationCode = try optionalString(body, "authorizationCode")
+            nonce = try optionalString(body, "nonce")
+            user = try optionalString(body, "user")
+            switch body.kind(of: "fullName") {
+            case nil, .null?: fullName = nil
+            case .object?:
+                guard let name = try? body.object("fullName") else { throw HTTPError.badRequest("`fullName` has the wrong type") }
+                fullName = FullName(
+                    givenName: try optionalString(name, "givenName", in: "fullName"),
+                    familyName: try optionalString(name, "familyName", in: "fullName"))
+            default: throw HTTPError.badRequest("`fullName` has the wrong type")
+            }
+            device = try optionalString(body, "device")
+            linkToken = try optionalString(body, "linkToken")
+            redirectUri = try optionalString(body, "redirectUri")
+        }
     }
 
     /// Signs in with Apple's identity token (and code), opening a session for the device.
     package static func signIn(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
-        let body = try request.decodeJSON(SignInBody.self, limits: context.bodyLimits)
+        let body = try SignInBody(request.jsonObject(limits: context.bodyLimits))
         let grant = try useCases.signIn.signIn(
             try attempt(body), device: try limited(body.device, "device", maximum: 512), remoteAddress: request.remoteAddress,
             link: try link(request, body))
@@ -43,7 +64,7 @@ package enum NativeSignInRoutes {
     /// into the account pages' cookie session: 200 `{user, isNewUser}` with the session cookie. Like
     /// every cookie write it must come from this site (`Origin`: the route's access, `ownOrigin`).
     package static func signInWithCookie(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
-        let body = try request.decodeJSON(SignInBody.self, limits: context.bodyLimits)
+        let body = try SignInBody(request.jsonObject(limits: context.bodyLimits))
         guard body.linkToken == nil else { throw HTTPError.badRequest("`linkToken` is for POST /auth/apple, not the cookie session") }
         let signedIn = try useCases.signIn.signInWithCookie(
             try attempt(body), device: BrowserLabel.label(userAgent: request.headers["user-agent"]), remoteAddress: request.remoteAddress)
@@ -75,14 +96,10 @@ package enum NativeSignInRoutes {
         return try Caller.bearerToken(request).map { .guestSession(accessToken: $0) }
     }
 
-    struct RefreshBody: Decodable {
-        var refreshToken: String
-    }
-
-    /// Rotates a refresh token and issues a new access token.
+    /// Rotates a refresh token (the body's `refreshToken`) and issues a new access token.
     package static func refresh(_ request: Request, _ context: RouteContext, _ useCases: UseCases) throws -> Response {
-        let body = try request.decodeJSON(RefreshBody.self, limits: context.bodyLimits)
-        let grant = try useCases.sessions.refresh(refreshToken: body.refreshToken, remoteAddress: request.remoteAddress)
+        let refreshToken = try requiredString(request.jsonObject(limits: context.bodyLimits), "refreshToken")
+        let grant = try useCases.sessions.refresh(refreshToken: refreshToken, remoteAddress: request.remoteAddress)
         return tokenResponse(grant)
     }
 

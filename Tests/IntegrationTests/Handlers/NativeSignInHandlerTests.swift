@@ -115,8 +115,24 @@ import Testing
     @Test("Bad bodies get 400 or 415 and store nothing; a token for an audience not configured is refused")
     func refusedBodies() throws {
         let harness = try HandlerHarness()
-        #expect(harness.send("POST", "/auth/apple", json: #"{"nonce":"x"}"#).status == 400)
-        #expect(harness.send("POST", "/auth/apple", json: #"{"identityToken":7}"#).status == 400)
+        // The members are read from the strict parse as a `Decodable` reads them: a member that is
+        // absent or of another kind is named; null or absent optional members are nil.
+        let named: [(String, String, String)] = [
+            ("/auth/apple", #"{"nonce":"x"}"#, "`identityToken` is required"),
+            ("/auth/apple", #"{"identityToken":7}"#, "`identityToken` has the wrong type"),
+            ("/auth/apple", #"{"identityToken":null}"#, "`identityToken` has the wrong type"),
+            ("/auth/apple", #"{"identityToken":"x","nonce":[]}"#, "`nonce` has the wrong type"),
+            ("/auth/apple", #"{"identityToken":"x","fullName":"Ann"}"#, "`fullName` has the wrong type"),
+            ("/auth/apple", #"{"identityToken":"x","fullName":{"givenName":true}}"#, "`fullName.givenName` has the wrong type"),
+            ("/auth/refresh", #"{}"#, "`refreshToken` is required"),
+            ("/auth/refresh", #"{"refreshToken":{}}"#, "`refreshToken` has the wrong type"),
+        ]
+        for (path, body, message) in named {
+            let response = harness.send("POST", path, json: body)
+            #expect(response.status == 400 && (try? response.json().string("message")) == message, "\(body): \(response.text)")
+        }
+        let nulls = harness.send("POST", "/auth/apple", json: #"{"identityToken":"x","nonce":null,"fullName":null,"device":null}"#)
+        #expect(nulls.status == 401, "null optional members are absent ones: \(nulls.text)")
         let long = String(repeating: "a", count: 16_385)
         #expect(harness.send("POST", "/auth/apple", json: #"{"identityToken":"\#(long)"}"#).status == 400)
         let wrongType = harness.worker.respond(
