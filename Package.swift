@@ -167,7 +167,7 @@ let package = Package(
         ),
 
         // Shared vectors of the merge rules for the JavaScript client's test (Tests/Web): not a product.
-        .executableTarget(name: "SyncVectors", dependencies: ["SyncRules", "StrictJSON"], path: "Tests/SyncVectors", swiftSettings: swiftSettings),
+        .executableTarget(name: "SyncVectors", dependencies: ["SIWATestSupport", "SyncRules", "StrictJSON"], path: "Tests/SyncVectors", swiftSettings: swiftSettings),
 
         // Test helpers: a FastCGI client that plays nginx's part, a small HTTP server, a settable clock.
         .target(name: "SIWATestSupport", dependencies: ["AccountData", "Accounts", "Identity", "SyncRules", "Threads"], swiftSettings: swiftSettings),

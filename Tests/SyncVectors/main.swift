@@ -7,20 +7,9 @@
 //
 //     SyncVectors OUTPUT.json [SEED]
 import Foundation
+import SIWATestSupport
 import StrictJSON
 import SyncRules
-
-/// SplitMix64: the same vectors for the same seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A JSON value as a device writes it.
 indirect enum Raw {
@@ -110,7 +99,7 @@ guard arguments.count >= 2 else {
     exit(2)
 }
 let seed = arguments.count > 2 ? UInt64(arguments[2]) ?? 1 : 1
-var random = SplitMix(state: seed)
+var random = SplitMix64(state: seed)
 
 let declared: SyncSchema
 do {
