@@ -45,21 +45,36 @@ package final class AccessTokens: Sendable {
     }
 
     /// Tokens whose signature and claims were verified with the keys of `generation`, with their
-    /// claims: a token seen again is not verified again. Its expiry is checked at every use.
+    /// claims: a token seen again is not verified again. Its expiry is checked at every use. Each
+    /// shard keeps the keys of its generation too, so that a verification takes one lock, its
+    /// shard's, and no lock that every worker takes.
     private struct VerifiedTokens: Sendable {
-        var generation = 0
+        /// -1 until its first verification: no ring's.
+        var generation = -1
+        var keys: [AccessTokenKey] = []
         var claims: [String: AccessTokenClaims] = [:]
     }
 
-    /// Verified tokens kept at most (about 1 KB each).
+    /// One shard of the verified tokens (a class: a `Mutex` is not copied into an array).
+    private final class VerifiedShard: Sendable {
+        let tokens = Mutex(VerifiedTokens())
+    }
+
+    /// Verified tokens kept at most (about 1 KB each), split evenly between the shards.
     static let verifiedCapacity = 20_000
+    /// Shards of the verified tokens, picked by the token's last characters (its signature's).
+    static let verifiedShards = 16
 
     package let directory: String
     package let issuer: String
     private let clock: any WallClock
     private let rescanInterval: Double
     private let ring: Mutex<KeyRing>
-    private let verified = Mutex(VerifiedTokens())
+    /// The ring's `generation` and `checkedAt` (its bit pattern), set under the ring's lock and read
+    /// without it: a verification whose rescan is not due learns the generation without the lock.
+    private let ringGeneration = Atomic<Int>(0)
+    private let ringCheckedAt: Atomic<UInt64>
+    private let verified = (0..<AccessTokens.verifiedShards).map { _ in VerifiedShard() }
 
     /// Loads the keys of `directory`.
     /// - Parameter issuer: the `iss` of every token (the site's public URL).
@@ -71,7 +86,9 @@ package final class AccessTokens: Sendable {
         self.rescanInterval = rescanInterval
         let modified = AccessTokenKeyFiles.modificationTime(directory)
         let keys = try AccessTokenKeyFiles.load(directory)
-        ring = Mutex(KeyRing(keys: keys, modified: modified, checkedAt: clock.now()))
+        let checkedAt = clock.now()
+        ring = Mutex(KeyRing(keys: keys, modified: modified, checkedAt: checkedAt))
+        ringCheckedAt = Atomic(checkedAt.bitPattern)
     }
 
     /// The current keys, newest (the signing key) last.
@@ -96,19 +113,38 @@ package final class AccessTokens: Sendable {
     /// and `exp` in the future.
     /// - Throws: `IdentityError(.accessTokenRefused)` naming what is wrong.
     package func verify(_ token: String) throws -> AccessTokenClaims {
-        let ring = currentRing()
-        let known = verified.withLock { $0.generation == ring.generation ? $0.claims[token] : nil }
-        let claims = try known ?? verifySignature(token, ring.keys)
-        guard Double(claims.expiresAt) > clock.now() else { throw IdentityError(.accessTokenRefused, "expired") }
-        if known == nil {
-            verified.withLock { verified in
-                if verified.generation != ring.generation || verified.claims.count >= AccessTokens.verifiedCapacity {
-                    verified = VerifiedTokens(generation: ring.generation)
-                }
-                verified.claims[token] = claims
+        let now = clock.now()
+        let generation =
+            now - Double(bitPattern: ringCheckedAt.load(ordering: .acquiring)) < rescanInterval
+            ? ringGeneration.load(ordering: .acquiring) : currentRing().generation
+        let shard = verified[Self.shard(of: token)]
+        let (known, shardKeys) = shard.tokens.withLock { verified -> (AccessTokenClaims?, [AccessTokenKey]?) in
+            verified.generation == generation ? (verified.claims[token], verified.keys) : (nil, nil)
+        }
+        // A shard of another generation than the ring's learns the ring's keys.
+        let fresh = shardKeys == nil ? currentRing() : nil
+        let claims = try known ?? verifySignature(token, shardKeys ?? fresh?.keys ?? [])
+        guard Double(claims.expiresAt) > now else { throw IdentityError(.accessTokenRefused, "expired") }
+        guard known == nil else { return claims }
+        shard.tokens.withLock { verified in
+            // A shard of an older generation starts over; one of a newer one (another thread
+            // reloaded the keys meanwhile) is left as it is.
+            if let fresh, verified.generation < fresh.generation {
+                verified = VerifiedTokens(generation: fresh.generation, keys: fresh.keys)
             }
+            guard verified.generation == fresh?.generation ?? generation else { return }
+            if verified.claims.count >= AccessTokens.verifiedCapacity / AccessTokens.verifiedShards { verified.claims = [:] }
+            verified.claims[token] = claims
         }
         return claims
+    }
+
+    /// The shard of `token`: its last two bytes, which are its signature's when it is a JWS.
+    private static func shard(of token: String) -> Int {
+        var bytes = token.utf8.reversed().makeIterator()
+        let last = Int(bytes.next() ?? 0)
+        let before = Int(bytes.next() ?? 0)
+        return (last &* 31 &+ before) % verifiedShards
     }
 
     /// The claims of `token` if it is signed by one of `keys` and well formed, whatever its expiry.
@@ -146,6 +182,7 @@ package final class AccessTokens: Sendable {
         let (current, due) = ring.withLock { ring -> (KeyRing, Bool) in
             guard now - ring.checkedAt >= rescanInterval else { return (ring, false) }
             ring.checkedAt = now
+            ringCheckedAt.store(now.bitPattern, ordering: .releasing)
             return (ring, true)
         }
         guard due else { return current }
@@ -157,6 +194,7 @@ package final class AccessTokens: Sendable {
             ring.keys = keys
             ring.modified = modified
             ring.generation += 1
+            ringGeneration.store(ring.generation, ordering: .releasing)
             return ring
         }
     }
