@@ -139,7 +139,7 @@ import Testing
         arguments: [
             ["exp": #""1700000600""#], ["iat": #""1700000000""#], ["email_verified": #""yes""#],
             ["is_private_email": "1"], ["nonce_supported": "null"], ["real_user_status": #""2""#], ["email": "5"],
-            ["nbf": #""0""#],
+            ["nbf": #""0""#], ["real_user_status": "2.5"], ["auth_time": #""x""#], ["transfer_sub": "true"], ["iss": "1"],
         ])
     func claimTypes(override: [String: String]) throws {
         let signer = try TestSigner()
