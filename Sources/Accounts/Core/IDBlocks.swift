@@ -19,8 +19,12 @@ package final class IDBlocks: Sendable {
 
     /// Ids reserved at once. A process that stops leaves the rest of its blocks unused.
     package let blockSize: UInt64
-    /// The ids left to hand out, per table.
-    private let left: Mutex<[Table: Range<UInt64>]> = Mutex([:])
+    /// The ids left to hand out, per table: `first..<second`, taken by compare-and-exchange on both
+    /// words at once (no lock: under load, the workers' ids are handed out without any of them
+    /// waiting for a lock whose holder the scheduler put aside). Blocks only grow, so a pair is never
+    /// seen again once it moved on.
+    private let users = Atomic(WordPair(first: 0, second: 0))
+    private let sessions = Atomic(WordPair(first: 0, second: 0))
 
     package init(blockSize: UInt64 = 1000) {
         precondition(blockSize > 0, "a block holds at least one id")
@@ -34,25 +38,37 @@ package final class IDBlocks: Sendable {
     /// - Throws: `MariaDBError` from the reservation (`.deadlock` when another node reserved at the
     ///   same moment: the caller's retry reserves again); `.misuse` for a connection in a transaction.
     package func next(_ table: Table, on connection: Connection) throws -> UInt64 {
-        if let id = take(table) { return id }
+        if let id = take(table, orInstall: nil) { return id }
         let block = try reserve(table, on: connection)
-        return left.withLock { left in
-            // Another thread may have reserved a block meanwhile: that one is used up first, and the
-            // rest of this one is dropped.
-            if let current = left[table], let id = current.first {
-                left[table] = current.dropFirst()
-                return id
-            }
-            left[table] = block.dropFirst()
-            return block.lowerBound
+        // Another thread may have reserved a block meanwhile: that one is used up first, and the
+        // rest of this one is dropped.
+        return take(table, orInstall: block) ?? block.lowerBound
+    }
+
+    /// Takes the next id left of `table`; when none is left, installs `block` (its first id is the
+    /// one taken) or, without one, returns nil.
+    private func take(_ table: Table, orInstall block: Range<UInt64>?) -> UInt64? {
+        switch table {
+        case .users: Self.take(from: users, orInstall: block)
+        case .sessions: Self.take(from: sessions, orInstall: block)
         }
     }
 
-    private func take(_ table: Table) -> UInt64? {
-        left.withLock { left in
-            guard let range = left[table], let id = range.first else { return nil }
-            left[table] = range.dropFirst()
-            return id
+    private static func take(from left: borrowing Atomic<WordPair>, orInstall block: Range<UInt64>?) -> UInt64? {
+        var current = left.load(ordering: .acquiring)
+        while true {
+            let desired: WordPair
+            let taken: UInt64
+            if current.first < current.second {
+                (desired, taken) = (WordPair(first: current.first + 1, second: current.second), UInt64(current.first))
+            } else if let block {
+                (desired, taken) = (WordPair(first: UInt(block.lowerBound + 1), second: UInt(block.upperBound)), block.lowerBound)
+            } else {
+                return nil
+            }
+            let (exchanged, original) = left.compareExchange(expected: current, desired: desired, ordering: .acquiringAndReleasing)
+            if exchanged { return taken }
+            current = original
         }
     }
 
