@@ -121,8 +121,8 @@ import Testing
         #expect(try AccessTokenKeyFiles.prune(in: directory, retention: 1200, now: Date()).isEmpty, "the old key was replaced just now")
         #expect(try AccessTokenKeyFiles.prune(in: directory, retention: 1200, now: Date().addingTimeInterval(1300)) == ["20231114T221320Z"])
         clock.advance(10)
-        // Another request finds the rescan due and reloads the keys; the verification after it
-        // learns of the reload without rescanning itself.
+        // Another request finds the rescan due and reloads the keys; a verification after it,
+        // which finds no rescan due, refuses the token all the same (its shard is of the older keys).
         #expect(running.keys.map(\.keyID) == [newKeyID])
         #expect(throws: IdentityError(.accessTokenRefused), "a token verified before its key was removed is refused after") {
             try running.verify(before)
